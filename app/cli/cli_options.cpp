@@ -1,0 +1,132 @@
+#include "cli_options.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "pd/error.h"
+#include "pd/scenario.h"
+#include "pd/units.h"
+
+namespace pd::cli {
+
+std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) {
+    CLI::App app{"paralleldeck-run: train a small model on several simulated devices and "
+                 "record what happened (trace, summary, inputs)."};
+    app.set_version_flag("--version", std::string("paralleldeck-run 0.1.0"));
+
+    std::string scenario;
+    std::optional<std::string> strategy, optimizer, clock, capacity, bucket;
+    std::optional<int> devices, layers, width, batch, steps;
+    std::optional<std::uint64_t> seed;
+    std::optional<double> lr, latency, gbps, timeout;
+    bool no_overlap = false;
+    RunRequest req;
+
+    app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
+    app.add_option("--strategy", strategy, "single | dp | ps");
+    app.add_option("--devices", devices, "Number of devices (ps: server + workers)");
+    app.add_option("--layers", layers, "Residual MLP blocks");
+    app.add_option("--width", width, "Hidden size h (blocks are h -> 4h -> h)");
+    app.add_option("--batch", batch, "Global batch per step");
+    app.add_option("--steps", steps, "Training steps");
+    app.add_option("--seed", seed, "Seed for weights and data");
+    app.add_option("--optimizer", optimizer, "sgd | adamw");
+    app.add_option("--lr", lr, "Learning rate (default: sgd 0.05, adamw 0.002)");
+    app.add_option("--bucket-bytes", bucket, "Gradient bucket size, e.g. 256KiB");
+    app.add_flag("--no-overlap", no_overlap, "dp: all-reduce only after the whole backward");
+    app.add_option("--capacity", capacity, "Memory per device, e.g. 64MiB");
+    app.add_option("--clock", clock, "wall | device | auto");
+    app.add_option("--link-latency-us", latency, "Simulated link latency (device clock)");
+    app.add_option("--link-gbps", gbps, "Simulated link bandwidth in GB/s (device clock)");
+    app.add_option("--timeout-s", timeout, "Seconds a collective waits for a peer");
+    app.add_option("--trace", req.trace_path, "Write Chrome Trace Event JSON (Perfetto)");
+    app.add_option("--summary", req.summary_path, "Write the summary JSON");
+    app.add_option("--dump-dir", req.dump_dir, "Write initial weights and batches as .npy");
+    app.add_flag("--quiet", req.quiet, "No progress on stderr");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        exit_code = app.exit(e);
+        if (exit_code != 0) exit_code = 2;
+        return std::nullopt;
+    }
+
+    RunConfig& c = req.config;
+    ConfigSources& src = req.sources;
+    if (!scenario.empty()) apply_scenario_file(scenario, c, src);
+
+    auto choose = [](const std::string& flag, const std::string& value,
+                     std::initializer_list<const char*> options) {
+        for (const char* o : options)
+            if (value == o) return;
+        std::string list;
+        for (const char* o : options) list += std::string(list.empty() ? "" : ", ") + o;
+        throw BadInput(flag, "unknown value '" + value + "' (available: " + list + ")", __FILE__,
+                       __LINE__);
+    };
+    if (strategy) {
+        choose("--strategy", *strategy, {"single", "dp", "ps"});
+        c.strategy = *strategy == "single" ? StrategyKind::single
+                     : *strategy == "dp"   ? StrategyKind::dp
+                                           : StrategyKind::ps;
+        src["strategy"] = "--strategy";
+    }
+    auto set_int = [&](const std::optional<int>& v, int& field, const char* key) {
+        if (!v) return;
+        field = *v;
+        src[key] = std::string("--") + key;
+    };
+    set_int(devices, c.devices, "devices");
+    set_int(layers, c.layers, "layers");
+    set_int(width, c.width, "width");
+    set_int(batch, c.batch, "batch");
+    set_int(steps, c.steps, "steps");
+    if (seed) c.seed = *seed;
+    if (optimizer) {
+        choose("--optimizer", *optimizer, {"sgd", "adamw"});
+        c.optimizer = *optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+    }
+    if (lr) {
+        c.lr = *lr;
+        src["lr"] = "--lr";
+    }
+    auto size_flag = [](const std::string& flag, const std::string& text) {
+        auto bytes = parse_byte_size(text);
+        if (!bytes)
+            throw BadInput(flag, "'" + text + "' is not a size (try 65536, 64KiB, 64MiB, 1GiB)",
+                           __FILE__, __LINE__);
+        return *bytes;
+    };
+    if (bucket) {
+        c.bucket_bytes = size_flag("--bucket-bytes", *bucket);
+        src["bucket_bytes"] = "--bucket-bytes";
+    }
+    if (no_overlap) c.overlap = false;
+    if (capacity) {
+        c.capacity_bytes = size_flag("--capacity", *capacity);
+        src["capacity"] = "--capacity";
+    }
+    if (clock) {
+        choose("--clock", *clock, {"wall", "device", "auto"});
+        c.clock = *clock == "wall"     ? ClockMode::wall
+                  : *clock == "device" ? ClockMode::device
+                                       : ClockMode::automatic;
+    }
+    if (latency) {
+        c.link.latency_us = *latency;
+        src["link_latency_us"] = "--link-latency-us";
+    }
+    if (gbps) {
+        c.link.gbps = *gbps;
+        src["link_gbps"] = "--link-gbps";
+    }
+    if (timeout) {
+        c.collective_timeout_s = *timeout;
+        src["timeout_s"] = "--timeout-s";
+    }
+    validate(c, src);
+    return req;
+}
+
+}  // namespace pd::cli

@@ -1,0 +1,25 @@
+// The flags of `paralleldeck-run`, and how they combine with a scenario file: the scenario
+// is read first, flags given on the command line override its keys.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "pd/run_config.h"
+
+namespace pd::cli {
+
+struct RunRequest {
+    RunConfig config;
+    ConfigSources sources;
+    std::string trace_path;
+    std::string summary_path;
+    std::string dump_dir;
+    bool quiet = false;
+};
+
+// Returns the request, or nullopt with `exit_code` set when parsing ended the program (help:
+// 0; a bad flag: 2, message already printed). Throws BadInput for bad values.
+std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code);
+
+}  // namespace pd::cli

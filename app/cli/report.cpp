@@ -1,0 +1,58 @@
+#include "report.h"
+
+#include <cstdio>
+#include <string>
+
+#include "pd/units.h"
+
+namespace pd::cli {
+
+namespace {
+std::string fmt(const char* format, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, value);
+    return buf;
+}
+}  // namespace
+
+void print_report(std::ostream& out, const RunConfig& config, const RunResult& result,
+                  const RunMetrics& m) {
+    out << "strategy " << name_of(config.strategy) << ", " << config.devices << " device"
+        << (config.devices == 1 ? "" : "s") << ", clock " << name_of(result.trace.clock)
+        << (config.clock == ClockMode::automatic ? " (auto)" : "") << ", link "
+        << config.link.latency_us << " us + " << config.link.gbps << " GB/s\n";
+    out << "model " << config.layers << " blocks x width " << config.width << ", batch "
+        << config.batch << ", " << name_of(config.optimizer) << " lr " << config.effective_lr()
+        << "\n";
+    out << "status " << name_of(result.status) << ", steps " << result.steps_completed << "/"
+        << config.steps << "\n";
+    if (!m.steps.empty()) {
+        out << "loss " << fmt("%.4f", m.steps.front().loss) << " -> " << fmt("%.4f", m.final_loss)
+            << ", median step " << format_duration_ns(m.median_step_time_s * 1e9) << ", "
+            << fmt("%.0f", m.samples_per_s) << " samples/s\n";
+    }
+    out << "\n  device   busy    idle   comm exposed/overlapped   peak memory\n";
+    for (const auto& d : m.devices) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  %6d %6.1f%% %9s %10s / %-10s %s\n", d.device,
+                      d.busy_fraction * 100.0, format_duration_ns(d.idle_s * 1e9).c_str(),
+                      format_duration_ns(d.exposed_comm_s * 1e9).c_str(),
+                      format_duration_ns(d.overlapped_comm_s * 1e9).c_str(),
+                      format_bytes(static_cast<double>(d.peak_total_bytes)).c_str());
+        out << line;
+    }
+    if (!m.collectives.empty()) {
+        out << "\n  collective        bytes  ranks  calls     time    algbw GB/s  busbw GB/s\n";
+        for (const auto& c : m.collectives) {
+            char line[256];
+            std::snprintf(line, sizeof line, "  %-14s %10s %5d %6d %10s %10.3f %11.3f\n",
+                          c.op.c_str(), format_bytes(static_cast<double>(c.bytes)).c_str(),
+                          c.ranks, c.count, format_duration_ns(c.mean_time_s * 1e9).c_str(),
+                          c.algbw_gbps, c.busbw_gbps);
+            out << line;
+        }
+    }
+    if (!result.error.empty()) out << "\nerror: " << result.error << "\n";
+}
+
+}  // namespace pd::cli

@@ -1,0 +1,66 @@
+// Collectives over a group of devices, written as explicit ring steps so every step is a
+// traced event (phase, step index, chunk, peer, bytes). Any group size >= 1 and any element
+// count: chunk i of a buffer is [i*count/n, (i+1)*count/n), so chunks may be uneven or empty.
+//
+// Each call runs on the calling device's current stream thread and blocks until its part is
+// done. All members must issue the same collectives in the same order, from one stream each.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pd/device.h"
+#include "pd/transport.h"
+
+namespace pd {
+
+class Communicator {
+public:
+    // `members` are the devices of the group in ring order; `group_id` keeps this group's
+    // messages apart from other groups' on the same device pairs.
+    Communicator(Transport& transport, std::vector<Device*> members, std::uint32_t group_id);
+
+    int size() const { return static_cast<int>(members_.size()); }
+    int rank_of(int device_id) const;  // throws if not a member
+    int device_of(int rank) const { return members_[static_cast<std::size_t>(rank)]->id(); }
+
+    static std::size_t chunk_begin(std::size_t count, int n, int chunk);
+    static std::size_t chunk_end(std::size_t count, int n, int chunk) {
+        return chunk_begin(count, n, chunk + 1);
+    }
+
+    // In place: every member ends with the element-wise sum.
+    void all_reduce(int device_id, float* data, std::size_t count, int step);
+    // In place: member r ends with the sum in chunk r; other chunks are scratch.
+    void reduce_scatter(int device_id, float* data, std::size_t count, int step);
+    // In place: member r contributes chunk r; every member ends with all chunks.
+    void all_gather(int device_id, float* data, std::size_t count, int step);
+    // Root's data ends on every member (a chain along the ring).
+    void broadcast(int device_id, float* data, std::size_t count, int root_rank, int step);
+    void send(int device_id, int peer_device, const float* data, std::size_t count, int step,
+              const std::string& label);
+    void recv(int device_id, int peer_device, float* data, std::size_t count, int step,
+              const std::string& label, bool accumulate = false);
+
+private:
+    enum class Combine { copy, add };
+    struct Ring;
+    void reduce_scatter_steps(const Ring& ring, float* data, std::size_t count, int step,
+                              int chunk_offset);
+    void all_gather_steps(const Ring& ring, float* data, std::size_t count, int step,
+                          int chunk_offset);
+    // One ring step: send [send_chunk] right, receive [recv_chunk] from the left, combine.
+    void ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk,
+                   int recv_chunk, Combine combine, EventKind kind, int step_index, int step);
+    Ring ring_for(int device_id) const;
+    void record(const Ring& ring, const char* op, std::size_t count, int step,
+                std::int64_t start_ns) const;
+
+    Transport& transport_;
+    std::vector<Device*> members_;
+    std::uint64_t tag_;
+};
+
+}  // namespace pd

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace pd {
+
+// Every live byte on a device is accounted under one of these.
+enum class MemoryCategory : int {
+    parameters,
+    gradients,
+    optimizer_state,
+    activations,
+    communication,
+    workspace,
+};
+inline constexpr std::size_t kMemoryCategoryCount = 6;
+
+inline constexpr std::array<std::string_view, kMemoryCategoryCount> kMemoryCategoryNames = {
+    "parameters", "gradients", "optimizer_state", "activations", "communication", "workspace"};
+
+inline std::string_view name_of(MemoryCategory c) {
+    return kMemoryCategoryNames[static_cast<std::size_t>(c)];
+}
+std::optional<MemoryCategory> memory_category_from_name(std::string_view name);
+
+}  // namespace pd

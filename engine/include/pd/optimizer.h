@@ -1,0 +1,28 @@
+// Element-wise optimizers over a parameter range, so sharded strategies update their shard
+// with the same code as a full replica.
+#pragma once
+
+#include <cstddef>
+
+#include "pd/run_config.h"
+
+namespace pd {
+
+struct OptimizerSettings {
+    OptimizerKind kind = OptimizerKind::adamw;
+    float lr = 1e-3f;
+    float momentum = 0.9f;  // SGD
+    float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+    float weight_decay = 0.01f;  // AdamW's decoupled decay; SGD uses none
+
+    static OptimizerSettings from(const RunConfig& config);
+    // Floats of optimizer state per parameter: SGD momentum 1, AdamW m and v 2.
+    int state_per_parameter() const { return kind == OptimizerKind::sgd ? 1 : 2; }
+};
+
+// One update at step t (1-based) of `count` parameters. `state` holds
+// state_per_parameter() * count floats laid out as [m..., v...].
+void optimizer_update(const OptimizerSettings& settings, int t, float* params,
+                      const float* grads, float* state, std::size_t count);
+
+}  // namespace pd

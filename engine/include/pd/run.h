@@ -1,0 +1,61 @@
+// Running a training job: build devices and streams for a config, run its steps, and return
+// the trace, the losses and the final parameters. A run can be cancelled from another thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pd/error.h"
+#include "pd/run_config.h"
+#include "pd/trace.h"
+
+namespace pd {
+
+class RunContext;
+
+enum class RunStatus { ok, out_of_memory, cancelled, failed };
+std::string_view name_of(RunStatus s);
+
+struct RunResult {
+    RunStatus status = RunStatus::ok;
+    std::string error;  // empty on success; otherwise what went wrong, and where
+    std::optional<OomInfo> oom;
+    Trace trace;  // everything recorded, also when the run stopped early
+    std::vector<float> final_parameters;  // empty unless the run completed
+    int steps_completed = 0;
+};
+
+struct RunProgress {
+    int steps_done = 0;
+    int steps_total = 0;
+    double loss = 0.0;
+    std::string phase;  // "setup", "training", "done"
+};
+
+class Run {
+public:
+    // Validates the config (throws BadInput).
+    explicit Run(RunConfig config);
+    ~Run();
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
+
+    const RunConfig& config() const { return config_; }
+    // Runs to the end (or until cancelled / out of memory / failed). Call once.
+    RunResult execute(const std::function<void(const RunProgress&)>& on_progress = {});
+    // Thread-safe; the run stops within a bounded time with status `cancelled`.
+    void cancel();
+
+private:
+    RunConfig config_;
+    std::atomic<bool> cancel_requested_{false};
+    std::mutex ctx_mutex_;
+    RunContext* ctx_ = nullptr;  // live while execute() runs
+};
+
+}  // namespace pd

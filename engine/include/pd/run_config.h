@@ -1,0 +1,66 @@
+// Everything that defines a run: the strategy, the model, the devices and the clock.
+// One struct feeds the CLI, scenario files and the app alike.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace pd {
+
+enum class StrategyKind { single, dp, ps };
+enum class ClockMode { wall, device, automatic };
+enum class OptimizerKind { sgd, adamw };
+
+std::string_view name_of(StrategyKind s);
+std::string_view name_of(ClockMode c);
+std::string_view name_of(OptimizerKind o);
+
+// The simulated link used by the device clock: a transfer of b bytes takes
+// latency + b / bandwidth.
+struct LinkModel {
+    double latency_us = 5.0;
+    double gbps = 25.0;  // gigabytes per second
+    double transfer_ns(std::size_t bytes) const {
+        return latency_us * 1e3 + static_cast<double>(bytes) / gbps;
+    }
+};
+
+struct RunConfig {
+    StrategyKind strategy = StrategyKind::single;
+    int devices = 1;
+    int layers = 4;
+    int width = 128;
+    int input_dim = 32;  // features of the synthetic task
+    int classes = 10;
+    int batch = 32;  // global batch per step
+    int steps = 10;
+    std::uint64_t seed = 42;
+    OptimizerKind optimizer = OptimizerKind::adamw;
+    double lr = 0.0;  // 0 = the optimizer's default (see effective_lr)
+    std::size_t bucket_bytes = 256 * 1024;
+    bool overlap = true;
+    std::size_t capacity_bytes = std::size_t{4} << 30;
+    ClockMode clock = ClockMode::automatic;
+    LinkModel link;
+    bool trace_enabled = true;
+    double collective_timeout_s = 30.0;
+
+    double effective_lr() const;
+    // Replicas that each process a slice of the global batch.
+    int data_parallel_replicas() const;
+};
+
+// Where each setting came from ("--devices" or "scenario key 'devices'"), so that an error
+// names what the user typed.
+using ConfigSources = std::map<std::string, std::string>;
+
+// Throws BadInput naming the offending key. `sources` maps key -> how the user spelt it.
+void validate(const RunConfig& config, const ConfigSources& sources = {});
+
+// The clock a run really uses once `automatic` is resolved against this machine.
+ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads);
+
+}  // namespace pd

@@ -1,0 +1,97 @@
+// What a run records: timed events per stream, memory samples per device and category,
+// collective calls, and the loss of every step. Plain data, produced by the engine and read
+// by metrics, exporters and the visualizer.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pd/memory_category.h"
+#include "pd/run_config.h"
+
+namespace pd {
+
+enum class EventKind {
+    forward,
+    backward,
+    optimizer,
+    reduce_scatter_step,
+    all_gather_step,
+    broadcast,
+    send,
+    recv,
+    wait,
+    oom,
+    copy,  // parameter/gradient staging on one device
+};
+std::string_view name_of(EventKind k);
+bool is_compute(EventKind k);
+bool is_communication(EventKind k);
+
+enum class StreamKind : int { compute = 0, comm = 1 };
+inline constexpr int kStreamsPerDevice = 2;
+std::string_view name_of(StreamKind s);
+
+enum class CollectivePhase { none, reduce_scatter, all_gather };
+
+struct TraceEvent {
+    int device = 0;
+    StreamKind stream = StreamKind::compute;
+    EventKind kind = EventKind::forward;
+    std::string label;
+    int step = -1;
+    int microbatch = -1;
+    int stage = -1;
+    int layer = -1;
+    CollectivePhase phase = CollectivePhase::none;
+    int step_index = -1;  // index of a ring step within its collective
+    int chunk = -1;
+    int peer = -1;  // the device data went to (send) or came from (recv)
+    std::size_t bytes = 0;
+    std::uint64_t flow_id = 0;  // pairs a send with its recv (0 = none)
+    bool flow_source = false;   // true on the sending side of a flow
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    std::int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct MemorySample {
+    int device = 0;
+    MemoryCategory category = MemoryCategory::parameters;
+    std::size_t bytes = 0;  // live bytes of that category after the change
+    std::int64_t t_ns = 0;
+};
+
+// One call of a collective on one device, spanning all its steps.
+struct CollectiveRecord {
+    int device = 0;
+    std::string op;  // all_reduce, reduce_scatter, all_gather, broadcast
+    std::size_t bytes = 0;
+    int ranks = 1;
+    int step = -1;
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+};
+
+struct StepRecord {
+    int step = 0;
+    double loss = 0.0;
+};
+
+struct Trace {
+    ClockMode clock = ClockMode::wall;  // resolved: wall or device
+    LinkModel link;
+    int devices = 0;
+    std::vector<std::size_t> capacity_bytes;  // per device
+    std::vector<std::string> device_names;
+    std::vector<TraceEvent> events;  // sorted by device, stream, start
+    std::vector<MemorySample> memory;  // sorted by time
+    std::vector<CollectiveRecord> collectives;
+    std::vector<StepRecord> steps;
+};
+
+}  // namespace pd

@@ -1,0 +1,304 @@
+#include "pd/communicator.h"
+
+#include <algorithm>
+
+#include "pd/error.h"
+#include "pd/run_context.h"
+
+namespace pd {
+
+namespace {
+
+int wrap(int i, int n) { return ((i % n) + n) % n; }
+
+// The staging buffer a ring member holds while a collective runs (the payload of the chunk
+// in flight), accounted as communication memory for the duration of the call.
+class StagingGuard {
+public:
+    StagingGuard(MemoryTracker& memory, std::size_t bytes) : memory_(memory), bytes_(bytes) {
+        if (bytes_) memory_.allocate(MemoryCategory::communication, bytes_);
+    }
+    ~StagingGuard() {
+        if (bytes_) memory_.release(MemoryCategory::communication, bytes_);
+    }
+    StagingGuard(const StagingGuard&) = delete;
+    StagingGuard& operator=(const StagingGuard&) = delete;
+
+private:
+    MemoryTracker& memory_;
+    std::size_t bytes_;
+};
+
+std::size_t max_chunk_bytes(std::size_t count, int n) {
+    return ((count + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n)) *
+           sizeof(float);
+}
+
+}  // namespace
+
+// The calling member's view of the ring for one collective call.
+struct Communicator::Ring {
+    Stream& stream;
+    Device& device;
+    int rank;
+    int n;
+    int left_device;
+    int right_device;
+    int self_device;
+};
+
+Communicator::Communicator(Transport& transport, std::vector<Device*> members,
+                           std::uint32_t group_id)
+    : transport_(transport), members_(std::move(members)), tag_(std::uint64_t{group_id} << 32) {
+    if (members_.empty())
+        throw Error("a communicator needs at least one device", __FILE__, __LINE__);
+}
+
+int Communicator::rank_of(int device_id) const {
+    for (std::size_t r = 0; r < members_.size(); ++r)
+        if (members_[r]->id() == device_id) return static_cast<int>(r);
+    throw Error("device " + std::to_string(device_id) + " is not in this communicator", __FILE__,
+                __LINE__);
+}
+
+std::size_t Communicator::chunk_begin(std::size_t count, int n, int chunk) {
+    return count * static_cast<std::size_t>(chunk) / static_cast<std::size_t>(n);
+}
+
+Communicator::Ring Communicator::ring_for(int device_id) const {
+    Stream* stream = Stream::current();
+    if (!stream || stream->device() != device_id)
+        throw Error("a collective for device " + std::to_string(device_id) +
+                        " must run on one of that device's streams",
+                    __FILE__, __LINE__);
+    const int rank = rank_of(device_id);
+    const int n = size();
+    return Ring{*stream,
+                *members_[static_cast<std::size_t>(rank)],
+                rank,
+                n,
+                device_of(wrap(rank - 1, n)),
+                device_of(wrap(rank + 1, n)),
+                device_id};
+}
+
+void Communicator::record(const Ring& ring, const char* op, std::size_t count, int step,
+                          std::int64_t start_ns) const {
+    CollectiveRecord rec;
+    rec.device = ring.self_device;
+    rec.op = op;
+    rec.bytes = count * sizeof(float);
+    rec.ranks = ring.n;
+    rec.step = step;
+    rec.start_ns = start_ns;
+    rec.end_ns = ring.stream.now_ns();
+    ring.stream.add_collective(std::move(rec));
+}
+
+void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk,
+                             int recv_chunk, Combine combine, EventKind kind, int step_index,
+                             int step) {
+    const std::size_t sb = chunk_begin(count, ring.n, send_chunk);
+    const std::size_t se = chunk_end(count, ring.n, send_chunk);
+    const std::size_t rb = chunk_begin(count, ring.n, recv_chunk);
+    const std::size_t re = chunk_end(count, ring.n, recv_chunk);
+    const bool reducing = kind == EventKind::reduce_scatter_step;
+
+    TraceEvent event;
+    event.kind = kind;
+    event.phase = reducing ? CollectivePhase::reduce_scatter : CollectivePhase::all_gather;
+    event.label = reducing ? "reduce-scatter" : "all-gather";
+    event.step = step;
+    event.step_index = step_index;
+    event.chunk = send_chunk;
+    event.peer = ring.right_device;
+    event.bytes = (se - sb) * sizeof(float);
+    event.start_ns = ring.stream.now_ns();
+
+    transport_.send(ring.self_device, ring.right_device, tag_, data + sb, se - sb,
+                    ring.stream.now_ns(), 0);
+    const std::string what = "device " + std::to_string(ring.self_device) + " " + event.label +
+                             " step " + std::to_string(step_index) + " receiving from device " +
+                             std::to_string(ring.left_device);
+    Message message = transport_.recv(ring.left_device, ring.self_device, tag_, what);
+    const std::size_t m = re - rb;
+    if (message.payload.size() != m)
+        throw Error(what + ": received " + std::to_string(message.payload.size()) +
+                        " elements, expected " + std::to_string(m),
+                    __FILE__, __LINE__);
+    // Device clock: the chunk cannot arrive before it left plus the link's cost.
+    const auto& link = transport_.context().link();
+    ring.stream.advance_to(message.sent_at_ns +
+                           static_cast<std::int64_t>(link.transfer_ns(m * sizeof(float))));
+    float* dst = data + rb;
+    const float* src = message.payload.data();
+    if (combine == Combine::add) {
+        for (std::size_t i = 0; i < m; ++i) dst[i] += src[i];
+    } else {
+        std::copy_n(src, m, dst);
+    }
+    transport_.recycle(ring.left_device, ring.self_device, tag_, std::move(message.payload));
+    event.end_ns = ring.stream.now_ns();
+    ring.stream.emit(std::move(event));
+}
+
+// Rank r sends chunk (r - s - 1 + offset) and receives chunk (r - s - 2 + offset): after n-1
+// steps rank r holds the full sum of chunk (r + offset).
+void Communicator::reduce_scatter_steps(const Ring& ring, float* data, std::size_t count,
+                                        int step, int chunk_offset) {
+    for (int s = 0; s < ring.n - 1; ++s) {
+        ring_step(ring, data, count, wrap(ring.rank - s - 1 + chunk_offset, ring.n),
+                  wrap(ring.rank - s - 2 + chunk_offset, ring.n), Combine::add,
+                  EventKind::reduce_scatter_step, s, step);
+    }
+}
+
+// Rank r starts owning chunk (r + offset); at step s it forwards chunk (r - s + offset) and
+// receives chunk (r - s - 1 + offset).
+void Communicator::all_gather_steps(const Ring& ring, float* data, std::size_t count, int step,
+                                    int chunk_offset) {
+    for (int s = 0; s < ring.n - 1; ++s) {
+        ring_step(ring, data, count, wrap(ring.rank - s + chunk_offset, ring.n),
+                  wrap(ring.rank - s - 1 + chunk_offset, ring.n), Combine::copy,
+                  EventKind::all_gather_step, s, step);
+    }
+}
+
+void Communicator::all_reduce(int device_id, float* data, std::size_t count, int step) {
+    const Ring ring = ring_for(device_id);
+    const std::int64_t start = ring.stream.now_ns();
+    if (ring.n > 1) {
+        StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
+        reduce_scatter_steps(ring, data, count, step, 0);
+        all_gather_steps(ring, data, count, step, 0);
+    }
+    record(ring, "all_reduce", count, step, start);
+}
+
+void Communicator::reduce_scatter(int device_id, float* data, std::size_t count, int step) {
+    const Ring ring = ring_for(device_id);
+    const std::int64_t start = ring.stream.now_ns();
+    if (ring.n > 1) {
+        StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
+        reduce_scatter_steps(ring, data, count, step, 0);
+    }
+    record(ring, "reduce_scatter", count, step, start);
+}
+
+void Communicator::all_gather(int device_id, float* data, std::size_t count, int step) {
+    const Ring ring = ring_for(device_id);
+    const std::int64_t start = ring.stream.now_ns();
+    if (ring.n > 1) {
+        StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
+        all_gather_steps(ring, data, count, step, 0);
+    }
+    record(ring, "all_gather", count, step, start);
+}
+
+void Communicator::broadcast(int device_id, float* data, std::size_t count, int root_rank,
+                             int step) {
+    const Ring ring = ring_for(device_id);
+    if (root_rank < 0 || root_rank >= ring.n)
+        throw Error("broadcast root " + std::to_string(root_rank) + " outside a group of " +
+                        std::to_string(ring.n),
+                    __FILE__, __LINE__);
+    const std::int64_t start = ring.stream.now_ns();
+    if (ring.n > 1) {
+        StagingGuard staging(ring.device.memory(), count * sizeof(float));
+        // A chain along the ring: position 0 is the root, the last position only receives.
+        const int position = wrap(ring.rank - root_rank, ring.n);
+        const std::string label = "broadcast";
+        if (position > 0) {
+            Message message = transport_.recv(
+                ring.left_device, ring.self_device, tag_,
+                "device " + std::to_string(ring.self_device) + " broadcast receiving from device " +
+                    std::to_string(ring.left_device));
+            TraceEvent event;
+            event.kind = EventKind::broadcast;
+            event.label = "broadcast recv";
+            event.step = step;
+            event.peer = ring.left_device;
+            event.bytes = count * sizeof(float);
+            event.flow_id = message.flow_id;
+            event.start_ns = ring.stream.now_ns();
+            ring.stream.advance_to(
+                message.sent_at_ns +
+                static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
+            std::copy_n(message.payload.data(), std::min(count, message.payload.size()), data);
+            transport_.recycle(ring.left_device, ring.self_device, tag_,
+                               std::move(message.payload));
+            event.end_ns = ring.stream.now_ns();
+            ring.stream.emit(std::move(event));
+        }
+        if (position < ring.n - 1) {
+            TraceEvent event;
+            event.kind = EventKind::broadcast;
+            event.label = "broadcast send";
+            event.step = step;
+            event.peer = ring.right_device;
+            event.bytes = count * sizeof(float);
+            event.flow_id = transport_.context().next_flow_id();
+            event.flow_source = true;
+            event.start_ns = ring.stream.now_ns();
+            transport_.send(ring.self_device, ring.right_device, tag_, data, count,
+                            ring.stream.now_ns(), event.flow_id);
+            event.end_ns = ring.stream.now_ns();
+            ring.stream.emit(std::move(event));
+        }
+    }
+    record(ring, "broadcast", count, step, start);
+}
+
+void Communicator::send(int device_id, int peer_device, const float* data, std::size_t count,
+                        int step, const std::string& label) {
+    const Ring ring = ring_for(device_id);
+    TraceEvent event;
+    event.kind = EventKind::send;
+    event.label = label;
+    event.step = step;
+    event.peer = peer_device;
+    event.bytes = count * sizeof(float);
+    event.flow_id = transport_.context().next_flow_id();
+    event.flow_source = true;
+    event.start_ns = ring.stream.now_ns();
+    transport_.send(device_id, peer_device, tag_, data, count, ring.stream.now_ns(),
+                    event.flow_id);
+    event.end_ns = ring.stream.now_ns();
+    ring.stream.emit(std::move(event));
+}
+
+void Communicator::recv(int device_id, int peer_device, float* data, std::size_t count, int step,
+                        const std::string& label, bool accumulate) {
+    const Ring ring = ring_for(device_id);
+    StagingGuard staging(ring.device.memory(), count * sizeof(float));
+    TraceEvent event;
+    event.kind = EventKind::recv;
+    event.label = label;
+    event.step = step;
+    event.peer = peer_device;
+    event.bytes = count * sizeof(float);
+    event.start_ns = ring.stream.now_ns();
+    Message message = transport_.recv(peer_device, device_id, tag_,
+                                       "device " + std::to_string(device_id) + " " + label +
+                                           " receiving from device " +
+                                           std::to_string(peer_device));
+    if (message.payload.size() != count)
+        throw Error("device " + std::to_string(device_id) + " " + label + ": received " +
+                        std::to_string(message.payload.size()) + " elements, expected " +
+                        std::to_string(count),
+                    __FILE__, __LINE__);
+    event.flow_id = message.flow_id;
+    ring.stream.advance_to(
+        message.sent_at_ns +
+        static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
+    if (accumulate) {
+        for (std::size_t i = 0; i < count; ++i) data[i] += message.payload[i];
+    } else {
+        std::copy_n(message.payload.data(), count, data);
+    }
+    transport_.recycle(peer_device, device_id, tag_, std::move(message.payload));
+    event.end_ns = ring.stream.now_ns();
+    ring.stream.emit(std::move(event));
+}
+
+}  // namespace pd

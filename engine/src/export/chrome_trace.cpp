@@ -1,0 +1,97 @@
+// Chrome Trace Event format, as Perfetto reads it: pid = device, tid = stream, complete ("X")
+// events in microseconds, counters ("C") for memory by category, metadata ("M") names, and
+// flow events ("s"/"f") from each send to its recv.
+#include <nlohmann/json.hpp>
+
+#include "pd/exports.h"
+
+namespace pd {
+
+using nlohmann::json;
+
+namespace {
+
+double us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+json event_args(const TraceEvent& e) {
+    json args = json::object();
+    if (e.step >= 0) args["step"] = e.step;
+    if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
+    if (e.stage >= 0) args["stage"] = e.stage;
+    if (e.layer >= 0) args["layer"] = e.layer;
+    if (e.phase != CollectivePhase::none)
+        args["phase"] = e.phase == CollectivePhase::reduce_scatter ? "reduce_scatter" : "all_gather";
+    if (e.step_index >= 0) args["step_index"] = e.step_index;
+    if (e.chunk >= 0) args["chunk"] = e.chunk;
+    if (e.peer >= 0) args["peer"] = e.peer;
+    if (e.bytes) args["bytes"] = e.bytes;
+    return args;
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const Trace& trace) {
+    json events = json::array();
+    for (int d = 0; d < trace.devices; ++d) {
+        const std::string name = d < static_cast<int>(trace.device_names.size())
+                                     ? trace.device_names[static_cast<std::size_t>(d)]
+                                     : "device " + std::to_string(d);
+        events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", d}, {"tid", 0},
+                          {"args", {{"name", name}}}});
+        events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d}, {"tid", 0},
+                          {"args", {{"sort_index", d}}}});
+        for (StreamKind s : {StreamKind::compute, StreamKind::comm}) {
+            events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", d},
+                              {"tid", static_cast<int>(s)},
+                              {"args", {{"name", std::string(name_of(s))}}}});
+        }
+    }
+    for (const auto& e : trace.events) {
+        const int tid = static_cast<int>(e.stream);
+        std::string name = e.label.empty() ? std::string(name_of(e.kind)) : e.label;
+        if (e.microbatch >= 0 && (e.kind == EventKind::forward || e.kind == EventKind::backward))
+            name += " mb" + std::to_string(e.microbatch);
+        if (e.step_index >= 0) name += " #" + std::to_string(e.step_index);
+        if (e.kind == EventKind::oom) {
+            events.push_back({{"ph", "i"}, {"s", "p"}, {"name", "out of memory"},
+                              {"cat", "oom"}, {"pid", e.device}, {"tid", tid},
+                              {"ts", us(e.start_ns)}, {"args", {{"message", e.label}}}});
+            continue;
+        }
+        events.push_back({{"ph", "X"}, {"name", name}, {"cat", std::string(name_of(e.kind))},
+                          {"pid", e.device}, {"tid", tid}, {"ts", us(e.start_ns)},
+                          {"dur", us(e.end_ns - e.start_ns)}, {"args", event_args(e)}});
+        if (e.flow_id) {
+            // Bound to the enclosing slice: place the flow point inside it.
+            const double mid = us(e.start_ns + (e.end_ns - e.start_ns) / 2);
+            json flow = {{"name", "transfer"}, {"cat", "flow"}, {"id", e.flow_id},
+                         {"pid", e.device}, {"tid", tid}, {"ts", mid}};
+            flow["ph"] = e.flow_source ? "s" : "f";
+            if (!e.flow_source) flow["bp"] = "e";
+            events.push_back(std::move(flow));
+        }
+    }
+    // Memory counters: every sample carries the device's full category breakdown at that time.
+    std::vector<std::array<std::size_t, kMemoryCategoryCount>> live(
+        static_cast<std::size_t>(trace.devices));
+    for (const auto& s : trace.memory) {
+        if (s.device < 0 || s.device >= trace.devices) continue;
+        auto& cur = live[static_cast<std::size_t>(s.device)];
+        cur[static_cast<std::size_t>(s.category)] = s.bytes;
+        json args = json::object();
+        for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+            args[std::string(kMemoryCategoryNames[c])] = cur[c];
+        events.push_back({{"ph", "C"}, {"name", "memory (bytes)"}, {"pid", s.device},
+                          {"ts", us(s.t_ns)}, {"args", std::move(args)}});
+    }
+    json root;
+    root["traceEvents"] = std::move(events);
+    root["displayTimeUnit"] = "ms";
+    root["otherData"] = {{"producer", "ParallelDeck"},
+                         {"clock", std::string(name_of(trace.clock))},
+                         {"link_latency_us", trace.link.latency_us},
+                         {"link_gbps", trace.link.gbps}};
+    return root.dump();
+}
+
+}  // namespace pd

@@ -1,0 +1,112 @@
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "pd/error.h"
+#include "pd/exports.h"
+#include "pd/model.h"
+
+namespace pd {
+
+namespace {
+
+void write_npy_raw(const std::string& path, const std::vector<std::size_t>& shape,
+                   const char* descr, const void* data, std::size_t bytes) {
+    std::string dims;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        dims += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
+    std::string header = "{'descr': '" + std::string(descr) +
+                         "', 'fortran_order': False, 'shape': (" + dims + "), }";
+    // Magic (6) + version (2) + length (2) + header + '\n' is padded to a multiple of 64.
+    const std::size_t unpadded = 10 + header.size() + 1;
+    header.append((64 - unpadded % 64) % 64, ' ');
+    header += '\n';
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw Error("cannot write '" + path + "'", __FILE__, __LINE__);
+    const unsigned char preamble[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    out.write(reinterpret_cast<const char*>(preamble), 8);
+    const auto len = static_cast<std::uint16_t>(header.size());
+    const unsigned char len_le[2] = {static_cast<unsigned char>(len & 0xff),
+                                     static_cast<unsigned char>(len >> 8)};
+    out.write(reinterpret_cast<const char*>(len_le), 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!out) throw Error("failed writing '" + path + "'", __FILE__, __LINE__);
+}
+
+std::size_t elements(const std::vector<std::size_t>& shape) {
+    std::size_t n = 1;
+    for (auto s : shape) n *= s;
+    return n;
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, const std::vector<std::size_t>& shape,
+               const float* data) {
+    write_npy_raw(path, shape, "<f4", data, elements(shape) * sizeof(float));
+}
+
+void write_npy(const std::string& path, const std::vector<std::size_t>& shape, const int* data) {
+    static_assert(sizeof(int) == 4);
+    write_npy_raw(path, shape, "<i4", data, elements(shape) * sizeof(int));
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw Error("cannot write '" + path + "'", __FILE__, __LINE__);
+    out << text;
+    if (!out) throw Error("failed writing '" + path + "'", __FILE__, __LINE__);
+}
+
+void dump_run_inputs(const RunConfig& config, const std::string& directory) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(directory, ec);
+    if (ec) throw Error("cannot create '" + directory + "': " + ec.message(), __FILE__, __LINE__);
+    ModelShape shape;
+    shape.input_dim = config.input_dim;
+    shape.width = config.width;
+    shape.layers = config.layers;
+    shape.classes = config.classes;
+    const ParamLayout layout = ParamLayout::build(shape);
+    const std::vector<float> params = initial_parameters(shape, config.seed);
+    nlohmann::json manifest;
+    manifest["format"] = "paralleldeck-dump";
+    manifest["note"] =
+        "Weights are [in, out] row-major (y = x @ w + b). Blocks: h + (gelu_tanh(h @ w1 + b1) "
+        "@ w2 + b2). Loss: mean softmax cross-entropy over the global batch.";
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& t : layout.tensors) {
+        const std::string file = "init_" + t.name + ".npy";
+        std::vector<std::size_t> dims = t.rows == 1 ? std::vector<std::size_t>{t.count}
+                                                    : std::vector<std::size_t>{
+                                                          static_cast<std::size_t>(t.rows),
+                                                          static_cast<std::size_t>(t.cols)};
+        write_npy((fs::path(directory) / file).string(), dims, params.data() + t.offset);
+        tensors.push_back({{"name", t.name}, {"file", file}, {"shape", dims}});
+    }
+    manifest["tensors"] = std::move(tensors);
+    SyntheticTask task(shape, config.seed);
+    std::vector<float> x(static_cast<std::size_t>(config.batch) * config.input_dim);
+    std::vector<int> y(static_cast<std::size_t>(config.batch));
+    nlohmann::json batches = nlohmann::json::array();
+    for (int s = 0; s < config.steps; ++s) {
+        task.batch(s, 0, config.batch, x.data(), y.data());
+        char name[32];
+        std::snprintf(name, sizeof name, "step%04d", s);
+        const std::string xf = std::string(name) + "_x.npy", yf = std::string(name) + "_y.npy";
+        write_npy((fs::path(directory) / xf).string(),
+                  {static_cast<std::size_t>(config.batch),
+                   static_cast<std::size_t>(config.input_dim)},
+                  x.data());
+        write_npy((fs::path(directory) / yf).string(), {static_cast<std::size_t>(config.batch)},
+                  y.data());
+        batches.push_back({{"step", s}, {"x", xf}, {"y", yf}});
+    }
+    manifest["batches"] = std::move(batches);
+    write_text_file((fs::path(directory) / "manifest.json").string(), manifest.dump(2));
+}
+
+}  // namespace pd

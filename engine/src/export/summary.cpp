@@ -1,0 +1,81 @@
+#include <nlohmann/json.hpp>
+
+#include "pd/exports.h"
+
+namespace pd {
+
+using nlohmann::json;
+
+std::string summary_json(const RunConfig& config, const RunResult& result,
+                         const RunMetrics& metrics) {
+    json j;
+    j["status"] = std::string(name_of(result.status));
+    j["error"] = result.error.empty() ? json(nullptr) : json(result.error);
+    j["strategy"] = std::string(name_of(config.strategy));
+    j["devices"] = config.devices;
+    j["clock"] = std::string(name_of(result.trace.clock));
+    j["clock_requested"] = std::string(name_of(config.clock));
+    j["link"] = {{"latency_us", config.link.latency_us},
+                 {"gbps", config.link.gbps},
+                 {"applies_to", "device clock: a transfer of b bytes takes latency + b / bandwidth"}};
+    j["model"] = {{"layers", config.layers},
+                  {"width", config.width},
+                  {"input_dim", config.input_dim},
+                  {"classes", config.classes}};
+    j["batch"] = config.batch;
+    j["optimizer"] = std::string(name_of(config.optimizer));
+    j["lr"] = config.effective_lr();
+    j["overlap"] = config.overlap;
+    j["bucket_bytes"] = config.bucket_bytes;
+    j["capacity_bytes"] = config.capacity_bytes;
+    j["steps_completed"] = result.steps_completed;
+    json steps = json::array();
+    for (const auto& s : metrics.steps)
+        steps.push_back({{"step", s.step}, {"loss", s.loss}, {"time_s", s.time_s}});
+    j["steps"] = std::move(steps);
+    j["final_loss"] = metrics.steps.empty() ? json(nullptr) : json(metrics.final_loss);
+    j["step_time_s"] = {{"median", metrics.median_step_time_s}};
+    j["samples_per_s"] = metrics.samples_per_s;
+    json devices = json::array();
+    for (const auto& d : metrics.devices) {
+        json peak = json::object();
+        for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+            peak[std::string(kMemoryCategoryNames[c])] = d.peak_bytes[c];
+        devices.push_back({{"device", d.device},
+                           {"busy_s", d.busy_s},
+                           {"idle_s", d.idle_s},
+                           {"busy_fraction", d.busy_fraction},
+                           {"comm_s", d.comm_s},
+                           {"exposed_comm_s", d.exposed_comm_s},
+                           {"overlapped_comm_s", d.overlapped_comm_s},
+                           {"peak_bytes", std::move(peak)},
+                           {"peak_total_bytes", d.peak_total_bytes}});
+    }
+    j["per_device"] = std::move(devices);
+    json collectives = json::array();
+    for (const auto& c : metrics.collectives)
+        collectives.push_back({{"op", c.op},
+                               {"bytes", c.bytes},
+                               {"ranks", c.ranks},
+                               {"count", c.count},
+                               {"mean_time_s", c.mean_time_s},
+                               {"algbw_gbps", c.algbw_gbps},
+                               {"busbw_gbps", c.busbw_gbps}});
+    j["collectives"] = std::move(collectives);
+    j["communication"] = {{"exposed_s", metrics.exposed_comm_s},
+                          {"overlapped_s", metrics.overlapped_comm_s}};
+    if (result.oom) {
+        const OomInfo& o = *result.oom;
+        j["oom"] = {{"device", o.device},
+                    {"category", std::string(name_of(o.category))},
+                    {"requested_bytes", o.requested_bytes},
+                    {"live_bytes", o.live_bytes},
+                    {"capacity_bytes", o.capacity_bytes},
+                    {"message", o.describe()}};
+    } else {
+        j["oom"] = nullptr;
+    }
+    return j.dump(2);
+}
+
+}  // namespace pd

@@ -1,0 +1,137 @@
+#include "pd/run.h"
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+
+#include "pd/run_context.h"
+#include "strategies/strategy.h"
+
+namespace pd {
+
+std::string_view name_of(RunStatus s) {
+    switch (s) {
+        case RunStatus::ok: return "ok";
+        case RunStatus::out_of_memory: return "out_of_memory";
+        case RunStatus::cancelled: return "cancelled";
+        case RunStatus::failed: return "failed";
+    }
+    return "?";
+}
+
+Run::Run(RunConfig config) : config_(std::move(config)) { validate(config_); }
+
+Run::~Run() = default;
+
+void Run::cancel() {
+    cancel_requested_.store(true);
+    std::lock_guard lock(ctx_mutex_);
+    if (ctx_)
+        ctx_->abort(std::make_exception_ptr(Cancelled("run cancelled", __FILE__, __LINE__)));
+}
+
+namespace {
+
+void collect_trace(RunEnvironment& env, Trace& trace) {
+    trace.clock = env.ctx.clock();
+    trace.link = env.config.link;
+    trace.devices = env.config.devices;
+    for (auto& d : env.devices) {
+        trace.capacity_bytes.push_back(d->memory().capacity());
+        trace.device_names.push_back("device " + std::to_string(d->id()) + " (cpu)");
+        for (StreamKind kind : {StreamKind::compute, StreamKind::comm}) {
+            auto events = d->stream(kind).take_events();
+            std::stable_sort(events.begin(), events.end(),
+                             [](const TraceEvent& a, const TraceEvent& b) {
+                                 return a.start_ns < b.start_ns;
+                             });
+            trace.events.insert(trace.events.end(), std::make_move_iterator(events.begin()),
+                                std::make_move_iterator(events.end()));
+            auto collectives = d->stream(kind).take_collectives();
+            trace.collectives.insert(trace.collectives.end(), collectives.begin(),
+                                     collectives.end());
+        }
+        auto samples = d->memory().take_samples();
+        trace.memory.insert(trace.memory.end(), samples.begin(), samples.end());
+    }
+    std::stable_sort(trace.memory.begin(), trace.memory.end(),
+                     [](const MemorySample& a, const MemorySample& b) { return a.t_ns < b.t_ns; });
+}
+
+void classify_failure(RunContext& ctx, RunResult& result) {
+    const auto error = ctx.first_error();
+    try {
+        std::rethrow_exception(error);
+    } catch (const OutOfMemory& e) {
+        result.status = RunStatus::out_of_memory;
+        result.oom = e.info();
+        result.error = std::string(e.what()) + " (" + e.where() + ")";
+    } catch (const Cancelled& e) {
+        result.status = RunStatus::cancelled;
+        result.error = e.what();
+    } catch (const Error& e) {
+        result.status = RunStatus::failed;
+        result.error = std::string(e.what()) + " (" + e.where() + ")";
+    } catch (const std::exception& e) {
+        result.status = RunStatus::failed;
+        result.error = e.what();
+    }
+}
+
+}  // namespace
+
+RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progress) {
+    const ClockMode clock = resolve_clock(config_, std::thread::hardware_concurrency());
+    RunContext ctx(clock, config_.link, config_.trace_enabled, config_.collective_timeout_s);
+    {
+        std::lock_guard lock(ctx_mutex_);
+        ctx_ = &ctx;
+        if (cancel_requested_.load())
+            ctx.abort(std::make_exception_ptr(Cancelled("run cancelled", __FILE__, __LINE__)));
+    }
+    auto report = [&](int done, double loss, const char* phase) {
+        if (on_progress) on_progress(RunProgress{done, config_.steps, loss, phase});
+    };
+
+    RunResult result;
+    try {
+        RunEnvironment env(config_, ctx);
+        std::unique_ptr<Strategy> strategy = make_strategy(env);
+        // Whatever happens, no stream may still run the strategy's work when it is destroyed.
+        struct DrainOnExit {
+            RunEnvironment& env;
+            ~DrainOnExit() {
+                if (std::uncaught_exceptions() > 0)
+                    env.ctx.abort(std::make_exception_ptr(
+                        Error("the run stopped on a host-side error", __FILE__, __LINE__)));
+                env.synchronize_all();
+            }
+        } drain{env};
+        report(0, 0.0, "setup");
+        strategy->enqueue_setup();
+        env.synchronize_all();
+        for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
+            strategy->enqueue_step(step);
+            env.synchronize_all();
+            if (ctx.aborted()) break;
+            const double loss = strategy->step_loss();
+            result.trace.steps.push_back({step, loss});
+            result.steps_completed = step + 1;
+            report(step + 1, loss, "training");
+        }
+        if (!ctx.aborted()) result.final_parameters = strategy->parameters();
+        collect_trace(env, result.trace);
+    } catch (const std::exception&) {
+        ctx.abort(std::current_exception());
+    }
+    {
+        std::lock_guard lock(ctx_mutex_);
+        ctx_ = nullptr;
+    }
+    if (ctx.aborted()) classify_failure(ctx, result);
+    report(result.steps_completed, result.trace.steps.empty() ? 0.0 : result.trace.steps.back().loss,
+           "done");
+    return result;
+}
+
+}  // namespace pd

@@ -1,0 +1,183 @@
+#include "pd/stream.h"
+
+#include <time.h>
+
+#include "pd/error.h"
+#include "pd/run_context.h"
+
+namespace pd {
+
+namespace {
+thread_local Stream* tl_current_stream = nullptr;
+// Real waits shorter than this are scheduling noise, not idle time worth drawing.
+constexpr std::int64_t kMinWallWaitNs = 1000;
+}  // namespace
+
+std::int64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool Event::fired() const {
+    std::lock_guard lock(mutex_);
+    return fired_;
+}
+
+Stream::Stream(int device, StreamKind kind, RunContext& ctx)
+    : device_(device), kind_(kind), ctx_(ctx) {
+    worker_ = std::thread([this] { run_loop(); });
+}
+
+Stream::~Stream() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    work_cv_.notify_all();
+    worker_.join();
+}
+
+void Stream::enqueue(Task task) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(task));
+    }
+    work_cv_.notify_one();
+}
+
+void Stream::launch(TraceEvent event, Task body) {
+    event.device = device_;
+    event.stream = kind_;
+    enqueue([this, event = std::move(event), body = std::move(body)]() mutable {
+        timed(std::move(event), body);
+    });
+}
+
+EventPtr Stream::record() {
+    auto event = std::make_shared<Event>();
+    enqueue([this, event] {
+        {
+            std::lock_guard lock(event->mutex_);
+            event->fired_ = true;
+            event->t_ns_ = now_ns();
+        }
+        event->cv_.notify_all();
+    });
+    return event;
+}
+
+void Stream::wait(EventPtr event, int step) {
+    enqueue([this, event = std::move(event), step] {
+        const std::int64_t began = now_ns();
+        std::int64_t ready_at = 0;
+        {
+            std::unique_lock lock(event->mutex_);
+            ctx_.wait(lock, event->cv_, [&] { return event->fired_; },
+                      "device " + std::to_string(device_) + " " + std::string(name_of(kind_)) +
+                          " stream waiting on an event");
+            ready_at = event->t_ns_;
+        }
+        idle_until(began, ready_at, "wait for event", step);
+    });
+}
+
+void Stream::synchronize() {
+    std::unique_lock lock(mutex_);
+    idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+Stream* Stream::current() { return tl_current_stream; }
+
+std::int64_t Stream::now_ns() const {
+    if (ctx_.clock() == ClockMode::wall) return ctx_.wall_now_ns();
+    return clock_ns_ + (thread_cpu_ns() - cpu_mark_ns_);
+}
+
+void Stream::advance_to(std::int64_t t_ns) {
+    if (ctx_.clock() == ClockMode::wall) return;
+    const std::int64_t now = now_ns();
+    clock_ns_ = t_ns > now ? t_ns : now;
+    cpu_mark_ns_ = thread_cpu_ns();
+}
+
+void Stream::idle_until(std::int64_t began_ns, std::int64_t ready_at_ns, const std::string& label,
+                        int step) {
+    TraceEvent wait_event;
+    wait_event.device = device_;
+    wait_event.stream = kind_;
+    wait_event.kind = EventKind::wait;
+    wait_event.label = label;
+    wait_event.step = step;
+    if (ctx_.clock() == ClockMode::wall) {
+        wait_event.start_ns = began_ns;
+        wait_event.end_ns = now_ns();
+        if (wait_event.duration_ns() >= kMinWallWaitNs) emit(std::move(wait_event));
+        return;
+    }
+    wait_event.start_ns = now_ns();
+    advance_to(ready_at_ns);
+    wait_event.end_ns = now_ns();
+    if (wait_event.duration_ns() > 0) emit(std::move(wait_event));
+}
+
+void Stream::emit(TraceEvent event) {
+    if (!ctx_.tracing() && event.kind != EventKind::oom) return;
+    event.device = device_;
+    event.stream = kind_;
+    events_.push_back(std::move(event));
+}
+
+void Stream::add_collective(CollectiveRecord record) {
+    if (ctx_.tracing()) collectives_.push_back(std::move(record));
+}
+
+std::vector<TraceEvent> Stream::take_events() {
+    std::lock_guard lock(mutex_);
+    return std::move(events_);
+}
+
+std::vector<CollectiveRecord> Stream::take_collectives() {
+    std::lock_guard lock(mutex_);
+    return std::move(collectives_);
+}
+
+void Stream::run_loop() {
+    tl_current_stream = this;
+    cpu_mark_ns_ = thread_cpu_ns();
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) break;  // stopping with nothing left
+        Task task = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+        lock.unlock();
+        run_task(task);
+        task = nullptr;  // release captures outside the lock
+        lock.lock();
+        busy_ = false;
+        if (queue_.empty()) idle_cv_.notify_all();
+    }
+    tl_current_stream = nullptr;
+}
+
+void Stream::run_task(Task& task) {
+    // After an abort the remaining work is skipped, not run: the run is over.
+    if (ctx_.aborted()) return;
+    try {
+        task();
+    } catch (const OutOfMemory& oom) {
+        TraceEvent event;
+        event.kind = EventKind::oom;
+        event.label = oom.what();
+        event.bytes = oom.info().requested_bytes;
+        event.start_ns = event.end_ns = now_ns();
+        emit(std::move(event));
+        ctx_.abort(std::current_exception());
+    } catch (...) {
+        ctx_.abort(std::current_exception());
+    }
+}
+
+}  // namespace pd

@@ -1,0 +1,72 @@
+#include "strategies/data_parallel.h"
+
+namespace pd {
+
+DataParallel::DataParallel(RunEnvironment& env)
+    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes)) {
+    std::vector<Device*> members;
+    for (auto& d : env.devices) {
+        replicas_.push_back(std::make_unique<Replica>(env, *d));
+        members.push_back(d.get());
+    }
+    comm_ = std::make_unique<Communicator>(env.transport, members, 1);
+}
+
+void DataParallel::enqueue_setup() {
+    // As DDP does at construction: rank 0 initialises, then broadcasts so replicas agree.
+    for (std::size_t r = 0; r < replicas_.size(); ++r) {
+        Replica& replica = *replicas_[r];
+        replica.enqueue_allocate(r == 0, true);
+        Device& dev = replica.device();
+        dev.comm().wait(dev.compute().record(), -1);
+        dev.comm().enqueue([this, &replica, &dev] {
+            comm_->broadcast(dev.id(), replica.params().data(), replica.params().size(), 0, -1);
+        });
+        dev.compute().wait(dev.comm().record(), -1);
+    }
+}
+
+void DataParallel::enqueue_step(int step) {
+    const int n = static_cast<int>(replicas_.size());
+    const int rows = env_.config.batch / n;
+    for (int r = 0; r < n; ++r) {
+        Replica& replica = *replicas_[static_cast<std::size_t>(r)];
+        Device& dev = replica.device();
+        auto all_reduce_bucket = [this, &replica, &dev, step](const GradBucket& b) {
+            dev.comm().enqueue([this, &replica, &dev, b, step] {
+                comm_->all_reduce(dev.id(), replica.grads().data() + b.begin, b.end - b.begin,
+                                  step);
+            });
+        };
+        std::size_t next_bucket = 0;
+        replica.enqueue_forward_backward(step, r * rows, rows, [&](int unit) {
+            if (!env_.config.overlap) return;
+            // The comm stream waits for exactly the backward that filled this bucket, then
+            // reduces it while the compute stream goes on with earlier layers.
+            while (next_bucket < buckets_.size() &&
+                   buckets_[next_bucket].ready_after_unit == unit) {
+                dev.comm().wait(dev.compute().record(), step);
+                all_reduce_bucket(buckets_[next_bucket++]);
+            }
+        });
+        if (!env_.config.overlap) {
+            dev.comm().wait(dev.compute().record(), step);
+            for (const auto& b : buckets_) all_reduce_bucket(b);
+        }
+        // The update needs every reduced bucket.
+        dev.compute().wait(dev.comm().record(), step);
+        replica.enqueue_optimizer(step);
+    }
+}
+
+double DataParallel::step_loss() const {
+    double sum = 0.0;
+    for (const auto& r : replicas_) sum += r->loss_sum();
+    return sum / static_cast<double>(env_.config.batch);
+}
+
+std::vector<float> DataParallel::parameters() const {
+    return {replicas_.front()->params().span().begin(), replicas_.front()->params().span().end()};
+}
+
+}  // namespace pd

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strategies/replica.h"
+
+namespace pd {
+
+// `dp`: every device holds a replica and a slice of the global batch. Gradients are grouped
+// into buckets in backward order; each bucket's ring all-reduce starts on the comm stream as
+// soon as backward has produced it (overlap), or after the whole backward (no overlap).
+class DataParallel : public Strategy {
+public:
+    explicit DataParallel(RunEnvironment& env);
+    void enqueue_setup() override;
+    void enqueue_step(int step) override;
+    double step_loss() const override;
+    std::vector<float> parameters() const override;
+
+private:
+    RunEnvironment& env_;
+    std::vector<std::unique_ptr<Replica>> replicas_;
+    std::unique_ptr<Communicator> comm_;
+    std::vector<GradBucket> buckets_;
+};
+
+}  // namespace pd

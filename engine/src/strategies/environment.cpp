@@ -1,0 +1,38 @@
+#include "strategies/strategy.h"
+
+namespace pd {
+
+namespace {
+ModelShape shape_of(const RunConfig& c) {
+    ModelShape s;
+    s.input_dim = c.input_dim;
+    s.width = c.width;
+    s.layers = c.layers;
+    s.classes = c.classes;
+    return s;
+}
+}  // namespace
+
+RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
+    : config(cfg),
+      ctx(context),
+      shape(shape_of(cfg)),
+      layout(ParamLayout::build(shape)),
+      task(shape, cfg.seed),
+      optimizer(OptimizerSettings::from(cfg)),
+      initial(initial_parameters(shape, cfg.seed)),
+      transport(context) {
+    for (int d = 0; d < cfg.devices; ++d)
+        devices.push_back(std::make_unique<Device>(d, cfg.capacity_bytes, context));
+}
+
+RunEnvironment::~RunEnvironment() { synchronize_all(); }
+
+void RunEnvironment::synchronize_all() {
+    for (auto& d : devices) {
+        d->compute().synchronize();
+        d->comm().synchronize();
+    }
+}
+
+}  // namespace pd

@@ -1,0 +1,105 @@
+#include "strategies/replica.h"
+
+#include <algorithm>
+
+namespace pd {
+
+Replica::Replica(RunEnvironment& env, Device& device)
+    : env_(env), device_(device), executor_(env.shape, env.layout, device.memory()) {
+    saved_.resize(static_cast<std::size_t>(env.layout.units));
+}
+
+void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
+    TraceEvent ev;
+    ev.kind = EventKind::copy;
+    ev.label = initialise ? "initialise parameters" : "allocate parameters";
+    device_.compute().launch(ev, [this, initialise, with_optimizer_state] {
+        MemoryTracker& mem = device_.memory();
+        params_ = Buffer(mem, MemoryCategory::parameters, env_.layout.total);
+        if (initialise) std::copy(env_.initial.begin(), env_.initial.end(), params_.data());
+        grads_ = Buffer(mem, MemoryCategory::gradients, env_.layout.total);
+        if (with_optimizer_state)
+            state_ = Buffer(mem, MemoryCategory::optimizer_state,
+                            env_.layout.total *
+                                static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+    });
+}
+
+void Replica::enqueue_forward_backward(int step, int first, int rows,
+                                       const std::function<void(int unit)>& after_backward) {
+    Stream& compute = device_.compute();
+    const int units = env_.layout.units;
+    const float grad_scale = 1.0f / static_cast<float>(env_.config.batch);
+    for (int unit = 0; unit < units; ++unit) {
+        TraceEvent ev;
+        ev.kind = EventKind::forward;
+        ev.step = step;
+        ev.microbatch = 0;
+        ev.layer = unit;
+        ev.label = unit == 0 ? "input" : unit == units - 1 ? "head + loss" : "block";
+        compute.launch(ev, [this, unit, step, first, rows, grad_scale] {
+            if (unit == 0) {
+                std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
+                loss_sum_ = 0.0;
+                activation_ = executor_.make_activation(static_cast<std::size_t>(rows) *
+                                                        static_cast<std::size_t>(
+                                                            env_.shape.input_dim));
+                labels_.resize(static_cast<std::size_t>(rows));
+                env_.task.batch(step, first, rows, activation_.data(), labels_.data());
+            }
+            const float* p = params_.data() + env_.layout.unit_begin(unit);
+            activation_ = executor_.forward(unit, p, std::move(activation_), rows,
+                                            saved_[static_cast<std::size_t>(unit)],
+                                            labels_.data(), grad_scale, loss_sum_);
+        });
+    }
+    for (int unit = units - 1; unit >= 0; --unit) {
+        TraceEvent ev;
+        ev.kind = EventKind::backward;
+        ev.step = step;
+        ev.microbatch = 0;
+        ev.layer = unit;
+        ev.label = unit == 0 ? "input" : unit == units - 1 ? "head" : "block";
+        compute.launch(ev, [this, unit] {
+            const std::size_t begin = env_.layout.unit_begin(unit);
+            activation_ = executor_.backward(unit, params_.data() + begin, grads_.data() + begin,
+                                             std::move(activation_),
+                                             saved_[static_cast<std::size_t>(unit)]);
+        });
+        if (after_backward) after_backward(unit);
+    }
+}
+
+void Replica::enqueue_optimizer(int step) {
+    TraceEvent ev;
+    ev.kind = EventKind::optimizer;
+    ev.step = step;
+    ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
+    device_.compute().launch(ev, [this, step] {
+        optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(), state_.data(),
+                         params_.size());
+    });
+}
+
+std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes) {
+    std::vector<GradBucket> buckets;
+    GradBucket current;
+    bool open = false;
+    for (auto it = layout.tensors.rbegin(); it != layout.tensors.rend(); ++it) {
+        if (!open) {
+            current = GradBucket{it->offset, it->offset + it->count, it->unit};
+            open = true;
+        } else {
+            current.begin = it->offset;
+            current.ready_after_unit = it->unit;
+        }
+        if ((current.end - current.begin) * sizeof(float) >= bucket_bytes) {
+            buckets.push_back(current);
+            open = false;
+        }
+    }
+    if (open) buckets.push_back(current);
+    return buckets;
+}
+
+}  // namespace pd

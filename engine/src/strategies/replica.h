@@ -1,0 +1,53 @@
+// A full copy of the model on one device: parameters, gradients, optionally optimizer state,
+// and the compute-stream work of forward, backward and the update.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "model/mlp_executor.h"
+#include "strategies/strategy.h"
+
+namespace pd {
+
+class Replica {
+public:
+    Replica(RunEnvironment& env, Device& device);
+
+    // Compute stream: allocate parameters (initialised when `initialise`, else zero until
+    // filled by a broadcast or a pull), gradients and, when `with_optimizer_state`, its state.
+    void enqueue_allocate(bool initialise, bool with_optimizer_state);
+    // Compute stream: zero gradients, then forward and backward of `rows` samples starting at
+    // global sample `first`. `after_backward(unit)` is called on the host right after the
+    // backward of each unit is enqueued, so a strategy can record an event there.
+    void enqueue_forward_backward(int step, int first, int rows,
+                                  const std::function<void(int unit)>& after_backward);
+    void enqueue_optimizer(int step);
+
+    Device& device() { return device_; }
+    Buffer& params() { return params_; }
+    Buffer& grads() { return grads_; }
+    const Buffer& params() const { return params_; }
+    double loss_sum() const { return loss_sum_; }
+
+private:
+    RunEnvironment& env_;
+    Device& device_;
+    MlpExecutor executor_;
+    Buffer params_, grads_, state_;
+    std::vector<SavedUnit> saved_;
+    Buffer activation_;  // the residual stream between units (or its gradient in backward)
+    std::vector<int> labels_;
+    double loss_sum_ = 0.0;
+};
+
+// Gradient buckets in the order backward produces them (as DDP forms them): each bucket is a
+// contiguous parameter range, ready once the unit holding its first element has run backward.
+struct GradBucket {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    int ready_after_unit = 0;
+};
+std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes);
+
+}  // namespace pd

@@ -1,0 +1,23 @@
+// `single`: the reference run every other strategy must match.
+#include "strategies/single_device.h"
+
+namespace pd {
+
+SingleDevice::SingleDevice(RunEnvironment& env) : env_(env), replica_(env, env.device(0)) {}
+
+void SingleDevice::enqueue_setup() { replica_.enqueue_allocate(true, true); }
+
+void SingleDevice::enqueue_step(int step) {
+    replica_.enqueue_forward_backward(step, 0, env_.config.batch, {});
+    replica_.enqueue_optimizer(step);
+}
+
+double SingleDevice::step_loss() const {
+    return replica_.loss_sum() / static_cast<double>(env_.config.batch);
+}
+
+std::vector<float> SingleDevice::parameters() const {
+    return {replica_.params().span().begin(), replica_.params().span().end()};
+}
+
+}  // namespace pd

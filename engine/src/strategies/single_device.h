@@ -1,0 +1,20 @@
+#pragma once
+
+#include "strategies/replica.h"
+
+namespace pd {
+
+class SingleDevice : public Strategy {
+public:
+    explicit SingleDevice(RunEnvironment& env);
+    void enqueue_setup() override;
+    void enqueue_step(int step) override;
+    double step_loss() const override;
+    std::vector<float> parameters() const override;
+
+private:
+    RunEnvironment& env_;
+    Replica replica_;
+};
+
+}  // namespace pd

@@ -1,0 +1,50 @@
+// A strategy turns one training step into work on each device's streams. The runner
+// enqueues a step, synchronizes every stream, then reads the loss.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "pd/communicator.h"
+#include "pd/device.h"
+#include "pd/model.h"
+#include "pd/optimizer.h"
+#include "pd/run_config.h"
+#include "pd/run_context.h"
+#include "pd/transport.h"
+
+namespace pd {
+
+// Everything a strategy builds on, owned by the runner for the length of one run.
+struct RunEnvironment {
+    RunEnvironment(const RunConfig& cfg, RunContext& context);
+    ~RunEnvironment();
+
+    const RunConfig& config;
+    RunContext& ctx;
+    ModelShape shape;
+    ParamLayout layout;
+    SyntheticTask task;
+    OptimizerSettings optimizer;
+    std::vector<float> initial;  // the shared deterministic initial parameters
+    Transport transport;
+    std::vector<std::unique_ptr<Device>> devices;
+
+    Device& device(int i) { return *devices[static_cast<std::size_t>(i)]; }
+    void synchronize_all();
+};
+
+class Strategy {
+public:
+    virtual ~Strategy() = default;
+    virtual void enqueue_setup() = 0;
+    virtual void enqueue_step(int step) = 0;
+    // After synchronize: the global mean loss of the step just run.
+    virtual double step_loss() const = 0;
+    // After synchronize: the full model's parameters, in the shared layout.
+    virtual std::vector<float> parameters() const = 0;
+};
+
+std::unique_ptr<Strategy> make_strategy(RunEnvironment& env);
+
+}  // namespace pd

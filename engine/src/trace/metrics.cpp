@@ -1,0 +1,161 @@
+#include "pd/metrics.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace pd {
+
+namespace {
+
+using Interval = std::pair<std::int64_t, std::int64_t>;
+
+// Sorted, non-overlapping union of intervals.
+std::vector<Interval> merge(std::vector<Interval> v) {
+    std::sort(v.begin(), v.end());
+    std::vector<Interval> out;
+    for (const auto& iv : v) {
+        if (iv.second <= iv.first) continue;
+        if (!out.empty() && iv.first <= out.back().second)
+            out.back().second = std::max(out.back().second, iv.second);
+        else
+            out.push_back(iv);
+    }
+    return out;
+}
+
+std::int64_t length(const std::vector<Interval>& v) {
+    std::int64_t total = 0;
+    for (const auto& iv : v) total += iv.second - iv.first;
+    return total;
+}
+
+std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+    std::int64_t total = 0;
+    std::size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        const std::int64_t lo = std::max(a[i].first, b[j].first);
+        const std::int64_t hi = std::min(a[i].second, b[j].second);
+        if (hi > lo) total += hi - lo;
+        if (a[i].second < b[j].second) ++i;
+        else ++j;
+    }
+    return total;
+}
+
+}  // namespace
+
+double bus_bandwidth_factor(const std::string& op, int ranks) {
+    const double n = ranks;
+    if (ranks <= 1) return op == "broadcast" ? 1.0 : 0.0;
+    if (op == "all_reduce") return 2.0 * (n - 1) / n;
+    if (op == "reduce_scatter" || op == "all_gather") return (n - 1) / n;
+    return 1.0;
+}
+
+RunMetrics compute_metrics(const Trace& trace, int global_batch) {
+    RunMetrics m;
+    constexpr double kNs = 1e-9;
+
+    // Steps: from the earliest start to the latest end of the events tagged with the step.
+    std::map<int, Interval> spans;
+    for (const auto& e : trace.events) {
+        if (e.step < 0) continue;
+        auto [it, inserted] = spans.try_emplace(e.step, Interval{e.start_ns, e.end_ns});
+        if (!inserted) {
+            it->second.first = std::min(it->second.first, e.start_ns);
+            it->second.second = std::max(it->second.second, e.end_ns);
+        }
+    }
+    for (const auto& s : trace.steps) {
+        StepMetrics sm;
+        sm.step = s.step;
+        sm.loss = s.loss;
+        if (auto it = spans.find(s.step); it != spans.end())
+            sm.time_s = static_cast<double>(it->second.second - it->second.first) * kNs;
+        m.steps.push_back(sm);
+    }
+    if (!m.steps.empty()) {
+        m.final_loss = m.steps.back().loss;
+        std::vector<double> times;
+        for (const auto& s : m.steps) times.push_back(s.time_s);
+        std::sort(times.begin(), times.end());
+        const std::size_t n = times.size();
+        m.median_step_time_s = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+        if (m.median_step_time_s > 0) m.samples_per_s = global_batch / m.median_step_time_s;
+    }
+
+    std::int64_t window_begin = 0, window_end = 0;
+    if (!spans.empty()) {
+        window_begin = spans.begin()->second.first;
+        window_end = window_begin;
+        for (const auto& [step, span] : spans) window_end = std::max(window_end, span.second);
+    }
+    const double window_s = static_cast<double>(window_end - window_begin) * kNs;
+
+    for (int d = 0; d < trace.devices; ++d) {
+        DeviceMetrics dm;
+        dm.device = d;
+        std::vector<Interval> compute, comm;
+        for (const auto& e : trace.events) {
+            if (e.device != d || e.step < 0) continue;
+            if (is_compute(e.kind) && e.stream == StreamKind::compute)
+                compute.push_back({e.start_ns, e.end_ns});
+            if (is_communication(e.kind)) comm.push_back({e.start_ns, e.end_ns});
+        }
+        compute = merge(std::move(compute));
+        comm = merge(std::move(comm));
+        dm.busy_s = static_cast<double>(length(compute)) * kNs;
+        dm.idle_s = std::max(0.0, window_s - dm.busy_s);
+        dm.busy_fraction = window_s > 0 ? dm.busy_s / window_s : 0.0;
+        dm.comm_s = static_cast<double>(length(comm)) * kNs;
+        dm.overlapped_comm_s = static_cast<double>(intersection(comm, compute)) * kNs;
+        dm.exposed_comm_s = dm.comm_s - dm.overlapped_comm_s;
+        m.exposed_comm_s += dm.exposed_comm_s;
+        m.overlapped_comm_s += dm.overlapped_comm_s;
+
+        // Peak per category and of the total, replaying the samples in time order.
+        std::array<std::size_t, kMemoryCategoryCount> live{};
+        std::size_t total = 0;
+        for (const auto& s : trace.memory) {
+            if (s.device != d) continue;
+            const auto c = static_cast<std::size_t>(s.category);
+            total = total - live[c] + s.bytes;
+            live[c] = s.bytes;
+            dm.peak_bytes[c] = std::max(dm.peak_bytes[c], s.bytes);
+            dm.peak_total_bytes = std::max(dm.peak_total_bytes, total);
+        }
+        m.devices.push_back(dm);
+    }
+
+    // Collectives grouped by operation, size and group size.
+    struct Acc {
+        std::int64_t total_ns = 0;
+        int records = 0;
+        std::set<int> devices;
+    };
+    std::map<std::tuple<std::string, std::size_t, int>, Acc> groups;
+    for (const auto& c : trace.collectives) {
+        Acc& a = groups[{c.op, c.bytes, c.ranks}];
+        a.total_ns += c.end_ns - c.start_ns;
+        a.records += 1;
+        a.devices.insert(c.device);
+    }
+    for (const auto& [key, a] : groups) {
+        CollectiveMetrics cm;
+        cm.op = std::get<0>(key);
+        cm.bytes = std::get<1>(key);
+        cm.ranks = std::get<2>(key);
+        cm.count = a.records / std::max<int>(1, static_cast<int>(a.devices.size()));
+        cm.mean_time_s = static_cast<double>(a.total_ns) * kNs / a.records;
+        if (cm.mean_time_s > 0) {
+            cm.algbw_gbps = static_cast<double>(cm.bytes) / cm.mean_time_s / 1e9;
+            cm.busbw_gbps = cm.algbw_gbps * bus_bandwidth_factor(cm.op, cm.ranks);
+        }
+        m.collectives.push_back(cm);
+    }
+    return m;
+}
+
+}  // namespace pd

@@ -1,0 +1,33 @@
+#include "pd/trace.h"
+
+namespace pd {
+
+std::string_view name_of(EventKind k) {
+    switch (k) {
+        case EventKind::forward: return "forward";
+        case EventKind::backward: return "backward";
+        case EventKind::optimizer: return "optimizer";
+        case EventKind::reduce_scatter_step: return "reduce_scatter_step";
+        case EventKind::all_gather_step: return "all_gather_step";
+        case EventKind::broadcast: return "broadcast";
+        case EventKind::send: return "send";
+        case EventKind::recv: return "recv";
+        case EventKind::wait: return "wait";
+        case EventKind::oom: return "oom";
+        case EventKind::copy: return "copy";
+    }
+    return "?";
+}
+
+bool is_compute(EventKind k) {
+    return k == EventKind::forward || k == EventKind::backward || k == EventKind::optimizer;
+}
+
+bool is_communication(EventKind k) {
+    return k == EventKind::reduce_scatter_step || k == EventKind::all_gather_step ||
+           k == EventKind::broadcast || k == EventKind::send || k == EventKind::recv;
+}
+
+std::string_view name_of(StreamKind s) { return s == StreamKind::compute ? "compute" : "comm"; }
+
+}  // namespace pd
