@@ -66,13 +66,21 @@ public:
     // Records an idle span [began, now] (wall) or [now, ready_at] (device) as a wait event.
     void idle_until(std::int64_t began_ns, std::int64_t ready_at_ns, const std::string& label,
                     int step);
-    void emit(TraceEvent event);
+    void add_event(TraceEvent event);
     template <class F>
     void timed(TraceEvent event, F&& body) {
         event.start_ns = now_ns();
-        body();
+        try {
+            body();
+        } catch (...) {
+            // The op that failed still ran until it failed: keep it in the trace.
+            event.end_ns = now_ns();
+            event.label += " (failed)";
+            add_event(std::move(event));
+            throw;
+        }
         event.end_ns = now_ns();
-        emit(std::move(event));
+        add_event(std::move(event));
     }
 
     // After synchronize(): what this stream recorded.

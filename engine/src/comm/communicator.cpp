@@ -139,7 +139,7 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     }
     transport_.recycle(ring.left_device, ring.self_device, tag_, std::move(message.payload));
     event.end_ns = ring.stream.now_ns();
-    ring.stream.emit(std::move(event));
+    ring.stream.add_event(std::move(event));
 }
 
 // Rank r sends chunk (r - s - 1 + offset) and receives chunk (r - s - 2 + offset): after n-1
@@ -228,7 +228,7 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             transport_.recycle(ring.left_device, ring.self_device, tag_,
                                std::move(message.payload));
             event.end_ns = ring.stream.now_ns();
-            ring.stream.emit(std::move(event));
+            ring.stream.add_event(std::move(event));
         }
         if (position < ring.n - 1) {
             TraceEvent event;
@@ -243,7 +243,7 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             transport_.send(ring.self_device, ring.right_device, tag_, data, count,
                             ring.stream.now_ns(), event.flow_id);
             event.end_ns = ring.stream.now_ns();
-            ring.stream.emit(std::move(event));
+            ring.stream.add_event(std::move(event));
         }
     }
     record(ring, "broadcast", count, step, start);
@@ -264,7 +264,7 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     transport_.send(device_id, peer_device, tag_, data, count, ring.stream.now_ns(),
                     event.flow_id);
     event.end_ns = ring.stream.now_ns();
-    ring.stream.emit(std::move(event));
+    ring.stream.add_event(std::move(event));
 }
 
 void Communicator::recv(int device_id, int peer_device, float* data, std::size_t count, int step,
@@ -298,7 +298,7 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     }
     transport_.recycle(peer_device, device_id, tag_, std::move(message.payload));
     event.end_ns = ring.stream.now_ns();
-    ring.stream.emit(std::move(event));
+    ring.stream.add_event(std::move(event));
 }
 
 }  // namespace pd

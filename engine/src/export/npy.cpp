@@ -13,9 +13,10 @@ namespace {
 
 void write_npy_raw(const std::string& path, const std::vector<std::size_t>& shape,
                    const char* descr, const void* data, std::size_t bytes) {
-    std::string dims;
+    std::string dims;  // numpy's own spelling: (n,) or (a, b)
     for (std::size_t i = 0; i < shape.size(); ++i)
-        dims += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
+        dims += (i ? ", " : "") + std::to_string(shape[i]);
+    if (shape.size() == 1) dims += ",";
     std::string header = "{'descr': '" + std::string(descr) +
                          "', 'fortran_order': False, 'shape': (" + dims + "), }";
     // Magic (6) + version (2) + length (2) + header + '\n' is padded to a multiple of 64.

@@ -112,16 +112,16 @@ void Stream::idle_until(std::int64_t began_ns, std::int64_t ready_at_ns, const s
     if (ctx_.clock() == ClockMode::wall) {
         wait_event.start_ns = began_ns;
         wait_event.end_ns = now_ns();
-        if (wait_event.duration_ns() >= kMinWallWaitNs) emit(std::move(wait_event));
+        if (wait_event.duration_ns() >= kMinWallWaitNs) add_event(std::move(wait_event));
         return;
     }
     wait_event.start_ns = now_ns();
     advance_to(ready_at_ns);
     wait_event.end_ns = now_ns();
-    if (wait_event.duration_ns() > 0) emit(std::move(wait_event));
+    if (wait_event.duration_ns() > 0) add_event(std::move(wait_event));
 }
 
-void Stream::emit(TraceEvent event) {
+void Stream::add_event(TraceEvent event) {
     if (!ctx_.tracing() && event.kind != EventKind::oom) return;
     event.device = device_;
     event.stream = kind_;
@@ -173,7 +173,7 @@ void Stream::run_task(Task& task) {
         event.label = oom.what();
         event.bytes = oom.info().requested_bytes;
         event.start_ns = event.end_ns = now_ns();
-        emit(std::move(event));
+        add_event(std::move(event));
         ctx_.abort(std::current_exception());
     } catch (...) {
         ctx_.abort(std::current_exception());

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# ParallelDeck set-up on Debian 12: installs what is missing, builds, then either launches the
+# app (`app`) or runs every test (`test`). Extra arguments after `app` go to the app.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake ninja-build pkg-config
+          qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
+          libopenblas-dev nlohmann-json3-dev libcli11-dev)
+
+install_missing() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        echo "Installing: ${missing[*]}"
+        local sudo=""
+        [[ $(id -u) -ne 0 ]] && sudo="sudo"
+        $sudo apt-get update
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+    fi
+}
+
+build() {  # build DIR [cmake options...]
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+    cmake --build "$dir" --parallel "$(nproc)"
+}
+
+case "${1:-}" in
+    app)
+        shift
+        install_missing
+        build build
+        exec ./build/app/paralleldeck "$@"
+        ;;
+    test)
+        install_missing
+        build build
+        QT_QPA_PLATFORM=offscreen ctest --test-dir build --output-on-failure --timeout 900
+        ;;
+    *)
+        echo "usage: scripts/setup.sh app|test" >&2
+        exit 2
+        ;;
+esac

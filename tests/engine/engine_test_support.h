@@ -1,0 +1,43 @@
+// Helpers shared by the engine tests: small configs and numeric comparisons.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "pd/model.h"
+#include "pd/run.h"
+
+namespace pd::test {
+
+// Small enough to run quickly under ThreadSanitizer, large enough to have several buckets.
+inline RunConfig small_config(StrategyKind strategy, int devices) {
+    RunConfig c;
+    c.strategy = strategy;
+    c.devices = devices;
+    c.layers = 3;
+    c.width = 32;
+    c.batch = 24;
+    c.steps = 5;
+    c.seed = 7;
+    c.bucket_bytes = 16 * 1024;
+    c.clock = ClockMode::device;
+    c.collective_timeout_s = 60.0;
+    return c;
+}
+
+inline double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+        norm += double(b[i]) * b[i];
+    }
+    if (a.size() != b.size()) return INFINITY;
+    return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+inline RunResult run_config(const RunConfig& c) {
+    Run run(c);
+    return run.execute();
+}
+
+}  // namespace pd::test

@@ -1,0 +1,174 @@
+// paralleldeck-run as a user meets it: exit codes, messages, and the files it writes.
+#include <QtTest>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+class TestRunCli : public QObject {
+    Q_OBJECT
+
+    struct Outcome {
+        int code = -1;
+        QString out, err;
+    };
+    Outcome run(const QStringList& args) {
+        QProcess p;
+        p.start(QStringLiteral(PD_RUN_EXE), args);
+        const bool finished = p.waitForFinished(600000);
+        Outcome o;
+        if (!finished) return o;
+        o.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+        o.out = QString::fromUtf8(p.readAllStandardOutput());
+        o.err = QString::fromUtf8(p.readAllStandardError());
+        return o;
+    }
+    static QJsonObject read_json(const QString& path) {
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly)) return {};
+        QJsonParseError error{};
+        const auto doc = QJsonDocument::fromJson(f.readAll(), &error);
+        return error.error == QJsonParseError::NoError ? doc.object() : QJsonObject{};
+    }
+
+private slots:
+    void success_writes_trace_and_summary() {
+        QTemporaryDir dir;
+        const QString trace = dir.filePath(QStringLiteral("t.json")),
+                      summary = dir.filePath(QStringLiteral("s.json"));
+        const Outcome o = run({QStringLiteral("--strategy"), QStringLiteral("dp"),
+                               QStringLiteral("--devices"), QStringLiteral("2"),
+                               QStringLiteral("--layers"), QStringLiteral("2"),
+                               QStringLiteral("--width"), QStringLiteral("32"),
+                               QStringLiteral("--steps"), QStringLiteral("3"),
+                               QStringLiteral("--trace"), trace, QStringLiteral("--summary"),
+                               summary});
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        QVERIFY(o.out.contains(QStringLiteral("all_reduce")));
+
+        const QJsonObject t = read_json(trace);
+        const QJsonArray events = t.value(QStringLiteral("traceEvents")).toArray();
+        QVERIFY(!events.isEmpty());
+        QSet<QString> phases;
+        for (const auto& e : events) phases.insert(e.toObject().value(QStringLiteral("ph")).toString());
+        for (const char* ph : {"X", "C", "M", "s", "f"})
+            QVERIFY2(phases.contains(QString::fromLatin1(ph)), ph);
+
+        const QJsonObject s = read_json(summary);
+        QCOMPARE(s.value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
+        QCOMPARE(s.value(QStringLiteral("strategy")).toString(), QStringLiteral("dp"));
+        QCOMPARE(s.value(QStringLiteral("devices")).toInt(), 2);
+        QCOMPARE(s.value(QStringLiteral("steps")).toArray().size(), 3);
+        QVERIFY(s.value(QStringLiteral("oom")).isNull());
+        QVERIFY(s.value(QStringLiteral("final_loss")).toDouble() > 0);
+        QVERIFY(s.value(QStringLiteral("step_time_s")).toObject().value(QStringLiteral("median")).toDouble() > 0);
+        QVERIFY(s.value(QStringLiteral("samples_per_s")).toDouble() > 0);
+        QCOMPARE(s.value(QStringLiteral("per_device")).toArray().size(), 2);
+        const QJsonArray cols = s.value(QStringLiteral("collectives")).toArray();
+        QVERIFY(!cols.isEmpty());
+        QVERIFY(cols.first().toObject().contains(QStringLiteral("busbw_gbps")));
+        QVERIFY(s.value(QStringLiteral("communication")).toObject().contains(QStringLiteral("exposed_s")));
+        QVERIFY(s.value(QStringLiteral("link")).toObject().contains(QStringLiteral("gbps")));
+    }
+
+    void out_of_memory_exits_3_with_partial_trace() {
+        QTemporaryDir dir;
+        const QString trace = dir.filePath(QStringLiteral("t.json")),
+                      summary = dir.filePath(QStringLiteral("s.json"));
+        const Outcome o = run({QStringLiteral("--strategy"), QStringLiteral("dp"),
+                               QStringLiteral("--devices"), QStringLiteral("2"),
+                               QStringLiteral("--capacity"), QStringLiteral("64KiB"),
+                               QStringLiteral("--trace"), trace, QStringLiteral("--summary"),
+                               summary});
+        QCOMPARE(o.code, 3);
+        QVERIFY2(o.err.contains(QStringLiteral("out of memory")), qPrintable(o.err));
+        QVERIFY(o.err.contains(QStringLiteral("parameters")));
+        const QJsonObject s = read_json(summary);
+        QCOMPARE(s.value(QStringLiteral("status")).toString(), QStringLiteral("out_of_memory"));
+        const QJsonObject oom = s.value(QStringLiteral("oom")).toObject();
+        QCOMPARE(oom.value(QStringLiteral("category")).toString(), QStringLiteral("parameters"));
+        QCOMPARE(oom.value(QStringLiteral("capacity_bytes")).toInt(), 65536);
+        QVERIFY(oom.value(QStringLiteral("requested_bytes")).toInt() > 0);
+        QVERIFY(!read_json(trace).value(QStringLiteral("traceEvents")).toArray().isEmpty());
+    }
+
+    void bad_input_exits_2_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("zero devices") << QStringList{QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"), QStringLiteral("0")} << "--devices";
+        QTest::addRow("unknown flag") << QStringList{QStringLiteral("--devicez"), QStringLiteral("2")} << "devicez";
+        QTest::addRow("bad strategy") << QStringList{QStringLiteral("--strategy"), QStringLiteral("magic")} << "--strategy";
+        QTest::addRow("not a number") << QStringList{QStringLiteral("--steps"), QStringLiteral("many")} << "--steps";
+        QTest::addRow("batch not divisible") << QStringList{QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"), QStringLiteral("3"), QStringLiteral("--batch"), QStringLiteral("32")} << "--batch";
+        QTest::addRow("bad capacity") << QStringList{QStringLiteral("--capacity"), QStringLiteral("plenty")} << "--capacity";
+        QTest::addRow("missing scenario") << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")} << "cannot read";
+    }
+
+    void bad_input_exits_2() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, expected);
+        const Outcome o = run(args);
+        QCOMPARE(o.code, 2);
+        QVERIFY2(o.err.contains(expected), qPrintable(o.err));
+    }
+
+    void malformed_scenario_exits_2_naming_the_file() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("broken.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{\"strategy\": \"dp\", \"devices\": ");
+        f.close();
+        const Outcome o = run({QStringLiteral("--scenario"), path});
+        QCOMPARE(o.code, 2);
+        QVERIFY(o.err.contains(QStringLiteral("broken.json")));
+        QVERIFY(o.err.contains(QStringLiteral("not valid JSON")));
+    }
+
+    void scenario_keys_and_flag_override() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("s.json")),
+                      summary = dir.filePath(QStringLiteral("out.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"strategy": "ps", "devices": 3, "batch": 8, "steps": 4, "layers": 1,
+                    "width": 16, "clock": "device"})");
+        f.close();
+        const Outcome o = run({QStringLiteral("--scenario"), path, QStringLiteral("--steps"),
+                               QStringLiteral("2"), QStringLiteral("--summary"), summary});
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        const QJsonObject s = read_json(summary);
+        QCOMPARE(s.value(QStringLiteral("strategy")).toString(), QStringLiteral("ps"));
+        QCOMPARE(s.value(QStringLiteral("clock")).toString(), QStringLiteral("device"));
+        QCOMPARE(s.value(QStringLiteral("steps")).toArray().size(), 2);
+    }
+
+    void dump_dir_writes_npy_files() {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("dump"));
+        const Outcome o = run({QStringLiteral("--layers"), QStringLiteral("1"),
+                               QStringLiteral("--width"), QStringLiteral("16"),
+                               QStringLiteral("--batch"), QStringLiteral("4"),
+                               QStringLiteral("--steps"), QStringLiteral("2"),
+                               QStringLiteral("--dump-dir"), out});
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        QFile w(out + QStringLiteral("/init_block0.w1.npy"));
+        QVERIFY(w.open(QIODevice::ReadOnly));
+        const QByteArray bytes = w.readAll();
+        QVERIFY(bytes.startsWith("\x93NUMPY"));
+        const int header_len = static_cast<unsigned char>(bytes[8]) |
+                               (static_cast<unsigned char>(bytes[9]) << 8);
+        QCOMPARE((10 + header_len) % 64, 0);
+        const QByteArray header = bytes.mid(10, header_len);
+        QVERIFY(header.contains("'descr': '<f4'"));
+        QVERIFY(header.contains("'shape': (16, 64)"));
+        QCOMPARE(bytes.size(), 10 + header_len + 16 * 64 * 4);
+        QVERIFY(QFile::exists(out + QStringLiteral("/step0001_y.npy")));
+        const QJsonObject manifest = read_json(out + QStringLiteral("/manifest.json"));
+        QCOMPARE(manifest.value(QStringLiteral("batches")).toArray().size(), 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRunCli)
+#include "test_run_cli.moc"

@@ -1,0 +1,107 @@
+// Every strategy trains the same model to the same numbers as one device, and really learns.
+#include <QtTest>
+
+#include "engine_test_support.h"
+
+using namespace pd;
+using namespace pd::test;
+
+Q_DECLARE_METATYPE(pd::StrategyKind)
+Q_DECLARE_METATYPE(pd::OptimizerKind)
+
+class TestStrategies : public QObject {
+    Q_OBJECT
+private slots:
+    void matches_single_device_data() {
+        QTest::addColumn<StrategyKind>("strategy");
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<OptimizerKind>("optimizer");
+        QTest::addColumn<bool>("overlap");
+        for (OptimizerKind o : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+            const char* on = o == OptimizerKind::sgd ? "sgd" : "adamw";
+            QTest::addRow("dp2_%s", on) << StrategyKind::dp << 2 << o << true;
+            QTest::addRow("dp4_%s", on) << StrategyKind::dp << 4 << o << true;
+            QTest::addRow("dp4_no_overlap_%s", on) << StrategyKind::dp << 4 << o << false;
+            QTest::addRow("ps_3_workers_%s", on) << StrategyKind::ps << 4 << o << true;
+        }
+    }
+
+    void matches_single_device() {
+        QFETCH(StrategyKind, strategy);
+        QFETCH(int, devices);
+        QFETCH(OptimizerKind, optimizer);
+        QFETCH(bool, overlap);
+        RunConfig reference = small_config(StrategyKind::single, 1);
+        reference.optimizer = optimizer;
+        const RunResult expected = run_config(reference);
+        QCOMPARE(expected.status, RunStatus::ok);
+
+        RunConfig c = small_config(strategy, devices);
+        c.optimizer = optimizer;
+        c.overlap = overlap;
+        const RunResult got = run_config(c);
+        QVERIFY2(got.status == RunStatus::ok, got.error.c_str());
+        QCOMPARE(got.steps_completed, 5);
+        QCOMPARE(got.final_parameters.size(), expected.final_parameters.size());
+        const double err = relative_error(got.final_parameters, expected.final_parameters);
+        QVERIFY2(err <= 1e-4, qPrintable(QStringLiteral("relative error %1").arg(err)));
+        // The parameters moved: a strategy that never updated would match nothing useful.
+        QVERIFY(relative_error(got.final_parameters,
+                               initial_parameters(ModelShape{c.input_dim, c.width, c.layers,
+                                                             c.classes},
+                                                  c.seed)) > 1e-3);
+        for (std::size_t s = 0; s < got.trace.steps.size(); ++s)
+            QVERIFY(std::abs(got.trace.steps[s].loss - expected.trace.steps[s].loss) <=
+                    1e-4 * std::abs(expected.trace.steps[s].loss));
+    }
+
+    // Overlap changes when the all-reduce runs, never what it sums: identical numbers.
+    void overlap_on_and_off_agree() {
+        RunConfig on = small_config(StrategyKind::dp, 3);
+        RunConfig off = on;
+        off.overlap = false;
+        const RunResult a = run_config(on), b = run_config(off);
+        QCOMPARE(a.status, RunStatus::ok);
+        QCOMPARE(b.status, RunStatus::ok);
+        QCOMPARE(a.final_parameters, b.final_parameters);
+    }
+
+    void loss_falls_data() {
+        QTest::addColumn<StrategyKind>("strategy");
+        QTest::addColumn<int>("devices");
+        QTest::addRow("single") << StrategyKind::single << 1;
+        QTest::addRow("dp") << StrategyKind::dp << 2;
+        QTest::addRow("ps") << StrategyKind::ps << 3;
+    }
+
+    void loss_falls() {
+        QFETCH(StrategyKind, strategy);
+        QFETCH(int, devices);
+        RunConfig c = small_config(strategy, devices);
+        c.steps = 50;
+        const RunResult r = run_config(c);
+        QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+        QCOMPARE(r.trace.steps.size(), std::size_t{50});
+        QVERIFY2(r.trace.steps.back().loss < r.trace.steps.front().loss,
+                 qPrintable(QStringLiteral("loss %1 -> %2")
+                                .arg(r.trace.steps.front().loss)
+                                .arg(r.trace.steps.back().loss)));
+    }
+
+    void buckets_cover_all_parameters_in_backward_order() {
+        const ParamLayout layout = ParamLayout::build(ModelShape{32, 64, 3, 10});
+        // Bucket ranges are internal; their effect is visible as all-reduce sizes summing to P.
+        RunConfig c = small_config(StrategyKind::dp, 2);
+        c.width = 64;
+        c.steps = 1;
+        const RunResult r = run_config(c);
+        QCOMPARE(r.status, RunStatus::ok);
+        std::size_t reduced = 0;
+        for (const auto& col : r.trace.collectives)
+            if (col.device == 0 && col.op == "all_reduce" && col.step == 0) reduced += col.bytes;
+        QCOMPARE(reduced, layout.total * sizeof(float));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestStrategies)
+#include "test_strategies.moc"

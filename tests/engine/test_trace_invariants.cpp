@@ -1,0 +1,123 @@
+// Properties every trace must have, whatever the strategy and clock.
+#include <QtTest>
+#include <map>
+#include <set>
+
+#include "engine_test_support.h"
+
+using namespace pd;
+using namespace pd::test;
+
+Q_DECLARE_METATYPE(pd::StrategyKind)
+Q_DECLARE_METATYPE(pd::ClockMode)
+
+class TestTraceInvariants : public QObject {
+    Q_OBJECT
+private slots:
+    void invariants_data() {
+        QTest::addColumn<StrategyKind>("strategy");
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<ClockMode>("clock");
+        for (ClockMode clock : {ClockMode::device, ClockMode::wall}) {
+            const char* cn = clock == ClockMode::device ? "device" : "wall";
+            QTest::addRow("single_%s", cn) << StrategyKind::single << 1 << clock;
+            QTest::addRow("dp3_%s", cn) << StrategyKind::dp << 3 << clock;
+            QTest::addRow("dp4_%s", cn) << StrategyKind::dp << 4 << clock;
+            QTest::addRow("ps4_%s", cn) << StrategyKind::ps << 4 << clock;
+        }
+    }
+
+    void invariants() {
+        QFETCH(StrategyKind, strategy);
+        QFETCH(int, devices);
+        QFETCH(ClockMode, clock);
+        RunConfig c = small_config(strategy, devices);
+        c.clock = clock;
+        c.steps = 3;
+        c.capacity_bytes = 4u << 20;
+        const RunResult r = run_config(c);
+        QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+        const Trace& t = r.trace;
+        QCOMPARE(t.clock, clock);
+        QVERIFY(!t.events.empty());
+
+        // Events on one stream never overlap.
+        std::map<std::pair<int, int>, std::int64_t> last_end;
+        for (const auto& e : t.events) {
+            QVERIFY(e.end_ns >= e.start_ns);
+            auto key = std::make_pair(e.device, static_cast<int>(e.stream));
+            auto it = last_end.find(key);
+            if (it != last_end.end())
+                QVERIFY2(e.start_ns >= it->second,
+                         qPrintable(QStringLiteral("overlap on device %1 stream %2 at %3")
+                                        .arg(e.device)
+                                        .arg(int(e.stream))
+                                        .arg(e.start_ns)));
+            last_end[key] = e.end_ns;
+        }
+
+        // Every all-reduce has exactly 2(n-1) steps on each device.
+        for (int d = 0; d < devices; ++d) {
+            int all_reduces = 0, ring_steps = 0;
+            for (const auto& col : t.collectives)
+                if (col.device == d && col.op == "all_reduce") ++all_reduces;
+            for (const auto& e : t.events)
+                if (e.device == d && (e.kind == EventKind::reduce_scatter_step ||
+                                      e.kind == EventKind::all_gather_step))
+                    ++ring_steps;
+            QCOMPARE(ring_steps, all_reduces * 2 * (devices - 1));
+            if (strategy == StrategyKind::dp) QVERIFY(all_reduces > 0);
+        }
+
+        // Memory samples never exceed capacity, per device, summed over categories.
+        std::map<int, std::array<std::size_t, kMemoryCategoryCount>> live;
+        for (const auto& s : t.memory) {
+            auto& cur = live[s.device];
+            cur[static_cast<std::size_t>(s.category)] = s.bytes;
+            std::size_t total = 0;
+            for (auto b : cur) total += b;
+            QVERIFY(total <= t.capacity_bytes[static_cast<std::size_t>(s.device)]);
+        }
+        QVERIFY(!t.memory.empty());
+
+        // Every send has its recv, matched by flow id, between the named peers.
+        std::map<std::uint64_t, const TraceEvent*> sends, recvs;
+        for (const auto& e : t.events) {
+            if (!e.flow_id) continue;
+            (e.flow_source ? sends : recvs)[e.flow_id] = &e;
+        }
+        QCOMPARE(sends.size(), recvs.size());
+        for (const auto& [id, s] : sends) {
+            QVERIFY(recvs.count(id));
+            QCOMPARE(recvs[id]->device, s->peer);
+            QCOMPARE(recvs[id]->peer, s->device);
+            QCOMPARE(recvs[id]->bytes, s->bytes);
+        }
+        if (devices > 1) QVERIFY(!sends.empty());
+        QCOMPARE(t.steps.size(), std::size_t{3});
+    }
+
+    // The device clock replays the same computation as if each device had its own core:
+    // with a slow link, exposed communication grows.
+    void slow_link_costs_time_on_device_clock() {
+        RunConfig fast = small_config(StrategyKind::dp, 4);
+        fast.overlap = false;
+        fast.steps = 2;
+        RunConfig slow = fast;
+        slow.link.gbps = 0.001;  // 1 MB/s
+        const RunResult a = run_config(fast), b = run_config(slow);
+        QCOMPARE(a.status, RunStatus::ok);
+        QCOMPARE(b.status, RunStatus::ok);
+        std::int64_t comm_a = 0, comm_b = 0;
+        for (const auto& e : a.trace.events)
+            if (is_communication(e.kind) && e.step >= 0) comm_a += e.duration_ns();
+        for (const auto& e : b.trace.events)
+            if (is_communication(e.kind) && e.step >= 0) comm_b += e.duration_ns();
+        // Link cost alone: the parameters cross a 1 MB/s link at least once per step.
+        QVERIFY(comm_b > comm_a);
+        QCOMPARE(b.trace.link.gbps, 0.001);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestTraceInvariants)
+#include "test_trace_invariants.moc"
