@@ -69,19 +69,19 @@ int bench_allreduce(int devices, std::size_t min_bytes, std::size_t max_bytes, i
     };
 
     const double copy_bw = measure_copy_bandwidth(std::max<std::size_t>(max_bytes, 64u << 20));
-    std::printf("# paralleldeck-bench allreduce: %d devices (threads in one process), ring, "
-                "float32 sum\n",
-                devices);
-    std::printf("# %12s %12s %6s %12s %10s %10s\n", "size(B)", "count", "type", "time(us)",
-                "algbw", "busbw");
+    std::printf(
+        "# paralleldeck-bench allreduce: %d devices (threads in one process), ring, "
+        "float32 sum\n",
+        devices);
+    std::printf("# %12s %12s %6s %12s %10s %10s\n", "size(B)", "count", "type", "time(us)", "algbw",
+                "busbw");
     double last_busbw = 0;
-    for (std::size_t bytes = std::max<std::size_t>(min_bytes, 4); bytes <= max_bytes;
-         bytes *= 2) {
+    for (std::size_t bytes = std::max<std::size_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
         const std::size_t count = bytes / sizeof(float);
-        const int iters = iters_hint > 0 ? iters_hint
-                                         : static_cast<int>(std::clamp<std::size_t>(
-                                               (256u << 20) / std::max<std::size_t>(bytes, 1), 5,
-                                               200));
+        const int iters = iters_hint > 0
+                              ? iters_hint
+                              : static_cast<int>(std::clamp<std::size_t>(
+                                    (256u << 20) / std::max<std::size_t>(bytes, 1), 5, 200));
         run_once(count, 2);  // warm-up: channels, recycled payloads, page faults
         const double t = run_once(count, iters);
         const double algbw = static_cast<double>(count * sizeof(float)) / t / 1e9;
@@ -137,9 +137,10 @@ int bench_overhead(int rounds) {
         }
     }
     const double m_on = median(on), m_off = median(off);
-    std::printf("# paralleldeck-bench overhead: single device, 4 blocks x 256, batch 64, %d "
-                "rounds x 20 steps\n",
-                rounds);
+    std::printf(
+        "# paralleldeck-bench overhead: single device, 4 blocks x 256, batch 64, %d "
+        "rounds x 20 steps\n",
+        rounds);
     std::printf("step_time_tracing_on_ms: %.3f\n", m_on * 1e3);
     std::printf("step_time_tracing_off_ms: %.3f\n", m_off * 1e3);
     std::printf("tracing_overhead_ratio: %.3f\n", m_off > 0 ? m_on / m_off : 0.0);

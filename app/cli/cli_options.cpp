@@ -10,8 +10,9 @@
 namespace pd::cli {
 
 std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) {
-    CLI::App app{"paralleldeck-run: train a small model on several simulated devices and "
-                 "record what happened (trace, summary, inputs)."};
+    CLI::App app{
+        "paralleldeck-run: train a small model on several simulated devices and "
+        "record what happened (trace, summary, inputs)."};
     app.set_version_flag("--version", std::string("paralleldeck-run 0.1.0"));
 
     std::string scenario;

@@ -46,9 +46,9 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         for (const auto& c : m.collectives) {
             char line[256];
             std::snprintf(line, sizeof line, "  %-14s %10s %5d %6d %10s %10.3f %11.3f\n",
-                          c.op.c_str(), format_bytes(static_cast<double>(c.bytes)).c_str(),
-                          c.ranks, c.count, format_duration_ns(c.mean_time_s * 1e9).c_str(),
-                          c.algbw_gbps, c.busbw_gbps);
+                          c.op.c_str(), format_bytes(static_cast<double>(c.bytes)).c_str(), c.ranks,
+                          c.count, format_duration_ns(c.mean_time_s * 1e9).c_str(), c.algbw_gbps,
+                          c.busbw_gbps);
             out << line;
         }
     }

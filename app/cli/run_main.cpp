@@ -15,7 +15,9 @@
 
 namespace {
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+extern "C" void on_sigint(int) {
+    g_interrupted.store(true);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,7 +63,8 @@ int main(int argc, char** argv) {
 
     const RunMetrics metrics = compute_metrics(result.trace, req.config.batch);
     try {
-        if (!req.trace_path.empty()) write_text_file(req.trace_path, chrome_trace_json(result.trace));
+        if (!req.trace_path.empty())
+            write_text_file(req.trace_path, chrome_trace_json(result.trace));
         if (!req.summary_path.empty())
             write_text_file(req.summary_path, summary_json(req.config, result, metrics));
     } catch (const Error& e) {
@@ -70,12 +73,17 @@ int main(int argc, char** argv) {
     }
     cli::print_report(std::cout, req.config, result, metrics);
     switch (result.status) {
-        case RunStatus::ok: return 0;
+        case RunStatus::ok:
+            return 0;
         case RunStatus::out_of_memory:
             std::cerr << "paralleldeck-run: " << result.error << "\n";
             return 3;
-        case RunStatus::cancelled: std::cerr << "paralleldeck-run: interrupted\n"; return 130;
-        case RunStatus::failed: std::cerr << "paralleldeck-run: " << result.error << "\n"; return 1;
+        case RunStatus::cancelled:
+            std::cerr << "paralleldeck-run: interrupted\n";
+            return 130;
+        case RunStatus::failed:
+            std::cerr << "paralleldeck-run: " << result.error << "\n";
+            return 1;
     }
     return 1;
 }

@@ -38,13 +38,15 @@ struct Group {
     }
 };
 
-float crafted(int rank, std::size_t i) { return static_cast<float>(rank * 1000 + int(i % 97)); }
+float crafted(int rank, std::size_t i) {
+    return static_cast<float>(rank * 1000 + int(i % 97));
+}
 
 }  // namespace
 
 class TestCollectives : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void exact_data() {
         QTest::addColumn<int>("n");
         QTest::addColumn<int>("count");
@@ -58,8 +60,7 @@ private slots:
         QFETCH(int, count);
         const auto cnt = static_cast<std::size_t>(count);
         Group g(n);
-        std::vector<std::vector<float>> ar(n, std::vector<float>(cnt)), rs = ar, ag = ar,
-                                                                        bc = ar;
+        std::vector<std::vector<float>> ar(n, std::vector<float>(cnt)), rs = ar, ag = ar, bc = ar;
         for (int r = 0; r < n; ++r)
             for (std::size_t i = 0; i < cnt; ++i) {
                 ar[r][i] = rs[r][i] = crafted(r, i);

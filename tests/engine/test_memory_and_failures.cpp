@@ -12,7 +12,7 @@ using namespace pd::test;
 
 class TestMemoryAndFailures : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void tracker_accounts_by_category() {
         RunContext ctx(ClockMode::wall, LinkModel{}, true, 5.0);
         MemoryTracker mem(3, 1000, ctx);

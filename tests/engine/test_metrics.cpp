@@ -21,7 +21,7 @@ TraceEvent ev(int device, StreamKind stream, EventKind kind, int step, std::int6
 
 class TestMetrics : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void bus_bandwidth_factors_data() {
         QTest::addColumn<QString>("op");
         QTest::addColumn<int>("n");
@@ -66,8 +66,8 @@ private slots:
         t.devices = 2;
         for (int s = 0; s < 3; ++s) {
             const std::int64_t len = s == 1 ? 500 : 100 * (s + 1);  // 100, 500, 300
-            t.events.push_back(ev(0, StreamKind::compute, EventKind::forward, s, s * 1000,
-                                  s * 1000 + len));
+            t.events.push_back(
+                ev(0, StreamKind::compute, EventKind::forward, s, s * 1000, s * 1000 + len));
             t.steps.push_back({s, 3.0 - s});
         }
         t.memory = {{1, MemoryCategory::parameters, 400, 0},

@@ -1,10 +1,10 @@
 // paralleldeck-run as a user meets it: exit codes, messages, and the files it writes.
-#include <QtTest>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QtTest>
 
 class TestRunCli : public QObject {
     Q_OBJECT
@@ -32,18 +32,17 @@ class TestRunCli : public QObject {
         return error.error == QJsonParseError::NoError ? doc.object() : QJsonObject{};
     }
 
-private slots:
+  private slots:
     void success_writes_trace_and_summary() {
         QTemporaryDir dir;
         const QString trace = dir.filePath(QStringLiteral("t.json")),
                       summary = dir.filePath(QStringLiteral("s.json"));
-        const Outcome o = run({QStringLiteral("--strategy"), QStringLiteral("dp"),
-                               QStringLiteral("--devices"), QStringLiteral("2"),
-                               QStringLiteral("--layers"), QStringLiteral("2"),
-                               QStringLiteral("--width"), QStringLiteral("32"),
-                               QStringLiteral("--steps"), QStringLiteral("3"),
-                               QStringLiteral("--trace"), trace, QStringLiteral("--summary"),
-                               summary});
+        const Outcome o =
+            run({QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"),
+                 QStringLiteral("2"), QStringLiteral("--layers"), QStringLiteral("2"),
+                 QStringLiteral("--width"), QStringLiteral("32"), QStringLiteral("--steps"),
+                 QStringLiteral("3"), QStringLiteral("--trace"), trace, QStringLiteral("--summary"),
+                 summary});
         QVERIFY2(o.code == 0, qPrintable(o.err));
         QVERIFY(o.out.contains(QStringLiteral("all_reduce")));
 
@@ -51,7 +50,8 @@ private slots:
         const QJsonArray events = t.value(QStringLiteral("traceEvents")).toArray();
         QVERIFY(!events.isEmpty());
         QSet<QString> phases;
-        for (const auto& e : events) phases.insert(e.toObject().value(QStringLiteral("ph")).toString());
+        for (const auto& e : events)
+            phases.insert(e.toObject().value(QStringLiteral("ph")).toString());
         for (const char* ph : {"X", "C", "M", "s", "f"})
             QVERIFY2(phases.contains(QString::fromLatin1(ph)), ph);
 
@@ -62,13 +62,18 @@ private slots:
         QCOMPARE(s.value(QStringLiteral("steps")).toArray().size(), 3);
         QVERIFY(s.value(QStringLiteral("oom")).isNull());
         QVERIFY(s.value(QStringLiteral("final_loss")).toDouble() > 0);
-        QVERIFY(s.value(QStringLiteral("step_time_s")).toObject().value(QStringLiteral("median")).toDouble() > 0);
+        QVERIFY(s.value(QStringLiteral("step_time_s"))
+                    .toObject()
+                    .value(QStringLiteral("median"))
+                    .toDouble() > 0);
         QVERIFY(s.value(QStringLiteral("samples_per_s")).toDouble() > 0);
         QCOMPARE(s.value(QStringLiteral("per_device")).toArray().size(), 2);
         const QJsonArray cols = s.value(QStringLiteral("collectives")).toArray();
         QVERIFY(!cols.isEmpty());
         QVERIFY(cols.first().toObject().contains(QStringLiteral("busbw_gbps")));
-        QVERIFY(s.value(QStringLiteral("communication")).toObject().contains(QStringLiteral("exposed_s")));
+        QVERIFY(s.value(QStringLiteral("communication"))
+                    .toObject()
+                    .contains(QStringLiteral("exposed_s")));
         QVERIFY(s.value(QStringLiteral("link")).toObject().contains(QStringLiteral("gbps")));
     }
 
@@ -76,11 +81,10 @@ private slots:
         QTemporaryDir dir;
         const QString trace = dir.filePath(QStringLiteral("t.json")),
                       summary = dir.filePath(QStringLiteral("s.json"));
-        const Outcome o = run({QStringLiteral("--strategy"), QStringLiteral("dp"),
-                               QStringLiteral("--devices"), QStringLiteral("2"),
-                               QStringLiteral("--capacity"), QStringLiteral("64KiB"),
-                               QStringLiteral("--trace"), trace, QStringLiteral("--summary"),
-                               summary});
+        const Outcome o =
+            run({QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"),
+                 QStringLiteral("2"), QStringLiteral("--capacity"), QStringLiteral("64KiB"),
+                 QStringLiteral("--trace"), trace, QStringLiteral("--summary"), summary});
         QCOMPARE(o.code, 3);
         QVERIFY2(o.err.contains(QStringLiteral("out of memory")), qPrintable(o.err));
         QVERIFY(o.err.contains(QStringLiteral("parameters")));
@@ -96,13 +100,26 @@ private slots:
     void bad_input_exits_2_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("expected");
-        QTest::addRow("zero devices") << QStringList{QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"), QStringLiteral("0")} << "--devices";
-        QTest::addRow("unknown flag") << QStringList{QStringLiteral("--devicez"), QStringLiteral("2")} << "devicez";
-        QTest::addRow("bad strategy") << QStringList{QStringLiteral("--strategy"), QStringLiteral("magic")} << "--strategy";
-        QTest::addRow("not a number") << QStringList{QStringLiteral("--steps"), QStringLiteral("many")} << "--steps";
-        QTest::addRow("batch not divisible") << QStringList{QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"), QStringLiteral("3"), QStringLiteral("--batch"), QStringLiteral("32")} << "--batch";
-        QTest::addRow("bad capacity") << QStringList{QStringLiteral("--capacity"), QStringLiteral("plenty")} << "--capacity";
-        QTest::addRow("missing scenario") << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")} << "cannot read";
+        QTest::addRow("zero devices")
+            << QStringList{QStringLiteral("--strategy"), QStringLiteral("dp"),
+                           QStringLiteral("--devices"), QStringLiteral("0")}
+            << "--devices";
+        QTest::addRow("unknown flag")
+            << QStringList{QStringLiteral("--devicez"), QStringLiteral("2")} << "devicez";
+        QTest::addRow("bad strategy")
+            << QStringList{QStringLiteral("--strategy"), QStringLiteral("magic")} << "--strategy";
+        QTest::addRow("not a number")
+            << QStringList{QStringLiteral("--steps"), QStringLiteral("many")} << "--steps";
+        QTest::addRow("batch not divisible")
+            << QStringList{QStringLiteral("--strategy"), QStringLiteral("dp"),
+                           QStringLiteral("--devices"),  QStringLiteral("3"),
+                           QStringLiteral("--batch"),    QStringLiteral("32")}
+            << "--batch";
+        QTest::addRow("bad capacity")
+            << QStringList{QStringLiteral("--capacity"), QStringLiteral("plenty")} << "--capacity";
+        QTest::addRow("missing scenario")
+            << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")}
+            << "cannot read";
     }
 
     void bad_input_exits_2() {
@@ -147,18 +164,17 @@ private slots:
     void dump_dir_writes_npy_files() {
         QTemporaryDir dir;
         const QString out = dir.filePath(QStringLiteral("dump"));
-        const Outcome o = run({QStringLiteral("--layers"), QStringLiteral("1"),
-                               QStringLiteral("--width"), QStringLiteral("16"),
-                               QStringLiteral("--batch"), QStringLiteral("4"),
-                               QStringLiteral("--steps"), QStringLiteral("2"),
-                               QStringLiteral("--dump-dir"), out});
+        const Outcome o = run(
+            {QStringLiteral("--layers"), QStringLiteral("1"), QStringLiteral("--width"),
+             QStringLiteral("16"), QStringLiteral("--batch"), QStringLiteral("4"),
+             QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--dump-dir"), out});
         QVERIFY2(o.code == 0, qPrintable(o.err));
         QFile w(out + QStringLiteral("/init_block0.w1.npy"));
         QVERIFY(w.open(QIODevice::ReadOnly));
         const QByteArray bytes = w.readAll();
         QVERIFY(bytes.startsWith("\x93NUMPY"));
-        const int header_len = static_cast<unsigned char>(bytes[8]) |
-                               (static_cast<unsigned char>(bytes[9]) << 8);
+        const int header_len =
+            static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
         QCOMPARE((10 + header_len) % 64, 0);
         const QByteArray header = bytes.mid(10, header_len);
         QVERIFY(header.contains("'descr': '<f4'"));

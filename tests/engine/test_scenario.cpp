@@ -9,7 +9,7 @@ using namespace pd;
 
 class TestScenario : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void parses_every_key() {
         RunConfig c;
         ConfigSources src;
@@ -56,13 +56,20 @@ private slots:
     void rejects_bad_scenarios_data() {
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("expected");
-        QTest::addRow("not json") << "{devices: 2" << "not valid JSON";
-        QTest::addRow("not an object") << "[1, 2]" << "JSON object";
-        QTest::addRow("unknown key") << R"({"devicez": 2})" << "'devicez'";
-        QTest::addRow("wrong type") << R"({"devices": "two"})" << "'devices'";
-        QTest::addRow("unknown strategy") << R"({"strategy": "magic"})" << "unknown strategy";
-        QTest::addRow("bad size") << R"({"capacity": "lots"})" << "'capacity'";
-        QTest::addRow("fractional devices") << R"({"devices": 1.5})" << "integer";
+        QTest::addRow("not json") << "{devices: 2"
+                                  << "not valid JSON";
+        QTest::addRow("not an object") << "[1, 2]"
+                                       << "JSON object";
+        QTest::addRow("unknown key") << R"({"devicez": 2})"
+                                     << "'devicez'";
+        QTest::addRow("wrong type") << R"({"devices": "two"})"
+                                    << "'devices'";
+        QTest::addRow("unknown strategy") << R"({"strategy": "magic"})"
+                                          << "unknown strategy";
+        QTest::addRow("bad size") << R"({"capacity": "lots"})"
+                                  << "'capacity'";
+        QTest::addRow("fractional devices") << R"({"devices": 1.5})"
+                                            << "integer";
     }
 
     void rejects_bad_scenarios() {
@@ -87,11 +94,14 @@ private slots:
                                       << "scenario key 'devices' in s.json: must be at least 1";
         QTest::addRow("batch not divisible") << R"({"strategy": "dp", "devices": 3, "batch": 32})"
                                              << "'batch'";
-        QTest::addRow("single on two") << R"({"strategy": "single", "devices": 2})" << "exactly 1";
+        QTest::addRow("single on two") << R"({"strategy": "single", "devices": 2})"
+                                       << "exactly 1";
         QTest::addRow("ps needs a worker") << R"({"strategy": "ps", "devices": 1})"
                                            << "parameter server";
-        QTest::addRow("zero capacity") << R"({"capacity": 0})" << "'capacity'";
-        QTest::addRow("zero bandwidth") << R"({"link_gbps": 0})" << "'link_gbps'";
+        QTest::addRow("zero capacity") << R"({"capacity": 0})"
+                                       << "'capacity'";
+        QTest::addRow("zero bandwidth") << R"({"link_gbps": 0})"
+                                        << "'link_gbps'";
     }
 
     void validation_names_the_key() {

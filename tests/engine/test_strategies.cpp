@@ -11,7 +11,7 @@ Q_DECLARE_METATYPE(pd::OptimizerKind)
 
 class TestStrategies : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void matches_single_device_data() {
         QTest::addColumn<StrategyKind>("strategy");
         QTest::addColumn<int>("devices");
@@ -47,9 +47,9 @@ private slots:
         QVERIFY2(err <= 1e-4, qPrintable(QStringLiteral("relative error %1").arg(err)));
         // The parameters moved: a strategy that never updated would match nothing useful.
         QVERIFY(relative_error(got.final_parameters,
-                               initial_parameters(ModelShape{c.input_dim, c.width, c.layers,
-                                                             c.classes},
-                                                  c.seed)) > 1e-3);
+                               initial_parameters(
+                                   ModelShape{c.input_dim, c.width, c.layers, c.classes}, c.seed)) >
+                1e-3);
         for (std::size_t s = 0; s < got.trace.steps.size(); ++s)
             QVERIFY(std::abs(got.trace.steps[s].loss - expected.trace.steps[s].loss) <=
                     1e-4 * std::abs(expected.trace.steps[s].loss));

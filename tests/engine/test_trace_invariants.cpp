@@ -13,7 +13,7 @@ Q_DECLARE_METATYPE(pd::ClockMode)
 
 class TestTraceInvariants : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void invariants_data() {
         QTest::addColumn<StrategyKind>("strategy");
         QTest::addColumn<int>("devices");

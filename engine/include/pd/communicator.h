@@ -17,7 +17,7 @@
 namespace pd {
 
 class Communicator {
-public:
+  public:
     // `members` are the devices of the group in ring order; `group_id` keeps this group's
     // messages apart from other groups' on the same device pairs.
     Communicator(Transport& transport, std::vector<Device*> members, std::uint32_t group_id);
@@ -44,7 +44,7 @@ public:
     void recv(int device_id, int peer_device, float* data, std::size_t count, int step,
               const std::string& label, bool accumulate = false);
 
-private:
+  private:
     enum class Combine { copy, add };
     struct Ring;
     void reduce_scatter_steps(const Ring& ring, float* data, std::size_t count, int step,
@@ -52,8 +52,8 @@ private:
     void all_gather_steps(const Ring& ring, float* data, std::size_t count, int step,
                           int chunk_offset);
     // One ring step: send [send_chunk] right, receive [recv_chunk] from the left, combine.
-    void ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk,
-                   int recv_chunk, Combine combine, EventKind kind, int step_index, int step);
+    void ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk, int recv_chunk,
+                   Combine combine, EventKind kind, int step_index, int step);
     Ring ring_for(int device_id) const;
     void record(const Ring& ring, const char* op, std::size_t count, int step,
                 std::int64_t start_ns) const;

@@ -19,7 +19,7 @@ class RunContext;
 // Accounts every live byte of one device by category. Allocation past capacity throws
 // OutOfMemory; every change is sampled with the calling stream's clock.
 class MemoryTracker {
-public:
+  public:
     MemoryTracker(int device, std::size_t capacity, const RunContext& ctx);
 
     void allocate(MemoryCategory category, std::size_t bytes);
@@ -31,7 +31,7 @@ public:
     std::size_t peak(MemoryCategory category) const;
     std::vector<MemorySample> take_samples();
 
-private:
+  private:
     void sample_locked(MemoryCategory category);
 
     int device_;
@@ -46,7 +46,7 @@ private:
 
 // Float storage accounted on a device for as long as it lives.
 class Buffer {
-public:
+  public:
     Buffer() = default;
     Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count);
     Buffer(Buffer&& other) noexcept;
@@ -63,7 +63,7 @@ public:
     std::span<float> span() { return {data_.get(), count_}; }
     std::span<const float> span() const { return {data_.get(), count_}; }
 
-private:
+  private:
     MemoryTracker* tracker_ = nullptr;
     MemoryCategory category_ = MemoryCategory::workspace;
     std::size_t count_ = 0;
@@ -71,7 +71,7 @@ private:
 };
 
 class Device {
-public:
+  public:
     Device(int id, std::size_t capacity, RunContext& ctx);
     ~Device();
     Device(const Device&) = delete;
@@ -84,7 +84,7 @@ public:
     Stream& comm() { return *comm_; }
     Stream& stream(StreamKind kind) { return kind == StreamKind::compute ? *compute_ : *comm_; }
 
-private:
+  private:
     int id_;
     MemoryTracker memory_;
     std::unique_ptr<Stream> compute_;

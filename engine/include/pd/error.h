@@ -11,21 +11,21 @@
 namespace pd {
 
 class Error : public std::runtime_error {
-public:
+  public:
     Error(const std::string& message, const char* file, int line);
     const std::string& where() const { return where_; }
 
-private:
+  private:
     std::string where_;
 };
 
 // A value a user supplied (flag, scenario key) is unusable. `key` names it.
 class BadInput : public Error {
-public:
+  public:
     BadInput(std::string key, const std::string& reason, const char* file, int line);
     const std::string& key() const { return key_; }
 
-private:
+  private:
     std::string key_;
 };
 
@@ -39,28 +39,28 @@ struct OomInfo {
 };
 
 class OutOfMemory : public Error {
-public:
+  public:
     OutOfMemory(const OomInfo& info, const char* file, int line);
     const OomInfo& info() const { return info_; }
 
-private:
+  private:
     OomInfo info_;
 };
 
 // Raised on every other participant once the run has been aborted (by a failing peer or a
 // cancel), so that no thread stays blocked in a collective.
 class Aborted : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 class Cancelled : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 class CollectiveTimeout : public Error {
-public:
+  public:
     using Error::Error;
 };
 

@@ -16,8 +16,7 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
                          const RunMetrics& metrics);
 
 // A little-endian float32 (or int32) .npy file. Throws Error naming the path on failure.
-void write_npy(const std::string& path, const std::vector<std::size_t>& shape,
-               const float* data);
+void write_npy(const std::string& path, const std::vector<std::size_t>& shape, const float* data);
 void write_npy(const std::string& path, const std::vector<std::size_t>& shape, const int* data);
 // Initial parameters (one file per tensor) and every step's global batch, plus a manifest.
 void dump_run_inputs(const RunConfig& config, const std::string& directory);

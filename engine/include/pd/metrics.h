@@ -23,7 +23,7 @@ struct DeviceMetrics {
     double busy_s = 0.0;  // compute-stream time in forward, backward and optimizer work
     double idle_s = 0.0;
     double busy_fraction = 0.0;
-    double comm_s = 0.0;  // time covered by communication events
+    double comm_s = 0.0;          // time covered by communication events
     double exposed_comm_s = 0.0;  // communication not hidden behind compute
     double overlapped_comm_s = 0.0;
     std::array<std::size_t, kMemoryCategoryCount> peak_bytes{};

@@ -47,13 +47,13 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
 // A seeded teacher-student task: inputs are Gaussian, labels are the argmax of a fixed random
 // two-layer teacher. Sample i of step s is the same whichever device draws it.
 class SyntheticTask {
-public:
+  public:
     SyntheticTask(const ModelShape& shape, std::uint64_t seed);
     // Writes `count` samples starting at global index `first` of `step`: x is [count,
     // input_dim], labels has `count` entries.
     void batch(int step, int first, int count, float* x, int* labels) const;
 
-private:
+  private:
     static constexpr int kTeacherHidden = 32;
     ModelShape shape_;
     std::uint64_t seed_;

@@ -22,7 +22,7 @@ struct OptimizerSettings {
 
 // One update at step t (1-based) of `count` parameters. `state` holds
 // state_per_parameter() * count floats laid out as [m..., v...].
-void optimizer_update(const OptimizerSettings& settings, int t, float* params,
-                      const float* grads, float* state, std::size_t count);
+void optimizer_update(const OptimizerSettings& settings, int t, float* params, const float* grads,
+                      float* state, std::size_t count);
 
 }  // namespace pd

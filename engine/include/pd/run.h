@@ -25,7 +25,7 @@ struct RunResult {
     RunStatus status = RunStatus::ok;
     std::string error;  // empty on success; otherwise what went wrong, and where
     std::optional<OomInfo> oom;
-    Trace trace;  // everything recorded, also when the run stopped early
+    Trace trace;                          // everything recorded, also when the run stopped early
     std::vector<float> final_parameters;  // empty unless the run completed
     int steps_completed = 0;
 };
@@ -38,7 +38,7 @@ struct RunProgress {
 };
 
 class Run {
-public:
+  public:
     // Validates the config (throws BadInput).
     explicit Run(RunConfig config);
     ~Run();
@@ -51,7 +51,7 @@ public:
     // Thread-safe; the run stops within a bounded time with status `cancelled`.
     void cancel();
 
-private:
+  private:
     RunConfig config_;
     std::atomic<bool> cancel_requested_{false};
     std::mutex ctx_mutex_;

@@ -16,7 +16,7 @@
 namespace pd {
 
 class RunContext {
-public:
+  public:
     RunContext(ClockMode resolved_clock, LinkModel link, bool tracing, double timeout_s);
 
     ClockMode clock() const { return clock_; }
@@ -47,7 +47,7 @@ public:
 
     std::uint64_t next_flow_id() { return flow_ids_.fetch_add(1) + 1; }
 
-private:
+  private:
     [[noreturn]] void throw_aborted(const std::string& what) const;
     [[noreturn]] void throw_timeout(const std::string& what) const;
 

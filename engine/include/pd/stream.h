@@ -23,10 +23,10 @@ namespace pd {
 class RunContext;
 
 class Event {
-public:
+  public:
     bool fired() const;
 
-private:
+  private:
     friend class Stream;
     mutable std::mutex mutex_;
     std::condition_variable cv_;
@@ -36,7 +36,7 @@ private:
 using EventPtr = std::shared_ptr<Event>;
 
 class Stream {
-public:
+  public:
     using Task = std::function<void()>;
 
     Stream(int device, StreamKind kind, RunContext& ctx);
@@ -88,7 +88,7 @@ public:
     std::vector<CollectiveRecord> take_collectives();
     void add_collective(CollectiveRecord record);
 
-private:
+  private:
     void run_loop();
     void run_task(Task& task);
 

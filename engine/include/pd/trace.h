@@ -88,7 +88,7 @@ struct Trace {
     int devices = 0;
     std::vector<std::size_t> capacity_bytes;  // per device
     std::vector<std::string> device_names;
-    std::vector<TraceEvent> events;  // sorted by device, stream, start
+    std::vector<TraceEvent> events;    // sorted by device, stream, start
     std::vector<MemorySample> memory;  // sorted by time
     std::vector<CollectiveRecord> collectives;
     std::vector<StepRecord> steps;

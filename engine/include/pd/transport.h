@@ -25,7 +25,7 @@ struct Message {
 };
 
 class Transport {
-public:
+  public:
     explicit Transport(RunContext& ctx) : ctx_(ctx) {}
     RunContext& context() { return ctx_; }
 
@@ -36,7 +36,7 @@ public:
     // Gives a received payload back for reuse by later sends on the same channel.
     void recycle(int src, int dst, std::uint64_t tag, std::vector<float>&& payload);
 
-private:
+  private:
     struct Channel {
         std::mutex mutex;
         std::condition_variable cv;

@@ -9,12 +9,14 @@ namespace pd {
 
 namespace {
 
-int wrap(int i, int n) { return ((i % n) + n) % n; }
+int wrap(int i, int n) {
+    return ((i % n) + n) % n;
+}
 
 // The staging buffer a ring member holds while a collective runs (the payload of the chunk
 // in flight), accounted as communication memory for the duration of the call.
 class StagingGuard {
-public:
+  public:
     StagingGuard(MemoryTracker& memory, std::size_t bytes) : memory_(memory), bytes_(bytes) {
         if (bytes_) memory_.allocate(MemoryCategory::communication, bytes_);
     }
@@ -24,7 +26,7 @@ public:
     StagingGuard(const StagingGuard&) = delete;
     StagingGuard& operator=(const StagingGuard&) = delete;
 
-private:
+  private:
     MemoryTracker& memory_;
     std::size_t bytes_;
 };
@@ -144,8 +146,8 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
 
 // Rank r sends chunk (r - s - 1 + offset) and receives chunk (r - s - 2 + offset): after n-1
 // steps rank r holds the full sum of chunk (r + offset).
-void Communicator::reduce_scatter_steps(const Ring& ring, float* data, std::size_t count,
-                                        int step, int chunk_offset) {
+void Communicator::reduce_scatter_steps(const Ring& ring, float* data, std::size_t count, int step,
+                                        int chunk_offset) {
     for (int s = 0; s < ring.n - 1; ++s) {
         ring_step(ring, data, count, wrap(ring.rank - s - 1 + chunk_offset, ring.n),
                   wrap(ring.rank - s - 2 + chunk_offset, ring.n), Combine::add,
@@ -209,10 +211,10 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
         const int position = wrap(ring.rank - root_rank, ring.n);
         const std::string label = "broadcast";
         if (position > 0) {
-            Message message = transport_.recv(
-                ring.left_device, ring.self_device, tag_,
-                "device " + std::to_string(ring.self_device) + " broadcast receiving from device " +
-                    std::to_string(ring.left_device));
+            Message message = transport_.recv(ring.left_device, ring.self_device, tag_,
+                                              "device " + std::to_string(ring.self_device) +
+                                                  " broadcast receiving from device " +
+                                                  std::to_string(ring.left_device));
             TraceEvent event;
             event.kind = EventKind::broadcast;
             event.label = "broadcast recv";
@@ -261,8 +263,7 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     event.flow_id = transport_.context().next_flow_id();
     event.flow_source = true;
     event.start_ns = ring.stream.now_ns();
-    transport_.send(device_id, peer_device, tag_, data, count, ring.stream.now_ns(),
-                    event.flow_id);
+    transport_.send(device_id, peer_device, tag_, data, count, ring.stream.now_ns(), event.flow_id);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }
@@ -279,9 +280,8 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     event.bytes = count * sizeof(float);
     event.start_ns = ring.stream.now_ns();
     Message message = transport_.recv(peer_device, device_id, tag_,
-                                       "device " + std::to_string(device_id) + " " + label +
-                                           " receiving from device " +
-                                           std::to_string(peer_device));
+                                      "device " + std::to_string(device_id) + " " + label +
+                                          " receiving from device " + std::to_string(peer_device));
     if (message.payload.size() != count)
         throw Error("device " + std::to_string(device_id) + " " + label + ": received " +
                         std::to_string(message.payload.size()) + " elements, expected " +

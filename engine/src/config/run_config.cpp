@@ -9,23 +9,31 @@ namespace pd {
 
 std::string_view name_of(StrategyKind s) {
     switch (s) {
-        case StrategyKind::single: return "single";
-        case StrategyKind::dp: return "dp";
-        case StrategyKind::ps: return "ps";
+        case StrategyKind::single:
+            return "single";
+        case StrategyKind::dp:
+            return "dp";
+        case StrategyKind::ps:
+            return "ps";
     }
     return "?";
 }
 
 std::string_view name_of(ClockMode c) {
     switch (c) {
-        case ClockMode::wall: return "wall";
-        case ClockMode::device: return "device";
-        case ClockMode::automatic: return "auto";
+        case ClockMode::wall:
+            return "wall";
+        case ClockMode::device:
+            return "device";
+        case ClockMode::automatic:
+            return "auto";
     }
     return "?";
 }
 
-std::string_view name_of(OptimizerKind o) { return o == OptimizerKind::sgd ? "sgd" : "adamw"; }
+std::string_view name_of(OptimizerKind o) {
+    return o == OptimizerKind::sgd ? "sgd" : "adamw";
+}
 
 double RunConfig::effective_lr() const {
     if (lr > 0) return lr;
@@ -34,9 +42,12 @@ double RunConfig::effective_lr() const {
 
 int RunConfig::data_parallel_replicas() const {
     switch (strategy) {
-        case StrategyKind::single: return 1;
-        case StrategyKind::dp: return devices;
-        case StrategyKind::ps: return devices - 1;
+        case StrategyKind::single:
+            return 1;
+        case StrategyKind::dp:
+            return devices;
+        case StrategyKind::ps:
+            return devices - 1;
     }
     return 1;
 }
@@ -68,9 +79,10 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("devices", "strategy 'single' runs on exactly 1 device (got " +
                             std::to_string(c.devices) + "); use 'dp' or 'ps' for more");
     if (c.strategy == StrategyKind::ps && c.devices < 2)
-        fail("devices", "strategy 'ps' needs at least 2 devices: device 0 is the parameter "
-                        "server and the others are workers (got " +
-                            std::to_string(c.devices) + ")");
+        fail("devices",
+             "strategy 'ps' needs at least 2 devices: device 0 is the parameter "
+             "server and the others are workers (got " +
+                 std::to_string(c.devices) + ")");
     if (c.layers < 1 || c.layers > 256)
         fail("layers", "must be between 1 and 256 (got " + std::to_string(c.layers) + ")");
     if (c.width < 1 || c.width > 8192)

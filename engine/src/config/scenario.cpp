@@ -30,8 +30,8 @@ struct KeyReader {
         if (!value.is_number_integer()) fail("must be an integer, got " + value.dump());
         const auto v = value.get<long long>();
         if (v < lo || v > hi)
-            fail("must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                 " (got " + std::to_string(v) + ")");
+            fail("must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
+                 std::to_string(v) + ")");
         return static_cast<int>(v);
     }
     double number() const {
@@ -64,8 +64,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
     try {
         root = json::parse(json_text);
     } catch (const json::parse_error& e) {
-        throw BadInput(std::string(origin), std::string("is not valid JSON: ") + e.what(),
-                       __FILE__, __LINE__);
+        throw BadInput(std::string(origin), std::string("is not valid JSON: ") + e.what(), __FILE__,
+                       __LINE__);
     }
     if (!root.is_object())
         throw BadInput(std::string(origin), "must hold a JSON object of settings", __FILE__,
@@ -76,48 +76,72 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         sources[key] = r.spelled;
         if (key == "strategy") {
             const std::string s = r.text();
-            if (s == "single") c.strategy = StrategyKind::single;
-            else if (s == "dp") c.strategy = StrategyKind::dp;
-            else if (s == "ps") c.strategy = StrategyKind::ps;
-            else r.fail("unknown strategy '" + s + "' (available: single, dp, ps)");
-        } else if (key == "devices") c.devices = r.integer(0, 1 << 20);
-        else if (key == "layers") c.layers = r.integer(0, 1 << 20);
-        else if (key == "width") c.width = r.integer(0, 1 << 20);
-        else if (key == "batch") c.batch = r.integer(0, 1 << 24);
-        else if (key == "steps") c.steps = r.integer(0, 1 << 24);
+            if (s == "single")
+                c.strategy = StrategyKind::single;
+            else if (s == "dp")
+                c.strategy = StrategyKind::dp;
+            else if (s == "ps")
+                c.strategy = StrategyKind::ps;
+            else
+                r.fail("unknown strategy '" + s + "' (available: single, dp, ps)");
+        } else if (key == "devices")
+            c.devices = r.integer(0, 1 << 20);
+        else if (key == "layers")
+            c.layers = r.integer(0, 1 << 20);
+        else if (key == "width")
+            c.width = r.integer(0, 1 << 20);
+        else if (key == "batch")
+            c.batch = r.integer(0, 1 << 24);
+        else if (key == "steps")
+            c.steps = r.integer(0, 1 << 24);
         else if (key == "seed") {
             if (!value.is_number_unsigned()) r.fail("must be a non-negative integer");
             c.seed = value.get<std::uint64_t>();
         } else if (key == "optimizer") {
             const std::string s = r.text();
-            if (s == "sgd") c.optimizer = OptimizerKind::sgd;
-            else if (s == "adamw") c.optimizer = OptimizerKind::adamw;
-            else r.fail("unknown optimizer '" + s + "' (available: sgd, adamw)");
-        } else if (key == "lr") c.lr = r.number();
-        else if (key == "bucket_bytes") c.bucket_bytes = r.bytes();
-        else if (key == "no_overlap") c.overlap = !r.boolean();
-        else if (key == "overlap") c.overlap = r.boolean();
-        else if (key == "capacity") c.capacity_bytes = r.bytes();
+            if (s == "sgd")
+                c.optimizer = OptimizerKind::sgd;
+            else if (s == "adamw")
+                c.optimizer = OptimizerKind::adamw;
+            else
+                r.fail("unknown optimizer '" + s + "' (available: sgd, adamw)");
+        } else if (key == "lr")
+            c.lr = r.number();
+        else if (key == "bucket_bytes")
+            c.bucket_bytes = r.bytes();
+        else if (key == "no_overlap")
+            c.overlap = !r.boolean();
+        else if (key == "overlap")
+            c.overlap = r.boolean();
+        else if (key == "capacity")
+            c.capacity_bytes = r.bytes();
         else if (key == "clock") {
             const std::string s = r.text();
-            if (s == "wall") c.clock = ClockMode::wall;
-            else if (s == "device") c.clock = ClockMode::device;
-            else if (s == "auto") c.clock = ClockMode::automatic;
-            else r.fail("unknown clock '" + s + "' (available: wall, device, auto)");
-        } else if (key == "link_latency_us") c.link.latency_us = r.number();
-        else if (key == "link_gbps") c.link.gbps = r.number();
-        else if (key == "timeout_s") c.collective_timeout_s = r.number();
+            if (s == "wall")
+                c.clock = ClockMode::wall;
+            else if (s == "device")
+                c.clock = ClockMode::device;
+            else if (s == "auto")
+                c.clock = ClockMode::automatic;
+            else
+                r.fail("unknown clock '" + s + "' (available: wall, device, auto)");
+        } else if (key == "link_latency_us")
+            c.link.latency_us = r.number();
+        else if (key == "link_gbps")
+            c.link.gbps = r.number();
+        else if (key == "timeout_s")
+            c.collective_timeout_s = r.number();
         else
-            r.fail("is not a known setting (known: strategy, devices, layers, width, batch, "
-                   "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                   "link_latency_us, link_gbps, timeout_s)");
+            r.fail(
+                "is not a known setting (known: strategy, devices, layers, width, batch, "
+                "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
+                "link_latency_us, link_gbps, timeout_s)");
     }
 }
 
 void apply_scenario_file(const std::string& path, RunConfig& config, ConfigSources& sources) {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw BadInput("--scenario", "cannot read '" + path + "'", __FILE__, __LINE__);
+    if (!in) throw BadInput("--scenario", "cannot read '" + path + "'", __FILE__, __LINE__);
     std::ostringstream text;
     text << in.rdbuf();
     apply_scenario_json(text.str(), path, config, sources);

@@ -11,7 +11,9 @@ using nlohmann::json;
 
 namespace {
 
-double us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+double us(std::int64_t ns) {
+    return static_cast<double>(ns) / 1000.0;
+}
 
 json event_args(const TraceEvent& e) {
     json args = json::object();
@@ -20,7 +22,8 @@ json event_args(const TraceEvent& e) {
     if (e.stage >= 0) args["stage"] = e.stage;
     if (e.layer >= 0) args["layer"] = e.layer;
     if (e.phase != CollectivePhase::none)
-        args["phase"] = e.phase == CollectivePhase::reduce_scatter ? "reduce_scatter" : "all_gather";
+        args["phase"] =
+            e.phase == CollectivePhase::reduce_scatter ? "reduce_scatter" : "all_gather";
     if (e.step_index >= 0) args["step_index"] = e.step_index;
     if (e.chunk >= 0) args["chunk"] = e.chunk;
     if (e.peer >= 0) args["peer"] = e.peer;
@@ -36,12 +39,20 @@ std::string chrome_trace_json(const Trace& trace) {
         const std::string name = d < static_cast<int>(trace.device_names.size())
                                      ? trace.device_names[static_cast<std::size_t>(d)]
                                      : "device " + std::to_string(d);
-        events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", d}, {"tid", 0},
+        events.push_back({{"ph", "M"},
+                          {"name", "process_name"},
+                          {"pid", d},
+                          {"tid", 0},
                           {"args", {{"name", name}}}});
-        events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d}, {"tid", 0},
+        events.push_back({{"ph", "M"},
+                          {"name", "process_sort_index"},
+                          {"pid", d},
+                          {"tid", 0},
                           {"args", {{"sort_index", d}}}});
         for (StreamKind s : {StreamKind::compute, StreamKind::comm}) {
-            events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", d},
+            events.push_back({{"ph", "M"},
+                              {"name", "thread_name"},
+                              {"pid", d},
                               {"tid", static_cast<int>(s)},
                               {"args", {{"name", std::string(name_of(s))}}}});
         }
@@ -53,19 +64,29 @@ std::string chrome_trace_json(const Trace& trace) {
             name += " mb" + std::to_string(e.microbatch);
         if (e.step_index >= 0) name += " #" + std::to_string(e.step_index);
         if (e.kind == EventKind::oom) {
-            events.push_back({{"ph", "i"}, {"s", "p"}, {"name", "out of memory"},
-                              {"cat", "oom"}, {"pid", e.device}, {"tid", tid},
-                              {"ts", us(e.start_ns)}, {"args", {{"message", e.label}}}});
+            events.push_back({{"ph", "i"},
+                              {"s", "p"},
+                              {"name", "out of memory"},
+                              {"cat", "oom"},
+                              {"pid", e.device},
+                              {"tid", tid},
+                              {"ts", us(e.start_ns)},
+                              {"args", {{"message", e.label}}}});
             continue;
         }
-        events.push_back({{"ph", "X"}, {"name", name}, {"cat", std::string(name_of(e.kind))},
-                          {"pid", e.device}, {"tid", tid}, {"ts", us(e.start_ns)},
-                          {"dur", us(e.end_ns - e.start_ns)}, {"args", event_args(e)}});
+        events.push_back({{"ph", "X"},
+                          {"name", name},
+                          {"cat", std::string(name_of(e.kind))},
+                          {"pid", e.device},
+                          {"tid", tid},
+                          {"ts", us(e.start_ns)},
+                          {"dur", us(e.end_ns - e.start_ns)},
+                          {"args", event_args(e)}});
         if (e.flow_id) {
             // Bound to the enclosing slice: place the flow point inside it.
             const double mid = us(e.start_ns + (e.end_ns - e.start_ns) / 2);
             json flow = {{"name", "transfer"}, {"cat", "flow"}, {"id", e.flow_id},
-                         {"pid", e.device}, {"tid", tid}, {"ts", mid}};
+                         {"pid", e.device},    {"tid", tid},    {"ts", mid}};
             flow["ph"] = e.flow_source ? "s" : "f";
             if (!e.flow_source) flow["bp"] = "e";
             events.push_back(std::move(flow));
@@ -81,8 +102,11 @@ std::string chrome_trace_json(const Trace& trace) {
         json args = json::object();
         for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
             args[std::string(kMemoryCategoryNames[c])] = cur[c];
-        events.push_back({{"ph", "C"}, {"name", "memory (bytes)"}, {"pid", s.device},
-                          {"ts", us(s.t_ns)}, {"args", std::move(args)}});
+        events.push_back({{"ph", "C"},
+                          {"name", "memory (bytes)"},
+                          {"pid", s.device},
+                          {"ts", us(s.t_ns)},
+                          {"args", std::move(args)}});
     }
     json root;
     root["traceEvents"] = std::move(events);

@@ -44,8 +44,7 @@ std::size_t elements(const std::vector<std::size_t>& shape) {
 
 }  // namespace
 
-void write_npy(const std::string& path, const std::vector<std::size_t>& shape,
-               const float* data) {
+void write_npy(const std::string& path, const std::vector<std::size_t>& shape, const float* data) {
     write_npy_raw(path, shape, "<f4", data, elements(shape) * sizeof(float));
 }
 
@@ -81,10 +80,10 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : layout.tensors) {
         const std::string file = "init_" + t.name + ".npy";
-        std::vector<std::size_t> dims = t.rows == 1 ? std::vector<std::size_t>{t.count}
-                                                    : std::vector<std::size_t>{
-                                                          static_cast<std::size_t>(t.rows),
-                                                          static_cast<std::size_t>(t.cols)};
+        std::vector<std::size_t> dims =
+            t.rows == 1 ? std::vector<std::size_t>{t.count}
+                        : std::vector<std::size_t>{static_cast<std::size_t>(t.rows),
+                                                   static_cast<std::size_t>(t.cols)};
         write_npy((fs::path(directory) / file).string(), dims, params.data() + t.offset);
         tensors.push_back({{"name", t.name}, {"file", file}, {"shape", dims}});
     }
@@ -98,10 +97,10 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         char name[32];
         std::snprintf(name, sizeof name, "step%04d", s);
         const std::string xf = std::string(name) + "_x.npy", yf = std::string(name) + "_y.npy";
-        write_npy((fs::path(directory) / xf).string(),
-                  {static_cast<std::size_t>(config.batch),
-                   static_cast<std::size_t>(config.input_dim)},
-                  x.data());
+        write_npy(
+            (fs::path(directory) / xf).string(),
+            {static_cast<std::size_t>(config.batch), static_cast<std::size_t>(config.input_dim)},
+            x.data());
         write_npy((fs::path(directory) / yf).string(), {static_cast<std::size_t>(config.batch)},
                   y.data());
         batches.push_back({{"step", s}, {"x", xf}, {"y", yf}});

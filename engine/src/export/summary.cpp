@@ -15,9 +15,10 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["devices"] = config.devices;
     j["clock"] = std::string(name_of(result.trace.clock));
     j["clock_requested"] = std::string(name_of(config.clock));
-    j["link"] = {{"latency_us", config.link.latency_us},
-                 {"gbps", config.link.gbps},
-                 {"applies_to", "device clock: a transfer of b bytes takes latency + b / bandwidth"}};
+    j["link"] = {
+        {"latency_us", config.link.latency_us},
+        {"gbps", config.link.gbps},
+        {"applies_to", "device clock: a transfer of b bytes takes latency + b / bandwidth"}};
     j["model"] = {{"layers", config.layers},
                   {"width", config.width},
                   {"input_dim", config.input_dim},

@@ -5,8 +5,7 @@
 
 namespace pd {
 
-MlpExecutor::MlpExecutor(const ModelShape& shape, const ParamLayout& layout,
-                         MemoryTracker& memory)
+MlpExecutor::MlpExecutor(const ModelShape& shape, const ParamLayout& layout, MemoryTracker& memory)
     : shape_(shape), layout_(layout), memory_(memory) {
     cpu::init_blas_threads();
 }
@@ -21,9 +20,8 @@ const TensorSpec& MlpExecutor::tensor(int unit, int index) const {
                 __FILE__, __LINE__);
 }
 
-Buffer MlpExecutor::forward(int unit, const float* params, Buffer input, int rows,
-                            SavedUnit& saved, const int* labels, float grad_scale,
-                            double& loss_sum) {
+Buffer MlpExecutor::forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
+                            const int* labels, float grad_scale, double& loss_sum) {
     const std::size_t base = layout_.unit_begin(unit);
     auto param = [&](int index) { return params + (tensor(unit, index).offset - base); };
     const int h = shape_.width;
@@ -82,8 +80,8 @@ Buffer MlpExecutor::backward(int unit, const float* params, float* grads, Buffer
     } else {
         const int f = shape_.hidden();
         Buffer dpost(memory_, MemoryCategory::workspace, r * f);
-        cpu::linear_backward(saved.post.data(), param(2), dout.data(), rows, f, h, grad(2),
-                             grad(3), dpost.data());
+        cpu::linear_backward(saved.post.data(), param(2), dout.data(), rows, f, h, grad(2), grad(3),
+                             dpost.data());
         cpu::gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), r * f);
         din = Buffer(memory_, MemoryCategory::workspace, r * h);
         cpu::linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0),

@@ -16,7 +16,7 @@ struct SavedUnit {
 };
 
 class MlpExecutor {
-public:
+  public:
     MlpExecutor(const ModelShape& shape, const ParamLayout& layout, MemoryTracker& memory);
 
     // `params` points at the unit's own parameters (layout.unit_begin(unit)). Returns the
@@ -32,7 +32,7 @@ public:
         return Buffer(memory_, MemoryCategory::activations, count);
     }
 
-private:
+  private:
     const TensorSpec& tensor(int unit, int index) const;
 
     ModelShape shape_;

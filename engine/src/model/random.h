@@ -22,7 +22,7 @@ inline std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t a, std::uint64_t
 }
 
 class Rng {
-public:
+  public:
     explicit Rng(std::uint64_t seed) : state_(seed) {}
     double uniform() {  // (0, 1)
         return (static_cast<double>(splitmix64(state_) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
@@ -32,7 +32,7 @@ public:
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
     }
 
-private:
+  private:
     std::uint64_t state_;
 };
 

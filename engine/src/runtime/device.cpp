@@ -41,9 +41,12 @@ void MemoryTracker::sample_locked(MemoryCategory category) {
     const Stream* stream = Stream::current();
     // Host-side changes (teardown) have no device clock; on the wall clock they take wall time.
     std::int64_t t = 0;
-    if (stream) t = stream->now_ns();
-    else if (ctx_.clock() == ClockMode::wall) t = ctx_.wall_now_ns();
-    else return;
+    if (stream)
+        t = stream->now_ns();
+    else if (ctx_.clock() == ClockMode::wall)
+        t = ctx_.wall_now_ns();
+    else
+        return;
     samples_.push_back({device_, category, live_[static_cast<std::size_t>(category)], t});
 }
 

@@ -11,23 +11,28 @@ namespace pd {
 
 std::string_view name_of(RunStatus s) {
     switch (s) {
-        case RunStatus::ok: return "ok";
-        case RunStatus::out_of_memory: return "out_of_memory";
-        case RunStatus::cancelled: return "cancelled";
-        case RunStatus::failed: return "failed";
+        case RunStatus::ok:
+            return "ok";
+        case RunStatus::out_of_memory:
+            return "out_of_memory";
+        case RunStatus::cancelled:
+            return "cancelled";
+        case RunStatus::failed:
+            return "failed";
     }
     return "?";
 }
 
-Run::Run(RunConfig config) : config_(std::move(config)) { validate(config_); }
+Run::Run(RunConfig config) : config_(std::move(config)) {
+    validate(config_);
+}
 
 Run::~Run() = default;
 
 void Run::cancel() {
     cancel_requested_.store(true);
     std::lock_guard lock(ctx_mutex_);
-    if (ctx_)
-        ctx_->abort(std::make_exception_ptr(Cancelled("run cancelled", __FILE__, __LINE__)));
+    if (ctx_) ctx_->abort(std::make_exception_ptr(Cancelled("run cancelled", __FILE__, __LINE__)));
 }
 
 namespace {
@@ -41,10 +46,9 @@ void collect_trace(RunEnvironment& env, Trace& trace) {
         trace.device_names.push_back("device " + std::to_string(d->id()) + " (cpu)");
         for (StreamKind kind : {StreamKind::compute, StreamKind::comm}) {
             auto events = d->stream(kind).take_events();
-            std::stable_sort(events.begin(), events.end(),
-                             [](const TraceEvent& a, const TraceEvent& b) {
-                                 return a.start_ns < b.start_ns;
-                             });
+            std::stable_sort(
+                events.begin(), events.end(),
+                [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
             trace.events.insert(trace.events.end(), std::make_move_iterator(events.begin()),
                                 std::make_move_iterator(events.end()));
             auto collectives = d->stream(kind).take_collectives();
@@ -129,8 +133,8 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
         ctx_ = nullptr;
     }
     if (ctx.aborted()) classify_failure(ctx, result);
-    report(result.steps_completed, result.trace.steps.empty() ? 0.0 : result.trace.steps.back().loss,
-           "done");
+    report(result.steps_completed,
+           result.trace.steps.empty() ? 0.0 : result.trace.steps.back().loss, "done");
     return result;
 }
 

@@ -73,9 +73,10 @@ void Stream::wait(EventPtr event, int step) {
         std::int64_t ready_at = 0;
         {
             std::unique_lock lock(event->mutex_);
-            ctx_.wait(lock, event->cv_, [&] { return event->fired_; },
-                      "device " + std::to_string(device_) + " " + std::string(name_of(kind_)) +
-                          " stream waiting on an event");
+            ctx_.wait(
+                lock, event->cv_, [&] { return event->fired_; },
+                "device " + std::to_string(device_) + " " + std::string(name_of(kind_)) +
+                    " stream waiting on an event");
             ready_at = event->t_ns_;
         }
         idle_until(began, ready_at, "wait for event", step);
@@ -87,7 +88,9 @@ void Stream::synchronize() {
     idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
-Stream* Stream::current() { return tl_current_stream; }
+Stream* Stream::current() {
+    return tl_current_stream;
+}
 
 std::int64_t Stream::now_ns() const {
     if (ctx_.clock() == ClockMode::wall) return ctx_.wall_now_ns();

@@ -36,7 +36,8 @@ void Transport::send(int src, int dst, std::uint64_t tag, const float* data, std
 Message Transport::recv(int src, int dst, std::uint64_t tag, const std::string& what) {
     Channel& ch = channel(src, dst, tag);
     std::unique_lock lock(ch.mutex);
-    ctx_.wait(lock, ch.cv, [&] { return !ch.queue.empty(); }, what);
+    ctx_.wait(
+        lock, ch.cv, [&] { return !ch.queue.empty(); }, what);
     Message message = std::move(ch.queue.front());
     ch.queue.pop_front();
     return message;

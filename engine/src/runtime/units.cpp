@@ -12,10 +12,12 @@ std::optional<std::size_t> parse_byte_size(std::string_view text) {
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
     const std::size_t number_begin = i;
     bool seen_digit = false, seen_dot = false;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) ||
-                               (text[i] == '.' && !seen_dot))) {
-        if (text[i] == '.') seen_dot = true;
-        else seen_digit = true;
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '.' && !seen_dot))) {
+        if (text[i] == '.')
+            seen_dot = true;
+        else
+            seen_digit = true;
         ++i;
     }
     if (!seen_digit) return std::nullopt;
@@ -27,14 +29,22 @@ std::optional<std::size_t> parse_byte_size(std::string_view text) {
         unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
     }
     double factor = 0;
-    if (unit.empty() || unit == "b") factor = 1;
-    else if (unit == "k" || unit == "kib") factor = 1024.0;
-    else if (unit == "m" || unit == "mib") factor = 1024.0 * 1024;
-    else if (unit == "g" || unit == "gib") factor = 1024.0 * 1024 * 1024;
-    else if (unit == "kb") factor = 1e3;
-    else if (unit == "mb") factor = 1e6;
-    else if (unit == "gb") factor = 1e9;
-    else return std::nullopt;
+    if (unit.empty() || unit == "b")
+        factor = 1;
+    else if (unit == "k" || unit == "kib")
+        factor = 1024.0;
+    else if (unit == "m" || unit == "mib")
+        factor = 1024.0 * 1024;
+    else if (unit == "g" || unit == "gib")
+        factor = 1024.0 * 1024 * 1024;
+    else if (unit == "kb")
+        factor = 1e3;
+    else if (unit == "mb")
+        factor = 1e6;
+    else if (unit == "gb")
+        factor = 1e9;
+    else
+        return std::nullopt;
     const double bytes = value * factor;
     if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e18) return std::nullopt;
     return static_cast<std::size_t>(std::llround(bytes));
@@ -48,17 +58,23 @@ std::string format_bytes(double bytes) {
         ++u;
     }
     char out[32];
-    if (u == 0) std::snprintf(out, sizeof out, "%.0f %s", bytes, units[u]);
-    else std::snprintf(out, sizeof out, "%.1f %s", bytes, units[u]);
+    if (u == 0)
+        std::snprintf(out, sizeof out, "%.0f %s", bytes, units[u]);
+    else
+        std::snprintf(out, sizeof out, "%.1f %s", bytes, units[u]);
     return out;
 }
 
 std::string format_duration_ns(double ns) {
     char out[32];
-    if (ns < 1e3) std::snprintf(out, sizeof out, "%.0f ns", ns);
-    else if (ns < 1e6) std::snprintf(out, sizeof out, "%.1f us", ns / 1e3);
-    else if (ns < 1e9) std::snprintf(out, sizeof out, "%.2f ms", ns / 1e6);
-    else std::snprintf(out, sizeof out, "%.3f s", ns / 1e9);
+    if (ns < 1e3)
+        std::snprintf(out, sizeof out, "%.0f ns", ns);
+    else if (ns < 1e6)
+        std::snprintf(out, sizeof out, "%.1f us", ns / 1e3);
+    else if (ns < 1e9)
+        std::snprintf(out, sizeof out, "%.2f ms", ns / 1e6);
+    else
+        std::snprintf(out, sizeof out, "%.3f s", ns / 1e9);
     return out;
 }
 

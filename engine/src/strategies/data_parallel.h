@@ -11,14 +11,14 @@ namespace pd {
 // into buckets in backward order; each bucket's ring all-reduce starts on the comm stream as
 // soon as backward has produced it (overlap), or after the whole backward (no overlap).
 class DataParallel : public Strategy {
-public:
+  public:
     explicit DataParallel(RunEnvironment& env);
     void enqueue_setup() override;
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
 
-private:
+  private:
     RunEnvironment& env_;
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::unique_ptr<Communicator> comm_;

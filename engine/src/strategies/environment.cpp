@@ -26,7 +26,9 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
         devices.push_back(std::make_unique<Device>(d, cfg.capacity_bytes, context));
 }
 
-RunEnvironment::~RunEnvironment() { synchronize_all(); }
+RunEnvironment::~RunEnvironment() {
+    synchronize_all();
+}
 
 void RunEnvironment::synchronize_all() {
     for (auto& d : devices) {

@@ -6,9 +6,12 @@ namespace pd {
 
 std::unique_ptr<Strategy> make_strategy(RunEnvironment& env) {
     switch (env.config.strategy) {
-        case StrategyKind::single: return std::make_unique<SingleDevice>(env);
-        case StrategyKind::dp: return std::make_unique<DataParallel>(env);
-        case StrategyKind::ps: return std::make_unique<ParameterServer>(env);
+        case StrategyKind::single:
+            return std::make_unique<SingleDevice>(env);
+        case StrategyKind::dp:
+            return std::make_unique<DataParallel>(env);
+        case StrategyKind::ps:
+            return std::make_unique<ParameterServer>(env);
     }
     return nullptr;
 }

@@ -28,8 +28,7 @@ void ParameterServer::enqueue_step(int step) {
     // Server, comm stream: zero the gradient sum, then take each bucket from each worker in
     // the order backward produces them, adding as it arrives.
     server_dev.comm().enqueue([this] {
-        std::fill(server_->grads().data(), server_->grads().data() + server_->grads().size(),
-                  0.0f);
+        std::fill(server_->grads().data(), server_->grads().data() + server_->grads().size(), 0.0f);
     });
     for (const auto& b : buckets_) {
         for (int w = 0; w < workers; ++w) {
@@ -59,8 +58,8 @@ void ParameterServer::enqueue_step(int step) {
                 const GradBucket b = buckets_[next_bucket++];
                 dev.comm().wait(dev.compute().record(), step);
                 dev.comm().enqueue([this, &worker, &dev, b, step] {
-                    comm_->send(dev.id(), 0, worker.grads().data() + b.begin, b.end - b.begin,
-                                step, "push gradients");
+                    comm_->send(dev.id(), 0, worker.grads().data() + b.begin, b.end - b.begin, step,
+                                "push gradients");
                 });
             }
         });

@@ -11,14 +11,14 @@ namespace pd {
 // are workers that each take a slice of the global batch, push their gradient buckets to the
 // server as backward produces them, and pull the updated parameters after the server's step.
 class ParameterServer : public Strategy {
-public:
+  public:
     explicit ParameterServer(RunEnvironment& env);
     void enqueue_setup() override;
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
 
-private:
+  private:
     RunEnvironment& env_;
     std::unique_ptr<Replica> server_;
     std::vector<std::unique_ptr<Replica>> workers_;

@@ -19,9 +19,9 @@ void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
         if (initialise) std::copy(env_.initial.begin(), env_.initial.end(), params_.data());
         grads_ = Buffer(mem, MemoryCategory::gradients, env_.layout.total);
         if (with_optimizer_state)
-            state_ = Buffer(mem, MemoryCategory::optimizer_state,
-                            env_.layout.total *
-                                static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+            state_ = Buffer(
+                mem, MemoryCategory::optimizer_state,
+                env_.layout.total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
     });
 }
 
@@ -41,16 +41,16 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
             if (unit == 0) {
                 std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
                 loss_sum_ = 0.0;
-                activation_ = executor_.make_activation(static_cast<std::size_t>(rows) *
-                                                        static_cast<std::size_t>(
-                                                            env_.shape.input_dim));
+                activation_ =
+                    executor_.make_activation(static_cast<std::size_t>(rows) *
+                                              static_cast<std::size_t>(env_.shape.input_dim));
                 labels_.resize(static_cast<std::size_t>(rows));
                 env_.task.batch(step, first, rows, activation_.data(), labels_.data());
             }
             const float* p = params_.data() + env_.layout.unit_begin(unit);
             activation_ = executor_.forward(unit, p, std::move(activation_), rows,
-                                            saved_[static_cast<std::size_t>(unit)],
-                                            labels_.data(), grad_scale, loss_sum_);
+                                            saved_[static_cast<std::size_t>(unit)], labels_.data(),
+                                            grad_scale, loss_sum_);
         });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
@@ -62,9 +62,9 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
         ev.label = unit == 0 ? "input" : unit == units - 1 ? "head" : "block";
         compute.launch(ev, [this, unit] {
             const std::size_t begin = env_.layout.unit_begin(unit);
-            activation_ = executor_.backward(unit, params_.data() + begin, grads_.data() + begin,
-                                             std::move(activation_),
-                                             saved_[static_cast<std::size_t>(unit)]);
+            activation_ =
+                executor_.backward(unit, params_.data() + begin, grads_.data() + begin,
+                                   std::move(activation_), saved_[static_cast<std::size_t>(unit)]);
         });
         if (after_backward) after_backward(unit);
     }

@@ -11,7 +11,7 @@
 namespace pd {
 
 class Replica {
-public:
+  public:
     Replica(RunEnvironment& env, Device& device);
 
     // Compute stream: allocate parameters (initialised when `initialise`, else zero until
@@ -30,7 +30,7 @@ public:
     const Buffer& params() const { return params_; }
     double loss_sum() const { return loss_sum_; }
 
-private:
+  private:
     RunEnvironment& env_;
     Device& device_;
     MlpExecutor executor_;

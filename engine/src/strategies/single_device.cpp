@@ -5,7 +5,9 @@ namespace pd {
 
 SingleDevice::SingleDevice(RunEnvironment& env) : env_(env), replica_(env, env.device(0)) {}
 
-void SingleDevice::enqueue_setup() { replica_.enqueue_allocate(true, true); }
+void SingleDevice::enqueue_setup() {
+    replica_.enqueue_allocate(true, true);
+}
 
 void SingleDevice::enqueue_step(int step) {
     replica_.enqueue_forward_backward(step, 0, env_.config.batch, {});

@@ -5,14 +5,14 @@
 namespace pd {
 
 class SingleDevice : public Strategy {
-public:
+  public:
     explicit SingleDevice(RunEnvironment& env);
     void enqueue_setup() override;
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
 
-private:
+  private:
     RunEnvironment& env_;
     Replica replica_;
 };

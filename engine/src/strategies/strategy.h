@@ -35,7 +35,7 @@ struct RunEnvironment {
 };
 
 class Strategy {
-public:
+  public:
     virtual ~Strategy() = default;
     virtual void enqueue_setup() = 0;
     virtual void enqueue_step(int step) = 0;

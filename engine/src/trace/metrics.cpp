@@ -38,8 +38,10 @@ std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Inte
         const std::int64_t lo = std::max(a[i].first, b[j].first);
         const std::int64_t hi = std::min(a[i].second, b[j].second);
         if (hi > lo) total += hi - lo;
-        if (a[i].second < b[j].second) ++i;
-        else ++j;
+        if (a[i].second < b[j].second)
+            ++i;
+        else
+            ++j;
     }
     return total;
 }
@@ -58,10 +60,11 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
     RunMetrics m;
     constexpr double kNs = 1e-9;
 
-    // Steps: from the earliest start to the latest end of the events tagged with the step.
+    // Steps: from the earliest start to the latest end of the work tagged with the step. Waits
+    // are left out: a stream idling into the step from before it began is not the step's time.
     std::map<int, Interval> spans;
     for (const auto& e : trace.events) {
-        if (e.step < 0) continue;
+        if (e.step < 0 || e.kind == EventKind::wait) continue;
         auto [it, inserted] = spans.try_emplace(e.step, Interval{e.start_ns, e.end_ns});
         if (!inserted) {
             it->second.first = std::min(it->second.first, e.start_ns);

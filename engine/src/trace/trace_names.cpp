@@ -4,17 +4,28 @@ namespace pd {
 
 std::string_view name_of(EventKind k) {
     switch (k) {
-        case EventKind::forward: return "forward";
-        case EventKind::backward: return "backward";
-        case EventKind::optimizer: return "optimizer";
-        case EventKind::reduce_scatter_step: return "reduce_scatter_step";
-        case EventKind::all_gather_step: return "all_gather_step";
-        case EventKind::broadcast: return "broadcast";
-        case EventKind::send: return "send";
-        case EventKind::recv: return "recv";
-        case EventKind::wait: return "wait";
-        case EventKind::oom: return "oom";
-        case EventKind::copy: return "copy";
+        case EventKind::forward:
+            return "forward";
+        case EventKind::backward:
+            return "backward";
+        case EventKind::optimizer:
+            return "optimizer";
+        case EventKind::reduce_scatter_step:
+            return "reduce_scatter_step";
+        case EventKind::all_gather_step:
+            return "all_gather_step";
+        case EventKind::broadcast:
+            return "broadcast";
+        case EventKind::send:
+            return "send";
+        case EventKind::recv:
+            return "recv";
+        case EventKind::wait:
+            return "wait";
+        case EventKind::oom:
+            return "oom";
+        case EventKind::copy:
+            return "copy";
     }
     return "?";
 }
@@ -28,6 +39,8 @@ bool is_communication(EventKind k) {
            k == EventKind::broadcast || k == EventKind::send || k == EventKind::recv;
 }
 
-std::string_view name_of(StreamKind s) { return s == StreamKind::compute ? "compute" : "comm"; }
+std::string_view name_of(StreamKind s) {
+    return s == StreamKind::compute ? "compute" : "comm";
+}
 
 }  // namespace pd
