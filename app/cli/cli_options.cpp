@@ -17,14 +17,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
 
     std::string scenario;
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket;
-    std::optional<int> devices, layers, width, batch, steps;
+    std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp;
+    std::optional<std::string> schedule;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, gbps, timeout;
     bool no_overlap = false;
     RunRequest req;
 
     app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
-    app.add_option("--strategy", strategy, "single | dp | ps");
+    app.add_option("--strategy", strategy,
+                   "single | dp | ps | pipeline | tp | zero1 | zero2 | zero3 | hybrid");
     app.add_option("--devices", devices, "Number of devices (ps: server + workers)");
     app.add_option("--layers", layers, "Residual MLP blocks");
     app.add_option("--width", width, "Hidden size h (blocks are h -> 4h -> h)");
@@ -39,6 +41,12 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--clock", clock, "wall | device | auto");
     app.add_option("--link-latency-us", latency, "Simulated link latency (device clock)");
     app.add_option("--link-gbps", gbps, "Simulated link bandwidth in GB/s (device clock)");
+    app.add_option("--schedule", schedule, "Pipeline schedule: gpipe | 1f1b | interleaved");
+    app.add_option("--microbatches", microbatches, "Micro-batches per step (pipeline)");
+    app.add_option("--chunks", chunks, "Model chunks per device (interleaved)");
+    app.add_option("--dp", dp, "hybrid: data-parallel replicas");
+    app.add_option("--pp", pp, "hybrid: pipeline stages");
+    app.add_option("--tp", tp, "hybrid: tensor-parallel shards");
     app.add_option("--timeout-s", timeout, "Seconds a collective waits for a peer");
     app.add_option("--trace", req.trace_path, "Write Chrome Trace Event JSON (Perfetto)");
     app.add_option("--summary", req.summary_path, "Write the summary JSON");
@@ -67,11 +75,22 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                        __LINE__);
     };
     if (strategy) {
-        choose("--strategy", *strategy, {"single", "dp", "ps"});
-        c.strategy = *strategy == "single" ? StrategyKind::single
-                     : *strategy == "dp"   ? StrategyKind::dp
-                                           : StrategyKind::ps;
+        const auto kind = strategy_from_name(*strategy);
+        if (!kind)
+            throw BadInput("--strategy",
+                           "unknown value '" + *strategy + "' (available: " + kStrategyNames + ")",
+                           __FILE__, __LINE__);
+        c.strategy = *kind;
         src["strategy"] = "--strategy";
+    }
+    if (schedule) {
+        const auto kind = schedule_from_name(*schedule);
+        if (!kind)
+            throw BadInput("--schedule",
+                           "unknown value '" + *schedule + "' (available: " + kScheduleNames + ")",
+                           __FILE__, __LINE__);
+        c.schedule = *kind;
+        src["schedule"] = "--schedule";
     }
     auto set_int = [&](const std::optional<int>& v, int& field, const char* key) {
         if (!v) return;
@@ -83,6 +102,11 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(width, c.width, "width");
     set_int(batch, c.batch, "batch");
     set_int(steps, c.steps, "steps");
+    set_int(microbatches, c.microbatches, "microbatches");
+    set_int(chunks, c.chunks, "chunks");
+    set_int(dp, c.mesh.dp, "dp");
+    set_int(pp, c.mesh.pp, "pp");
+    set_int(tp, c.mesh.tp, "tp");
     if (seed) c.seed = *seed;
     if (optimizer) {
         choose("--optimizer", *optimizer, {"sgd", "adamw"});

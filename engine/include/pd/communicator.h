@@ -31,18 +31,24 @@ class Communicator {
         return chunk_begin(count, n, chunk + 1);
     }
 
+    // `label` names the call in the trace's collective records ("tp forward block 2").
     // In place: every member ends with the element-wise sum.
-    void all_reduce(int device_id, float* data, std::size_t count, int step);
+    void all_reduce(int device_id, float* data, std::size_t count, int step,
+                    const std::string& label = {});
     // In place: member r ends with the sum in chunk r; other chunks are scratch.
-    void reduce_scatter(int device_id, float* data, std::size_t count, int step);
+    void reduce_scatter(int device_id, float* data, std::size_t count, int step,
+                        const std::string& label = {});
     // In place: member r contributes chunk r; every member ends with all chunks.
-    void all_gather(int device_id, float* data, std::size_t count, int step);
+    void all_gather(int device_id, float* data, std::size_t count, int step,
+                    const std::string& label = {});
     // Root's data ends on every member (a chain along the ring).
     void broadcast(int device_id, float* data, std::size_t count, int root_rank, int step);
+    // Point to point. `subtag` keeps independent message streams between the same two devices
+    // apart (e.g. a pipeline's activations and gradients), so each stays in order.
     void send(int device_id, int peer_device, const float* data, std::size_t count, int step,
-              const std::string& label);
+              const std::string& label, std::uint32_t subtag = 0);
     void recv(int device_id, int peer_device, float* data, std::size_t count, int step,
-              const std::string& label, bool accumulate = false);
+              const std::string& label, bool accumulate = false, std::uint32_t subtag = 0);
 
   private:
     enum class Combine { copy, add };
@@ -56,7 +62,7 @@ class Communicator {
                    Combine combine, EventKind kind, int step_index, int step);
     Ring ring_for(int device_id) const;
     void record(const Ring& ring, const char* op, std::size_t count, int step,
-                std::int64_t start_ns) const;
+                std::int64_t start_ns, const std::string& label) const;
 
     Transport& transport_;
     std::vector<Device*> members_;

@@ -5,18 +5,33 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace pd {
 
-enum class StrategyKind { single, dp, ps };
+enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid };
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class ClockMode { wall, device, automatic };
 enum class OptimizerKind { sgd, adamw };
 
 std::string_view name_of(StrategyKind s);
+std::string_view name_of(PipelineSchedule s);
 std::string_view name_of(ClockMode c);
 std::string_view name_of(OptimizerKind o);
+std::optional<StrategyKind> strategy_from_name(std::string_view name);
+std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
+inline constexpr const char* kStrategyNames = "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid";
+inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved";
+
+// A device mesh: data-parallel replicas x pipeline stages x tensor-parallel shards.
+struct Mesh {
+    int dp = 1;
+    int pp = 1;
+    int tp = 1;
+    int size() const { return dp * pp * tp; }
+};
 
 // The simulated link used by the device clock: a transfer of b bytes takes
 // latency + b / bandwidth.
@@ -45,12 +60,21 @@ struct RunConfig {
     std::size_t capacity_bytes = std::size_t{4} << 30;
     ClockMode clock = ClockMode::automatic;
     LinkModel link;
+    // Model parallelism (pipeline, tp, hybrid).
+    PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+    int microbatches = 0;  // 0 = 2 x pipeline stages when pipelined, else 1
+    int chunks = 1;        // interleaved: model chunks per device
+    Mesh mesh;             // hybrid only; other strategies derive theirs (see effective_mesh)
     bool trace_enabled = true;
     double collective_timeout_s = 30.0;
 
     double effective_lr() const;
     // Replicas that each process a slice of the global batch.
     int data_parallel_replicas() const;
+    // The dp x pp x tp mesh the strategy runs on (dp: devices x 1 x 1, pipeline: 1 x devices x 1).
+    Mesh effective_mesh() const;
+    int effective_microbatches() const;
+    int effective_chunks() const;
 };
 
 // Where each setting came from ("--devices" or "scenario key 'devices'"), so that an error

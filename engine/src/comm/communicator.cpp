@@ -85,10 +85,11 @@ Communicator::Ring Communicator::ring_for(int device_id) const {
 }
 
 void Communicator::record(const Ring& ring, const char* op, std::size_t count, int step,
-                          std::int64_t start_ns) const {
+                          std::int64_t start_ns, const std::string& label) const {
     CollectiveRecord rec;
     rec.device = ring.self_device;
     rec.op = op;
+    rec.label = label.empty() ? op : label;
     rec.bytes = count * sizeof(float);
     rec.ranks = ring.n;
     rec.step = step;
@@ -166,7 +167,8 @@ void Communicator::all_gather_steps(const Ring& ring, float* data, std::size_t c
     }
 }
 
-void Communicator::all_reduce(int device_id, float* data, std::size_t count, int step) {
+void Communicator::all_reduce(int device_id, float* data, std::size_t count, int step,
+                              const std::string& label) {
     const Ring ring = ring_for(device_id);
     const std::int64_t start = ring.stream.now_ns();
     if (ring.n > 1) {
@@ -174,27 +176,29 @@ void Communicator::all_reduce(int device_id, float* data, std::size_t count, int
         reduce_scatter_steps(ring, data, count, step, 0);
         all_gather_steps(ring, data, count, step, 0);
     }
-    record(ring, "all_reduce", count, step, start);
+    record(ring, "all_reduce", count, step, start, label);
 }
 
-void Communicator::reduce_scatter(int device_id, float* data, std::size_t count, int step) {
+void Communicator::reduce_scatter(int device_id, float* data, std::size_t count, int step,
+                              const std::string& label) {
     const Ring ring = ring_for(device_id);
     const std::int64_t start = ring.stream.now_ns();
     if (ring.n > 1) {
         StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
         reduce_scatter_steps(ring, data, count, step, 0);
     }
-    record(ring, "reduce_scatter", count, step, start);
+    record(ring, "reduce_scatter", count, step, start, label);
 }
 
-void Communicator::all_gather(int device_id, float* data, std::size_t count, int step) {
+void Communicator::all_gather(int device_id, float* data, std::size_t count, int step,
+                              const std::string& label) {
     const Ring ring = ring_for(device_id);
     const std::int64_t start = ring.stream.now_ns();
     if (ring.n > 1) {
         StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
         all_gather_steps(ring, data, count, step, 0);
     }
-    record(ring, "all_gather", count, step, start);
+    record(ring, "all_gather", count, step, start, label);
 }
 
 void Communicator::broadcast(int device_id, float* data, std::size_t count, int root_rank,
@@ -248,11 +252,11 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             ring.stream.add_event(std::move(event));
         }
     }
-    record(ring, "broadcast", count, step, start);
+    record(ring, "broadcast", count, step, start, {});
 }
 
 void Communicator::send(int device_id, int peer_device, const float* data, std::size_t count,
-                        int step, const std::string& label) {
+                        int step, const std::string& label, std::uint32_t subtag) {
     const Ring ring = ring_for(device_id);
     TraceEvent event;
     event.kind = EventKind::send;
@@ -263,13 +267,13 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     event.flow_id = transport_.context().next_flow_id();
     event.flow_source = true;
     event.start_ns = ring.stream.now_ns();
-    transport_.send(device_id, peer_device, tag_, data, count, ring.stream.now_ns(), event.flow_id);
+    transport_.send(device_id, peer_device, tag_ | subtag, data, count, ring.stream.now_ns(), event.flow_id);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }
 
 void Communicator::recv(int device_id, int peer_device, float* data, std::size_t count, int step,
-                        const std::string& label, bool accumulate) {
+                        const std::string& label, bool accumulate, std::uint32_t subtag) {
     const Ring ring = ring_for(device_id);
     StagingGuard staging(ring.device.memory(), count * sizeof(float));
     TraceEvent event;
@@ -279,7 +283,7 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     event.peer = peer_device;
     event.bytes = count * sizeof(float);
     event.start_ns = ring.stream.now_ns();
-    Message message = transport_.recv(peer_device, device_id, tag_,
+    Message message = transport_.recv(peer_device, device_id, tag_ | subtag,
                                       "device " + std::to_string(device_id) + " " + label +
                                           " receiving from device " + std::to_string(peer_device));
     if (message.payload.size() != count)
@@ -296,7 +300,7 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     } else {
         std::copy_n(message.payload.data(), count, data);
     }
-    transport_.recycle(peer_device, device_id, tag_, std::move(message.payload));
+    transport_.recycle(peer_device, device_id, tag_ | subtag, std::move(message.payload));
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }

@@ -1,22 +1,48 @@
 #include "pd/run_config.h"
 
 #include <cmath>
+#include <utility>
 
 #include "pd/error.h"
 #include "pd/units.h"
 
 namespace pd {
 
+namespace {
+constexpr std::pair<StrategyKind, std::string_view> kStrategies[] = {
+    {StrategyKind::single, "single"}, {StrategyKind::dp, "dp"},
+    {StrategyKind::ps, "ps"},         {StrategyKind::pipeline, "pipeline"},
+    {StrategyKind::tp, "tp"},         {StrategyKind::zero1, "zero1"},
+    {StrategyKind::zero2, "zero2"},   {StrategyKind::zero3, "zero3"},
+    {StrategyKind::hybrid, "hybrid"}};
+constexpr std::pair<PipelineSchedule, std::string_view> kSchedules[] = {
+    {PipelineSchedule::gpipe, "gpipe"},
+    {PipelineSchedule::one_f_one_b, "1f1b"},
+    {PipelineSchedule::interleaved, "interleaved"}};
+}  // namespace
+
 std::string_view name_of(StrategyKind s) {
-    switch (s) {
-        case StrategyKind::single:
-            return "single";
-        case StrategyKind::dp:
-            return "dp";
-        case StrategyKind::ps:
-            return "ps";
-    }
+    for (const auto& [kind, name] : kStrategies)
+        if (kind == s) return name;
     return "?";
+}
+
+std::string_view name_of(PipelineSchedule s) {
+    for (const auto& [kind, name] : kSchedules)
+        if (kind == s) return name;
+    return "?";
+}
+
+std::optional<StrategyKind> strategy_from_name(std::string_view name) {
+    for (const auto& [kind, n] : kStrategies)
+        if (n == name) return kind;
+    return std::nullopt;
+}
+
+std::optional<PipelineSchedule> schedule_from_name(std::string_view name) {
+    for (const auto& [kind, n] : kSchedules)
+        if (n == name) return kind;
+    return std::nullopt;
 }
 
 std::string_view name_of(ClockMode c) {
@@ -41,15 +67,33 @@ double RunConfig::effective_lr() const {
 }
 
 int RunConfig::data_parallel_replicas() const {
+    if (strategy == StrategyKind::ps) return devices - 1;
+    return effective_mesh().dp;
+}
+
+Mesh RunConfig::effective_mesh() const {
     switch (strategy) {
-        case StrategyKind::single:
-            return 1;
+        case StrategyKind::single: return {1, 1, 1};
         case StrategyKind::dp:
-            return devices;
-        case StrategyKind::ps:
-            return devices - 1;
+        case StrategyKind::zero1:
+        case StrategyKind::zero2:
+        case StrategyKind::zero3: return {devices, 1, 1};
+        case StrategyKind::ps: return {devices - 1, 1, 1};
+        case StrategyKind::pipeline: return {1, devices, 1};
+        case StrategyKind::tp: return {1, 1, devices};
+        case StrategyKind::hybrid: return mesh;
     }
-    return 1;
+    return {1, 1, 1};
+}
+
+int RunConfig::effective_microbatches() const {
+    if (microbatches > 0) return microbatches;
+    const int pp = effective_mesh().pp;
+    return pp > 1 ? 2 * pp : 1;
+}
+
+int RunConfig::effective_chunks() const {
+    return schedule == PipelineSchedule::interleaved ? chunks : 1;
 }
 
 namespace {
@@ -92,11 +136,46 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.batch < 1) fail("batch", "must be at least 1 (got " + std::to_string(c.batch) + ")");
     if (c.steps < 1 || c.steps > 100000)
         fail("steps", "must be between 1 and 100000 (got " + std::to_string(c.steps) + ")");
+    if (c.strategy == StrategyKind::hybrid) {
+        if (c.mesh.dp < 1 || c.mesh.pp < 1 || c.mesh.tp < 1)
+            fail("dp", "the mesh sizes --dp, --pp and --tp must each be at least 1");
+        if (c.mesh.size() != c.devices)
+            fail("devices", "the mesh dp x pp x tp = " + std::to_string(c.mesh.dp) + " x " +
+                                std::to_string(c.mesh.pp) + " x " + std::to_string(c.mesh.tp) +
+                                " = " + std::to_string(c.mesh.size()) +
+                                " does not match the device count " + std::to_string(c.devices));
+    }
+    const Mesh mesh = c.effective_mesh();
     const int replicas = c.data_parallel_replicas();
+    const int m = c.effective_microbatches();
+    if (c.microbatches < 0)
+        fail("microbatches", "must be at least 1 (got " + std::to_string(c.microbatches) + ")");
+    if (c.chunks < 1) fail("chunks", "must be at least 1 (got " + std::to_string(c.chunks) + ")");
     if (c.batch % replicas != 0)
         fail("batch", "the global batch " + std::to_string(c.batch) +
                           " does not divide evenly over " + std::to_string(replicas) +
-                          (c.strategy == StrategyKind::ps ? " workers" : " devices"));
+                          (c.strategy == StrategyKind::ps ? " workers" : " data-parallel replicas"));
+    if ((c.batch / replicas) % m != 0)
+        fail("microbatches", "each replica's batch of " + std::to_string(c.batch / replicas) +
+                                 " samples does not split into " + std::to_string(m) +
+                                 " equal micro-batches");
+    if (mesh.tp > 1 && (4 * c.width) % mesh.tp != 0)
+        fail("width", "tensor parallelism over " + std::to_string(mesh.tp) +
+                          " devices splits the 4 x width = " + std::to_string(4 * c.width) +
+                          " hidden units evenly; choose a width where 4 x width divides by " +
+                          std::to_string(mesh.tp));
+    if (c.schedule == PipelineSchedule::interleaved && mesh.pp > 1) {
+        if (m % mesh.pp != 0)
+            fail("microbatches", "the interleaved schedule needs the micro-batch count (" +
+                                     std::to_string(m) + ") to be a multiple of the " +
+                                     std::to_string(mesh.pp) + " pipeline stages");
+    }
+    const int model_chunks = mesh.pp * c.effective_chunks();
+    if (model_chunks > 1 && c.layers < model_chunks)
+        fail("layers", std::to_string(mesh.pp) + " pipeline stages x " +
+                           std::to_string(c.effective_chunks()) + " chunks need at least " +
+                           std::to_string(model_chunks) + " blocks (got " +
+                           std::to_string(c.layers) + ")");
     if (!(c.lr >= 0) || !std::isfinite(c.lr))
         fail("lr", "must be a positive number (or 0 for the optimizer's default)");
     if (c.bucket_bytes < sizeof(float)) fail("bucket_bytes", "must be at least 4 bytes");
@@ -110,7 +189,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
 
 ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads) {
     if (config.clock != ClockMode::automatic) return config.clock;
-    const unsigned streams = static_cast<unsigned>(config.devices) * 2;
+    const unsigned streams = static_cast<unsigned>(config.devices) * 2;  // compute + comm
     return streams <= std::max(1u, hardware_threads) ? ClockMode::wall : ClockMode::device;
 }
 

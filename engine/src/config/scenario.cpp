@@ -75,15 +75,11 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         const KeyReader r{value, "scenario key '" + raw_key + "' in " + std::string(origin)};
         sources[key] = r.spelled;
         if (key == "strategy") {
-            const std::string s = r.text();
-            if (s == "single")
-                c.strategy = StrategyKind::single;
-            else if (s == "dp")
-                c.strategy = StrategyKind::dp;
-            else if (s == "ps")
-                c.strategy = StrategyKind::ps;
-            else
-                r.fail("unknown strategy '" + s + "' (available: single, dp, ps)");
+            const std::string name = r.text();
+            const auto kind = strategy_from_name(name);
+            if (!kind)
+                r.fail("unknown strategy '" + name + "' (available: " + kStrategyNames + ")");
+            c.strategy = *kind;
         } else if (key == "devices")
             c.devices = r.integer(0, 1 << 20);
         else if (key == "layers")
@@ -129,6 +125,17 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.link.latency_us = r.number();
         else if (key == "link_gbps")
             c.link.gbps = r.number();
+        else if (key == "schedule") {
+            const std::string name = r.text();
+            const auto kind = schedule_from_name(name);
+            if (!kind)
+                r.fail("unknown schedule '" + name + "' (available: " + kScheduleNames + ")");
+            c.schedule = *kind;
+        } else if (key == "microbatches") c.microbatches = r.integer(0, 1 << 20);
+        else if (key == "chunks") c.chunks = r.integer(0, 1 << 10);
+        else if (key == "dp") c.mesh.dp = r.integer(0, 1 << 10);
+        else if (key == "pp") c.mesh.pp = r.integer(0, 1 << 10);
+        else if (key == "tp") c.mesh.tp = r.integer(0, 1 << 10);
         else if (key == "timeout_s")
             c.collective_timeout_s = r.number();
         else
@@ -164,6 +171,14 @@ std::string scenario_json(const RunConfig& c) {
     j["clock"] = std::string(name_of(c.clock));
     j["link_latency_us"] = c.link.latency_us;
     j["link_gbps"] = c.link.gbps;
+    j["schedule"] = std::string(name_of(c.schedule));
+    j["microbatches"] = c.effective_microbatches();
+    j["chunks"] = c.chunks;
+    if (c.strategy == StrategyKind::hybrid) {
+        j["dp"] = c.mesh.dp;
+        j["pp"] = c.mesh.pp;
+        j["tp"] = c.mesh.tp;
+    }
     return j.dump(2);
 }
 

@@ -1,43 +1,58 @@
 // Forward and backward of the model's units on one device, with every tensor accounted in
 // that device's memory: saved activations live until their unit's backward has run.
+//
+// A block runs in two phases so tensor parallelism can all-reduce in between: phase a ends
+// with this shard's partial output (forward) or partial input gradient (backward); phase b
+// finishes with the reduced sum. Without tensor parallelism the sum is the partial itself.
 #pragma once
 
+#include "model/shard_layout.h"
 #include "pd/device.h"
 #include "pd/model.h"
 
 namespace pd {
 
-// What one unit keeps from forward for backward, for one micro-batch.
+// What one unit keeps between its phases and from forward for backward, per micro-batch.
 struct SavedUnit {
     Buffer input;  // the unit's input (x for unit 0, the residual stream otherwise)
-    Buffer pre;    // block: pre-GELU [rows, 4h]; head: dlogits [rows, classes]
-    Buffer post;   // block: post-GELU [rows, 4h]
+    Buffer pre;    // block: pre-GELU [rows, 4h/tp]; head: dlogits [rows, classes]
+    Buffer post;   // block: post-GELU [rows, 4h/tp]
+    Buffer dout;   // block, between backward phases: the output gradient (the residual's)
     int rows = 0;
 };
 
 class MlpExecutor {
-  public:
-    MlpExecutor(const ModelShape& shape, const ParamLayout& layout, MemoryTracker& memory);
+public:
+    MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory);
 
-    // `params` points at the unit's own parameters (layout.unit_begin(unit)). Returns the
-    // unit's output; the head returns nothing and adds its summed loss to `loss_sum`, keeping
-    // dlogits (scaled by `grad_scale`) for backward.
+    bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
+    bool is_head(int unit) const { return unit == units_ - 1; }
+
+    // `params`/`grads` point at the unit's own local parameters (layout.unit_offset(unit)).
+    // Input projection and head complete in phase a; the head adds its summed loss to
+    // `loss_sum` and keeps dlogits (scaled by `grad_scale`) for backward.
+    Buffer forward_a(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
+                     const int* labels, float grad_scale, double& loss_sum);
+    Buffer forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved);
+    // Accumulates parameter gradients; frees what forward saved. Returns the input gradient
+    // (partial for a block), nothing for unit 0.
+    Buffer backward_a(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
+    Buffer backward_b(int unit, Buffer reduced, SavedUnit& saved);
+
+    // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                    const int* labels, float grad_scale, double& loss_sum);
-    // Accumulates the unit's parameter gradients into `grads` (the unit's own range) and
-    // returns the gradient of its input (nothing for unit 0). Frees the saved tensors.
     Buffer backward(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
 
     Buffer make_activation(std::size_t count) {
         return Buffer(memory_, MemoryCategory::activations, count);
     }
 
-  private:
-    const TensorSpec& tensor(int unit, int index) const;
-
+private:
     ModelShape shape_;
-    const ParamLayout& layout_;
+    const ShardLayout& layout_;
     MemoryTracker& memory_;
+    int units_;
 };
 
 }  // namespace pd

@@ -5,7 +5,10 @@
 namespace pd {
 
 Replica::Replica(RunEnvironment& env, Device& device)
-    : env_(env), device_(device), executor_(env.shape, env.layout, device.memory()) {
+    : env_(env),
+      device_(device),
+      layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
+      executor_(env.shape, layout_, device.memory()) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
 }
 
@@ -39,6 +42,10 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
         ev.label = unit == 0 ? "input" : unit == units - 1 ? "head + loss" : "block";
         compute.launch(ev, [this, unit, step, first, rows, grad_scale] {
             if (unit == 0) {
+                // Strategies that free gradients between steps (ZeRO-2) get them back here.
+                if (grads_.empty())
+                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients,
+                                    env_.layout.total);
                 std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
                 loss_sum_ = 0.0;
                 activation_ =

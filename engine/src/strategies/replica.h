@@ -33,6 +33,7 @@ class Replica {
   private:
     RunEnvironment& env_;
     Device& device_;
+    ShardLayout layout_;  // the whole model, unsharded
     MlpExecutor executor_;
     Buffer params_, grads_, state_;
     std::vector<SavedUnit> saved_;

@@ -1,0 +1,82 @@
+#include "model/shard_layout.h"
+
+#include <algorithm>
+
+#include "pd/error.h"
+
+namespace pd {
+
+ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int unit_begin,
+                         int unit_end, int tp_rank, int tp_size)
+    : unit_begin_(unit_begin),
+      unit_end_(unit_end),
+      tp_rank_(tp_rank),
+      tp_size_(tp_size),
+      hidden_local_(shape.hidden() / tp_size) {
+    if (shape.hidden() % tp_size != 0)
+        throw Error("4 x width must divide by the tensor-parallel size", __FILE__, __LINE__);
+    const int last_unit = full.units - 1;
+    for (const auto& t : full.tensors) {
+        if (!holds(t.unit)) continue;
+        Piece p;
+        p.unit = t.unit;
+        p.full_offset = t.offset;
+        p.rows = t.rows;
+        p.cols = t.cols;
+        p.full_cols = t.cols;
+        const bool block = t.unit > 0 && t.unit < last_unit;
+        const bool w1_or_b1 = t.name.ends_with(".w1") || t.name.ends_with(".b1");
+        const bool w2 = t.name.ends_with(".w2");
+        if (block && w1_or_b1) {  // split by columns
+            p.cols = hidden_local_;
+            p.col_begin = tp_rank * hidden_local_;
+        } else if (block && w2) {  // split by rows: a contiguous row window
+            p.rows = hidden_local_;
+            p.full_offset = t.offset + static_cast<std::size_t>(tp_rank) * hidden_local_ *
+                                           static_cast<std::size_t>(t.cols);
+        }
+        p.local_offset = size_;
+        size_ += static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols);
+        pieces_.push_back(p);
+    }
+}
+
+std::size_t ShardLayout::unit_offset(int unit) const {
+    for (const auto& p : pieces_)
+        if (p.unit == unit) return p.local_offset;
+    throw Error("unit " + std::to_string(unit) + " is not held here", __FILE__, __LINE__);
+}
+
+std::size_t ShardLayout::unit_size(int unit) const {
+    std::size_t n = 0;
+    for (const auto& p : pieces_)
+        if (p.unit == unit) n += static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols);
+    return n;
+}
+
+std::size_t ShardLayout::tensor_offset(int unit, int index) const {
+    const std::size_t base = unit_offset(unit);
+    int seen = 0;
+    for (const auto& p : pieces_) {
+        if (p.unit != unit) continue;
+        if (seen++ == index) return p.local_offset - base;
+    }
+    throw Error("unit " + std::to_string(unit) + " has no tensor " + std::to_string(index),
+                __FILE__, __LINE__);
+}
+
+void ShardLayout::scatter(const float* full, float* local) const {
+    for (const auto& p : pieces_)
+        for (int r = 0; r < p.rows; ++r)
+            std::copy_n(full + p.full_offset + static_cast<std::size_t>(r) * p.full_cols + p.col_begin,
+                        p.cols, local + p.local_offset + static_cast<std::size_t>(r) * p.cols);
+}
+
+void ShardLayout::gather(const float* local, float* full) const {
+    for (const auto& p : pieces_)
+        for (int r = 0; r < p.rows; ++r)
+            std::copy_n(local + p.local_offset + static_cast<std::size_t>(r) * p.cols, p.cols,
+                        full + p.full_offset + static_cast<std::size_t>(r) * p.full_cols + p.col_begin);
+}
+
+}  // namespace pd

@@ -1,0 +1,302 @@
+#include "strategies/mesh_parallel.h"
+
+#include <algorithm>
+
+namespace pd {
+
+// One global model chunk as held by one device.
+struct MeshParallel::Chunk {
+    int global = 0;  // 0..pp*v-1 in model order
+    std::unique_ptr<ShardLayout> layout;
+    std::unique_ptr<MlpExecutor> executor;
+    Buffer params, grads, state;
+    std::vector<std::vector<SavedUnit>> saved;  // [micro-batch][unit - first unit]
+    std::vector<Buffer> carry;  // [micro-batch]: the tensor moving through the chunk
+    std::vector<std::vector<int>> labels;  // [micro-batch], head chunk only
+};
+
+struct MeshParallel::Rank {
+    Device* device = nullptr;
+    DeviceMesh::Coord coord;
+    std::vector<Chunk> chunks;  // local chunk j is global chunk j * pp + stage
+    double loss_sum = 0.0;
+};
+
+namespace {
+// Message streams between two stages: activations into chunk k, gradients into chunk k.
+std::uint32_t activation_tag(int chunk) { return 0x10000u | static_cast<std::uint32_t>(chunk); }
+std::uint32_t gradient_tag(int chunk) { return 0x20000u | static_cast<std::uint32_t>(chunk); }
+}  // namespace
+
+MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
+    const Mesh mesh = env.config.effective_mesh();
+    dp_ = mesh.dp;
+    pp_ = mesh.pp;
+    tp_ = mesh.tp;
+    v_ = pp_ > 1 ? env.config.effective_chunks() : 1;
+    m_ = env.config.effective_microbatches();
+    rows_per_mb_ = env.config.batch / dp_ / m_;
+    std::vector<Device*> devices;
+    for (auto& d : env.devices) devices.push_back(d.get());
+    mesh_ = std::make_unique<DeviceMesh>(mesh, devices, env.transport);
+
+    std::vector<std::size_t> weights;
+    for (int u = 0; u < env.layout.units; ++u)
+        weights.push_back(env.layout.unit_end(u) - env.layout.unit_begin(u));
+    bounds_ = balanced_partition(weights, pp_ * v_);
+
+    for (Device* device : devices) {
+        auto rank = std::make_unique<Rank>();
+        rank->device = device;
+        rank->coord = mesh_->coord(device->id());
+        for (int j = 0; j < v_; ++j) {
+            Chunk chunk;
+            chunk.global = j * pp_ + rank->coord.pp;
+            const int first = bounds_[static_cast<std::size_t>(chunk.global)];
+            const int last = bounds_[static_cast<std::size_t>(chunk.global) + 1];
+            chunk.layout = std::make_unique<ShardLayout>(env.shape, env.layout, first, last,
+                                                         rank->coord.tp, tp_);
+            chunk.executor =
+                std::make_unique<MlpExecutor>(env.shape, *chunk.layout, device->memory());
+            chunk.saved.resize(static_cast<std::size_t>(m_));
+            for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
+            chunk.carry.resize(static_cast<std::size_t>(m_));
+            chunk.labels.resize(static_cast<std::size_t>(m_));
+            rank->chunks.push_back(std::move(chunk));
+        }
+        ranks_.push_back(std::move(rank));
+    }
+}
+
+MeshParallel::~MeshParallel() = default;
+
+void MeshParallel::enqueue_setup() {
+    for (auto& rank : ranks_) {
+        TraceEvent ev;
+        ev.kind = EventKind::copy;
+        ev.label = "initialise parameters";
+        ev.stage = rank->coord.pp;
+        Rank* r = rank.get();
+        rank->device->compute().launch(ev, [this, r] {
+            MemoryTracker& mem = r->device->memory();
+            for (Chunk& c : r->chunks) {
+                c.params = Buffer(mem, MemoryCategory::parameters, c.layout->size());
+                c.layout->scatter(env_.initial.data(), c.params.data());
+                c.grads = Buffer(mem, MemoryCategory::gradients, c.layout->size());
+                c.state = Buffer(mem, MemoryCategory::optimizer_state,
+                                 c.layout->size() * static_cast<std::size_t>(
+                                                        env_.optimizer.state_per_parameter()));
+            }
+        });
+    }
+}
+
+void MeshParallel::on_comm_between(Rank& rank, int step, std::function<void()> body) {
+    Stream& compute = rank.device->compute();
+    Stream& comm = rank.device->comm();
+    comm.wait(compute.record(), step);
+    comm.enqueue(std::move(body));
+    compute.wait(comm.record(), step);
+}
+
+void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
+    Device& dev = *rank.device;
+    const int first = chunk.layout->unit_begin();
+    const int last = chunk.layout->unit_end();
+    const int stage = rank.coord.pp;
+    const int rows = rows_per_mb_;
+    const std::size_t width = static_cast<std::size_t>(env_.shape.width);
+    const int sample0 = rank.coord.dp * (env_.config.batch / dp_) + mb * rows;
+    Communicator& pp = mesh_->pp_group(dev.id());
+    Chunk* c = &chunk;
+
+    if (chunk.global > 0) {  // the previous chunk's output arrives on the comm stream
+        const int from = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
+        dev.comm().enqueue([this, c, &dev, &pp, from, rows, width, step, mb] {
+            c->carry[static_cast<std::size_t>(mb)] =
+                Buffer(dev.memory(), MemoryCategory::activations, static_cast<std::size_t>(rows) * width);
+            pp.recv(dev.id(), from, c->carry[static_cast<std::size_t>(mb)].data(),
+                    c->carry[static_cast<std::size_t>(mb)].size(), step,
+                    "activations mb" + std::to_string(mb), false, activation_tag(c->global));
+        });
+        dev.compute().wait(dev.comm().record(), step);
+    }
+    for (int unit = first; unit < last; ++unit) {
+        TraceEvent ev;
+        ev.kind = EventKind::forward;
+        ev.step = step;
+        ev.microbatch = mb;
+        ev.stage = stage;
+        ev.layer = unit;
+        const bool head = unit == env_.layout.units - 1;
+        ev.label = unit == 0 ? "input" : head ? "head + loss" : "block";
+        const bool sharded = tp_ > 1 && unit > 0 && !head;
+        dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, step, sample0, sharded] {
+            Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+            std::vector<int>& labels = c->labels[static_cast<std::size_t>(mb)];
+            if (unit == 0) {
+                carry = c->executor->make_activation(static_cast<std::size_t>(rows) *
+                                                     static_cast<std::size_t>(env_.shape.input_dim));
+                labels.resize(static_cast<std::size_t>(rows));
+                env_.task.batch(step, sample0, rows, carry.data(), labels.data());
+            } else if (unit == env_.layout.units - 1 && labels.empty()) {
+                std::vector<float> x(static_cast<std::size_t>(rows) *
+                                     static_cast<std::size_t>(env_.shape.input_dim));
+                labels.resize(static_cast<std::size_t>(rows));
+                env_.task.batch(step, sample0, rows, x.data(), labels.data());
+            }
+            // Only one tensor-parallel rank counts the (replicated) loss.
+            double ignored = 0.0;
+            double& loss = rank.coord.tp == 0 ? rank.loss_sum : ignored;
+            const float* p = c->params.data() + c->layout->unit_offset(unit);
+            SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
+            carry = c->executor->forward_a(unit, p, std::move(carry), rows, saved, labels.data(),
+                                           1.0f / static_cast<float>(env_.config.batch), loss);
+            if (!sharded) carry = c->executor->forward_b(unit, p, std::move(carry), saved);
+            if (unit == env_.layout.units - 1) labels.clear();
+        });
+        if (sharded) {
+            // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.
+            Communicator& tp = mesh_->tp_group(dev.id());
+            on_comm_between(rank, step, [c, &dev, &tp, mb, step, unit] {
+                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+                tp.all_reduce(dev.id(), carry.data(), carry.size(), step,
+                              "tp forward block " + std::to_string(unit - 1));
+            });
+            ev.label = "block (after all-reduce)";
+            dev.compute().launch(ev, [c, mb, unit, first] {
+                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+                SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
+                carry = c->executor->forward_b(unit, c->params.data() + c->layout->unit_offset(unit),
+                                               std::move(carry), saved);
+            });
+        }
+    }
+    if (chunk.global < pp_ * v_ - 1) {  // hand the output to the next chunk
+        const int to = mesh_->device({rank.coord.dp, (chunk.global + 1) % pp_, rank.coord.tp});
+        dev.comm().wait(dev.compute().record(), step);
+        dev.comm().enqueue([c, &dev, &pp, to, step, mb] {
+            Buffer out = std::move(c->carry[static_cast<std::size_t>(mb)]);
+            pp.send(dev.id(), to, out.data(), out.size(), step, "activations mb" + std::to_string(mb),
+                    activation_tag(c->global + 1));
+        });
+    }
+}
+
+void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) {
+    Device& dev = *rank.device;
+    const int first = chunk.layout->unit_begin();
+    const int last = chunk.layout->unit_end();
+    const int stage = rank.coord.pp;
+    const std::size_t count = static_cast<std::size_t>(rows_per_mb_) *
+                              static_cast<std::size_t>(env_.shape.width);
+    Communicator& pp = mesh_->pp_group(dev.id());
+    Chunk* c = &chunk;
+
+    if (chunk.global < pp_ * v_ - 1) {  // the next chunk's input gradient arrives
+        const int from = mesh_->device({rank.coord.dp, (chunk.global + 1) % pp_, rank.coord.tp});
+        dev.comm().enqueue([c, &dev, &pp, from, count, step, mb] {
+            Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+            carry = Buffer(dev.memory(), MemoryCategory::workspace, count);
+            pp.recv(dev.id(), from, carry.data(), count, step,
+                    "gradients mb" + std::to_string(mb), false, gradient_tag(c->global));
+        });
+        dev.compute().wait(dev.comm().record(), step);
+    }
+    for (int unit = last - 1; unit >= first; --unit) {
+        TraceEvent ev;
+        ev.kind = EventKind::backward;
+        ev.step = step;
+        ev.microbatch = mb;
+        ev.stage = stage;
+        ev.layer = unit;
+        const bool head = unit == env_.layout.units - 1;
+        ev.label = unit == 0 ? "input" : head ? "head" : "block";
+        const bool sharded = tp_ > 1 && unit > 0 && !head;
+        dev.compute().launch(ev, [c, unit, first, mb, sharded] {
+            Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+            SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
+            const std::size_t off = c->layout->unit_offset(unit);
+            carry = c->executor->backward_a(unit, c->params.data() + off, c->grads.data() + off,
+                                            std::move(carry), saved);
+            if (!sharded) carry = c->executor->backward_b(unit, std::move(carry), saved);
+        });
+        if (sharded) {
+            // Megatron's f in backward: sum the column-parallel input gradients.
+            Communicator& tp = mesh_->tp_group(dev.id());
+            on_comm_between(rank, step, [c, &dev, &tp, mb, step, unit] {
+                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+                tp.all_reduce(dev.id(), carry.data(), carry.size(), step,
+                              "tp backward block " + std::to_string(unit - 1));
+            });
+            ev.label = "block (after all-reduce)";
+            dev.compute().launch(ev, [c, mb, unit, first] {
+                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+                SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
+                carry = c->executor->backward_b(unit, std::move(carry), saved);
+            });
+        }
+    }
+    if (chunk.global > 0) {  // the input gradient goes back to the previous chunk
+        const int to = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
+        dev.comm().wait(dev.compute().record(), step);
+        dev.comm().enqueue([c, &dev, &pp, to, step, mb] {
+            Buffer grad = std::move(c->carry[static_cast<std::size_t>(mb)]);
+            pp.send(dev.id(), to, grad.data(), grad.size(), step, "gradients mb" + std::to_string(mb),
+                    gradient_tag(c->global - 1));
+        });
+    }
+}
+
+void MeshParallel::enqueue_step(int step) {
+    for (auto& rank_ptr : ranks_) {
+        Rank& rank = *rank_ptr;
+        Device& dev = *rank.device;
+        dev.compute().enqueue([&rank] {
+            rank.loss_sum = 0.0;
+            for (Chunk& c : rank.chunks) std::fill(c.grads.data(), c.grads.data() + c.grads.size(), 0.0f);
+        });
+        for (const PipelineOp& op :
+             pipeline_ops(env_.config.schedule, rank.coord.pp, pp_, m_, v_)) {
+            Chunk& chunk = rank.chunks[static_cast<std::size_t>(op.chunk)];
+            if (op.forward) enqueue_forward(rank, chunk, step, op.microbatch);
+            else enqueue_backward(rank, chunk, step, op.microbatch);
+        }
+        if (dp_ > 1) {
+            // Replicas agree on the summed gradient of the whole global batch.
+            Communicator& dp = mesh_->dp_group(dev.id());
+            on_comm_between(rank, step, [&rank, &dp, &dev, step] {
+                for (Chunk& c : rank.chunks)
+                    dp.all_reduce(dev.id(), c.grads.data(), c.grads.size(), step,
+                                  "dp gradients chunk " + std::to_string(c.global));
+            });
+        }
+        TraceEvent ev;
+        ev.kind = EventKind::optimizer;
+        ev.step = step;
+        ev.stage = rank.coord.pp;
+        ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
+        dev.compute().launch(ev, [this, &rank, step] {
+            for (Chunk& c : rank.chunks)
+                optimizer_update(env_.optimizer, step + 1, c.params.data(), c.grads.data(),
+                                 c.state.data(), c.params.size());
+        });
+    }
+}
+
+double MeshParallel::step_loss() const {
+    double sum = 0.0;
+    for (const auto& r : ranks_) sum += r->loss_sum;
+    return sum / static_cast<double>(env_.config.batch);
+}
+
+std::vector<float> MeshParallel::parameters() const {
+    std::vector<float> full(env_.layout.total, 0.0f);
+    for (const auto& r : ranks_) {
+        if (r->coord.dp != 0) continue;
+        for (const Chunk& c : r->chunks) c.layout->gather(c.params.data(), full.data());
+    }
+    return full;
+}
+
+}  // namespace pd

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/mlp_executor.h"
+#include "strategies/device_mesh.h"
+#include "strategies/pipeline_schedule.h"
+#include "strategies/strategy.h"
+
+namespace pd {
+
+// `pipeline`, `tp` and `hybrid`: a dp x pp x tp mesh. The model's units are split into
+// pp x v chunks balanced by parameter count (device at stage s holds chunks s, s + pp, ...);
+// each block inside a chunk is sharded over the tp group (Megatron column/row split, one
+// all-reduce in forward and one in backward); activations and their gradients cross stages
+// with send/recv; each dp replica takes a slice of the batch in micro-batches, accumulates
+// gradients, and all-reduces them over its dp group before one optimizer step.
+class MeshParallel : public Strategy {
+public:
+    explicit MeshParallel(RunEnvironment& env);
+    ~MeshParallel() override;
+    void enqueue_setup() override;
+    void enqueue_step(int step) override;
+    double step_loss() const override;
+    std::vector<float> parameters() const override;
+
+    // First unit of each global chunk, then the end (for reporting stage boundaries).
+    const std::vector<int>& chunk_bounds() const { return bounds_; }
+
+private:
+    struct Chunk;
+    struct Rank;
+    void enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb);
+    void enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb);
+    // Runs `body` on the comm stream after the compute stream's work so far, and makes later
+    // compute work wait for it.
+    void on_comm_between(Rank& rank, int step, std::function<void()> body);
+
+    RunEnvironment& env_;
+    std::unique_ptr<DeviceMesh> mesh_;
+    int pp_, tp_, dp_, v_, m_, rows_per_mb_;
+    std::vector<int> bounds_;
+    std::vector<std::unique_ptr<Rank>> ranks_;
+};
+
+}  // namespace pd

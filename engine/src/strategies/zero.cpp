@@ -1,0 +1,279 @@
+#include "strategies/zero.h"
+
+#include <algorithm>
+
+#include "model/mlp_executor.h"
+
+namespace pd {
+
+struct Zero::Rank {
+    int r = 0;
+    Device* device = nullptr;
+    std::unique_ptr<Replica> replica;  // zero1/2: full parameters (and gradients in backward)
+    Buffer shard_params;               // zero3
+    Buffer shard_grads;                // zero2, zero3
+    Buffer state;                      // every level: the owned chunks' optimizer state
+    std::size_t shard_size = 0;
+    // zero3's working set: one unit's gathered parameters and gradients at a time.
+    std::unique_ptr<ShardLayout> layout;
+    std::unique_ptr<MlpExecutor> executor;
+    std::vector<Buffer> gathered;
+    std::vector<Buffer> unit_grads;
+    std::vector<SavedUnit> saved;
+    Buffer carry;
+    std::vector<int> labels;
+    double loss_sum = 0.0;
+};
+
+Zero::Zero(RunEnvironment& env, int level)
+    : env_(env), level_(level), n_(env.config.devices) {
+    if (level_ == 3) {
+        // One bucket per unit: each is gathered before, and reduce-scattered after, its use.
+        for (int u = 0; u < env.layout.units; ++u)
+            buckets_.push_back({env.layout.unit_begin(u), env.layout.unit_end(u), u});
+    } else {
+        buckets_ = make_grad_buckets(env.layout, env.config.bucket_bytes);
+    }
+    std::vector<Device*> members;
+    for (auto& d : env.devices) members.push_back(d.get());
+    comm_ = std::make_unique<Communicator>(env.transport, members, 3);
+    shard_offset_.resize(buckets_.size() * static_cast<std::size_t>(n_));
+    for (int r = 0; r < n_; ++r) {
+        auto rank = std::make_unique<Rank>();
+        rank->r = r;
+        rank->device = members[static_cast<std::size_t>(r)];
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(r)] =
+                rank->shard_size;
+            rank->shard_size += own_end(buckets_[b], r) - own_begin(buckets_[b], r);
+        }
+        if (level_ < 3) {
+            rank->replica = std::make_unique<Replica>(env, *rank->device);
+        } else {
+            rank->layout = std::make_unique<ShardLayout>(env.shape, env.layout, 0,
+                                                         env.layout.units, 0, 1);
+            rank->executor =
+                std::make_unique<MlpExecutor>(env.shape, *rank->layout, rank->device->memory());
+            rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
+            rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
+            rank->saved.resize(static_cast<std::size_t>(env.layout.units));
+        }
+        ranks_.push_back(std::move(rank));
+    }
+}
+
+Zero::~Zero() = default;
+
+std::size_t Zero::own_begin(const GradBucket& b, int r) const {
+    return b.begin + Communicator::chunk_begin(b.end - b.begin, n_, r);
+}
+
+std::size_t Zero::own_end(const GradBucket& b, int r) const {
+    return b.begin + Communicator::chunk_end(b.end - b.begin, n_, r);
+}
+
+void Zero::enqueue_setup() {
+    for (auto& rank_ptr : ranks_) {
+        Rank& rank = *rank_ptr;
+        if (rank.replica) rank.replica->enqueue_allocate(true, false);
+        TraceEvent ev;
+        ev.kind = EventKind::copy;
+        ev.label = "allocate shards";
+        rank.device->compute().launch(ev, [this, &rank] {
+            MemoryTracker& mem = rank.device->memory();
+            const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+            rank.state = Buffer(mem, MemoryCategory::optimizer_state, k * rank.shard_size);
+            if (level_ >= 2) {
+                rank.shard_grads = Buffer(mem, MemoryCategory::gradients, rank.shard_size);
+                if (rank.replica) rank.replica->grads().reset();  // only live during backward
+            }
+            if (level_ == 3) {
+                rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size);
+                for (std::size_t b = 0; b < buckets_.size(); ++b) {
+                    const std::size_t begin = own_begin(buckets_[b], rank.r);
+                    std::copy(env_.initial.begin() + static_cast<std::ptrdiff_t>(begin),
+                              env_.initial.begin() + static_cast<std::ptrdiff_t>(own_end(buckets_[b], rank.r)),
+                              rank.shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+                }
+            }
+        });
+    }
+}
+
+void Zero::enqueue_step(int step) {
+    for (auto& rank : ranks_) {
+        if (level_ < 3) enqueue_step_stage12(*rank, step);
+        else enqueue_step_stage3(*rank, step);
+    }
+}
+
+void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
+    TraceEvent ev;
+    ev.kind = EventKind::optimizer;
+    ev.step = step;
+    ev.label = std::string(env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW") +
+               " (own shard)";
+    rank.device->compute().launch(ev, [this, &rank, step, full_grads] {
+        const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            const std::size_t begin = own_begin(buckets_[b], rank.r);
+            const std::size_t count = own_end(buckets_[b], rank.r) - begin;
+            const std::size_t off = shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)];
+            float* params = rank.replica ? rank.replica->params().data() + begin
+                                         : rank.shard_params.data() + off;
+            const float* grads = full_grads ? rank.replica->grads().data() + begin
+                                            : rank.shard_grads.data() + off;
+            optimizer_update(env_.optimizer, step + 1, params, grads, rank.state.data() + k * off,
+                             count);
+        }
+    });
+}
+
+void Zero::enqueue_step_stage12(Rank& rank, int step) {
+    Device& dev = *rank.device;
+    Replica& replica = *rank.replica;
+    const int rows = env_.config.batch / n_;
+    std::size_t next = 0;
+    replica.enqueue_forward_backward(step, rank.r * rows, rows, [&](int unit) {
+        while (next < buckets_.size() && buckets_[next].ready_after_unit == unit) {
+            const std::size_t b = next++;
+            dev.comm().wait(dev.compute().record(), step);
+            dev.comm().enqueue([this, &rank, &dev, &replica, b, step] {
+                const GradBucket& bucket = buckets_[b];
+                float* grads = replica.grads().data() + bucket.begin;
+                const std::size_t count = bucket.end - bucket.begin;
+                if (level_ == 1) {
+                    comm_->all_reduce(dev.id(), grads, count, step, "zero1 gradients");
+                    return;
+                }
+                comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
+                const std::size_t begin = own_begin(bucket, rank.r);
+                std::copy(replica.grads().data() + begin,
+                          replica.grads().data() + own_end(bucket, rank.r),
+                          rank.shard_grads.data() + shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+            });
+        }
+    });
+    dev.compute().wait(dev.comm().record(), step);
+    if (level_ == 2) dev.compute().enqueue([&replica] { replica.grads().reset(); });
+    enqueue_shard_update(rank, step, level_ == 1);
+    // Every device updated its own chunks: gather the rest.
+    dev.comm().wait(dev.compute().record(), step);
+    dev.comm().enqueue([this, &dev, &replica, step] {
+        for (const GradBucket& bucket : buckets_)
+            comm_->all_gather(dev.id(), replica.params().data() + bucket.begin,
+                              bucket.end - bucket.begin, step, "updated parameters");
+    });
+    dev.compute().wait(dev.comm().record(), step);
+}
+
+void Zero::enqueue_step_stage3(Rank& rank, int step) {
+    Device& dev = *rank.device;
+    const int units = env_.layout.units;
+    const int rows = env_.config.batch / n_;
+    MemoryTracker& mem = dev.memory();
+
+    // Materialise one unit's parameters: own chunk from the shard, the rest from the peers.
+    auto gather = [this, &rank, &dev, &mem, step](int u, const char* why) {
+        dev.comm().enqueue([this, &rank, &dev, &mem, u, step, why] {
+            const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
+            Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+            full = Buffer(mem, MemoryCategory::parameters, bucket.end - bucket.begin);
+            const std::size_t begin = own_begin(bucket, rank.r);
+            const std::size_t off = shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)];
+            std::copy_n(rank.shard_params.data() + off, own_end(bucket, rank.r) - begin,
+                        full.data() + (begin - bucket.begin));
+            comm_->all_gather(dev.id(), full.data(), full.size(), step,
+                              std::string(why) + " unit " + std::to_string(u));
+        });
+        return dev.comm().record();
+    };
+    auto unit_event = [&](EventKind kind, int u) {
+        TraceEvent ev;
+        ev.kind = kind;
+        ev.step = step;
+        ev.microbatch = 0;
+        ev.layer = u;
+        ev.label = u == 0 ? "input" : u == units - 1 ? (kind == EventKind::forward ? "head + loss" : "head") : "block";
+        return ev;
+    };
+
+    std::vector<EventPtr> forward_done(static_cast<std::size_t>(units));
+    for (int u = 0; u < units; ++u) {
+        // Prefetch: unit u's gather may start once unit u-2 is done and freed, so at most
+        // two units are whole at any time.
+        if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
+        dev.compute().wait(gather(u, "forward"), step);
+        dev.compute().launch(unit_event(EventKind::forward, u), [this, &rank, u, rows, step] {
+            if (u == 0) {
+                rank.loss_sum = 0.0;
+                rank.carry = rank.executor->make_activation(static_cast<std::size_t>(rows) *
+                                                            static_cast<std::size_t>(env_.shape.input_dim));
+                rank.labels.resize(static_cast<std::size_t>(rows));
+                env_.task.batch(step, rank.r * rows, rows, rank.carry.data(), rank.labels.data());
+            }
+            Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+            rank.carry = rank.executor->forward(u, full.data(), std::move(rank.carry), rows,
+                                                rank.saved[static_cast<std::size_t>(u)], rank.labels.data(),
+                                                1.0f / static_cast<float>(env_.config.batch),
+                                                rank.loss_sum);
+            full.reset();
+        });
+        forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
+    }
+
+    // The head's forward copy must be freed before its backward copy lands in the same slot.
+    dev.comm().wait(forward_done.back(), step);
+    EventPtr gathered = gather(units - 1, "backward");
+    for (int u = units - 1; u >= 0; --u) {
+        dev.compute().wait(gathered, step);
+        dev.compute().launch(unit_event(EventKind::backward, u), [&rank, &mem, u] {
+            Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+            Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
+            grads = Buffer(mem, MemoryCategory::gradients, full.size());
+            rank.carry = rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
+                                                 rank.saved[static_cast<std::size_t>(u)]);
+            full.reset();
+        });
+        EventPtr backward_done = dev.compute().record();
+        if (u > 0) gathered = gather(u - 1, "backward");  // prefetch during this backward
+        dev.comm().wait(backward_done, step);
+        dev.comm().enqueue([this, &rank, &dev, u, step] {
+            const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
+            Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
+            comm_->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
+                                  "gradients unit " + std::to_string(u));
+            const std::size_t begin = own_begin(bucket, rank.r);
+            std::copy(grads.data() + (begin - bucket.begin),
+                      grads.data() + (own_end(bucket, rank.r) - bucket.begin),
+                      rank.shard_grads.data() + shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+            grads.reset();
+        });
+    }
+    dev.compute().wait(dev.comm().record(), step);
+    enqueue_shard_update(rank, step, false);
+}
+
+double Zero::step_loss() const {
+    double sum = 0.0;
+    for (const auto& r : ranks_) sum += r->replica ? r->replica->loss_sum() : r->loss_sum;
+    return sum / static_cast<double>(env_.config.batch);
+}
+
+std::vector<float> Zero::parameters() const {
+    if (level_ < 3) {
+        const Buffer& p = ranks_.front()->replica->params();
+        return {p.span().begin(), p.span().end()};
+    }
+    std::vector<float> full(env_.layout.total, 0.0f);
+    for (const auto& rank : ranks_)
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            const std::size_t begin = own_begin(buckets_[b], rank->r);
+            std::copy_n(rank->shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank->r)],
+                        own_end(buckets_[b], rank->r) - begin,
+                        full.begin() + static_cast<std::ptrdiff_t>(begin));
+        }
+    return full;
+}
+
+}  // namespace pd

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strategies/replica.h"
+
+namespace pd {
+
+// ZeRO data parallelism over N devices. Each bucket of the flat parameter vector is split in
+// N chunks (the communicator's chunking); device r owns chunk r of every bucket.
+//   zero1: optimizer state sharded; gradients all-reduced; each device updates its chunks,
+//          then parameters are all-gathered.
+//   zero2: also gradients: each bucket is reduce-scattered as backward produces it and only
+//          the owned chunk is kept; the full gradient lives only during backward.
+//   zero3: also parameters: each unit's parameters are all-gathered just before its forward
+//          and its backward and freed after; the next unit's all-gather is prefetched on the
+//          comm stream; gradients are reduce-scattered per unit.
+class Zero : public Strategy {
+public:
+    Zero(RunEnvironment& env, int level);
+    ~Zero() override;
+    void enqueue_setup() override;
+    void enqueue_step(int step) override;
+    double step_loss() const override;
+    std::vector<float> parameters() const override;
+
+private:
+    struct Rank;
+    void enqueue_step_stage12(Rank& rank, int step);
+    void enqueue_step_stage3(Rank& rank, int step);
+    void enqueue_shard_update(Rank& rank, int step, bool full_grads);
+    std::size_t own_begin(const GradBucket& b, int r) const;
+    std::size_t own_end(const GradBucket& b, int r) const;
+
+    RunEnvironment& env_;
+    int level_;
+    int n_;
+    std::vector<GradBucket> buckets_;
+    std::vector<std::size_t> shard_offset_;  // per bucket, per rank: where its chunk sits
+    std::unique_ptr<Communicator> comm_;
+    std::vector<std::unique_ptr<Rank>> ranks_;
+};
+
+}  // namespace pd
