@@ -52,6 +52,46 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             out << line;
         }
     }
+    if (m.bubble) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "\npipeline %s: %d stages x %d micro-batches%s, bubble measured %.3f vs "
+                      "theoretical %.3f\n",
+                      std::string(name_of(config.schedule)).c_str(), m.bubble->stages,
+                      m.bubble->microbatches,
+                      m.bubble->chunks > 1 ? (" x " + std::to_string(m.bubble->chunks) + " chunks").c_str() : "",
+                      m.bubble->measured, m.bubble->theoretical);
+        out << line;
+        for (const auto& b : m.stage_boundaries)
+            out << "  chunk " << b.chunk << " on stage " << b.device_stage << ": units "
+                << b.first_unit << ".." << b.end_unit - 1 << "\n";
+    }
+    if (!m.stage_activations.empty() && config.strategy != StrategyKind::single) {
+        out << "\n  device  stage  peak activations  mb alive at peak (max)   params / grads / "
+               "optimizer state (analytic)\n";
+        for (std::size_t i = 0; i < m.stage_activations.size() && i < m.model_state.size(); ++i) {
+            const auto& a = m.stage_activations[i];
+            const auto& s = m.model_state[i];
+            char line[300];
+            std::snprintf(line, sizeof line, "  %6d %6d %17s %10d (%d)     %s / %s / %s (%s / %s / %s)\n",
+                          a.device, a.stage,
+                          format_bytes(static_cast<double>(a.peak_activation_bytes)).c_str(),
+                          a.microbatches_alive_at_peak, a.max_microbatches_alive,
+                          format_bytes(static_cast<double>(s.parameters)).c_str(),
+                          format_bytes(static_cast<double>(s.gradients)).c_str(),
+                          format_bytes(static_cast<double>(s.optimizer_state)).c_str(),
+                          format_bytes(s.analytic_parameters).c_str(),
+                          format_bytes(s.analytic_gradients).c_str(),
+                          format_bytes(s.analytic_optimizer_state).c_str());
+            out << line;
+        }
+    }
+    if (!m.comm_bytes_per_step.empty()) {
+        out << "\n  communication per step per device:";
+        for (const auto& [kind, bytes] : m.comm_bytes_per_step)
+            out << " " << kind << " " << format_bytes(bytes);
+        out << "\n";
+    }
     if (!result.error.empty()) out << "\nerror: " << result.error << "\n";
 }
 

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     finished.store(true);
     watcher.join();
 
-    const RunMetrics metrics = compute_metrics(result.trace, req.config.batch);
+    const RunMetrics metrics = compute_metrics(result.trace, req.config);
     try {
         if (!req.trace_path.empty())
             write_text_file(req.trace_path, chrome_trace_json(result.trace));

@@ -282,7 +282,7 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     event.step = step;
     event.peer = peer_device;
     event.bytes = count * sizeof(float);
-    event.start_ns = ring.stream.now_ns();
+    const std::int64_t began = ring.stream.now_ns();
     Message message = transport_.recv(peer_device, device_id, tag_ | subtag,
                                       "device " + std::to_string(device_id) + " " + label +
                                           " receiving from device " + std::to_string(peer_device));
@@ -291,7 +291,10 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
                         std::to_string(message.payload.size()) + " elements, expected " +
                         std::to_string(count),
                     __FILE__, __LINE__);
+    // Waiting for the sender is idle time; the recv itself is the transfer over the link.
+    ring.stream.idle_until(began, message.sent_at_ns, "wait for " + label, step);
     event.flow_id = message.flow_id;
+    event.start_ns = ring.stream.now_ns();
     ring.stream.advance_to(
         message.sent_at_ns +
         static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));

@@ -65,6 +65,52 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["collectives"] = std::move(collectives);
     j["communication"] = {{"exposed_s", metrics.exposed_comm_s},
                           {"overlapped_s", metrics.overlapped_comm_s}};
+    j["parameter_count"] = metrics.parameter_count;
+    if (config.strategy == StrategyKind::pipeline || config.strategy == StrategyKind::hybrid ||
+        config.strategy == StrategyKind::tp) {
+        j["schedule"] = std::string(name_of(config.schedule));
+        j["microbatches"] = config.effective_microbatches();
+        j["chunks"] = config.effective_chunks();
+        const Mesh mesh = config.effective_mesh();
+        j["mesh"] = {{"dp", mesh.dp}, {"pp", mesh.pp}, {"tp", mesh.tp}};
+    }
+    if (metrics.bubble) {
+        j["bubble_fraction"] = {{"measured", metrics.bubble->measured},
+                                {"theoretical", metrics.bubble->theoretical},
+                                {"stages", metrics.bubble->stages},
+                                {"microbatches", metrics.bubble->microbatches},
+                                {"chunks", metrics.bubble->chunks}};
+    } else {
+        j["bubble_fraction"] = nullptr;
+    }
+    json boundaries = json::array();
+    for (const auto& b : metrics.stage_boundaries)
+        boundaries.push_back({{"chunk", b.chunk},
+                              {"stage", b.device_stage},
+                              {"first_unit", b.first_unit},
+                              {"end_unit", b.end_unit}});
+    j["stage_boundaries"] = std::move(boundaries);
+    json activations = json::array();
+    for (const auto& a : metrics.stage_activations)
+        activations.push_back({{"device", a.device},
+                               {"stage", a.stage},
+                               {"peak_activation_bytes", a.peak_activation_bytes},
+                               {"microbatches_alive_at_peak", a.microbatches_alive_at_peak},
+                               {"max_microbatches_alive", a.max_microbatches_alive}});
+    j["activations_per_stage"] = std::move(activations);
+    json state = json::array();
+    for (const auto& s : metrics.model_state)
+        state.push_back({{"device", s.device},
+                         {"measured", {{"parameters", s.parameters},
+                                       {"gradients", s.gradients},
+                                       {"optimizer_state", s.optimizer_state}}},
+                         {"analytic", {{"parameters", s.analytic_parameters},
+                                       {"gradients", s.analytic_gradients},
+                                       {"optimizer_state", s.analytic_optimizer_state}}}});
+    j["model_state_bytes"] = std::move(state);
+    json comm_bytes = json::object();
+    for (const auto& [kind, bytes] : metrics.comm_bytes_per_step) comm_bytes[kind] = bytes;
+    j["comm_bytes_per_step_per_device"] = std::move(comm_bytes);
     if (result.oom) {
         const OomInfo& o = *result.oom;
         j["oom"] = {{"device", o.device},

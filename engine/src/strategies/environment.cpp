@@ -26,6 +26,15 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
         devices.push_back(std::make_unique<Device>(d, cfg.capacity_bytes, context));
 }
 
+std::shared_ptr<const HostBatch> RunEnvironment::load_batch(int step, int first, int rows) const {
+    auto batch = std::make_shared<HostBatch>();
+    batch->rows = rows;
+    batch->x.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(shape.input_dim));
+    batch->labels.resize(static_cast<std::size_t>(rows));
+    task.batch(step, first, rows, batch->x.data(), batch->labels.data());
+    return batch;
+}
+
 RunEnvironment::~RunEnvironment() {
     synchronize_all();
 }

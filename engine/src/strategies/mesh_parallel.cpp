@@ -12,7 +12,6 @@ struct MeshParallel::Chunk {
     Buffer params, grads, state;
     std::vector<std::vector<SavedUnit>> saved;  // [micro-batch][unit - first unit]
     std::vector<Buffer> carry;  // [micro-batch]: the tensor moving through the chunk
-    std::vector<std::vector<int>> labels;  // [micro-batch], head chunk only
 };
 
 struct MeshParallel::Rank {
@@ -61,7 +60,6 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
             chunk.saved.resize(static_cast<std::size_t>(m_));
             for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
             chunk.carry.resize(static_cast<std::size_t>(m_));
-            chunk.labels.resize(static_cast<std::size_t>(m_));
             rank->chunks.push_back(std::move(chunk));
         }
         ranks_.push_back(std::move(rank));
@@ -109,6 +107,9 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     const int sample0 = rank.coord.dp * (env_.config.batch / dp_) + mb * rows;
     Communicator& pp = mesh_->pp_group(dev.id());
     Chunk* c = &chunk;
+    // The data loader feeds the first chunk (inputs) and the last (labels).
+    std::shared_ptr<const HostBatch> batch;
+    if (first == 0 || last == env_.layout.units) batch = env_.load_batch(step, sample0, rows);
 
     if (chunk.global > 0) {  // the previous chunk's output arrives on the comm stream
         const int from = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
@@ -131,29 +132,21 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
         const bool head = unit == env_.layout.units - 1;
         ev.label = unit == 0 ? "input" : head ? "head + loss" : "block";
         const bool sharded = tp_ > 1 && unit > 0 && !head;
-        dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, step, sample0, sharded] {
+        dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, batch, sharded] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-            std::vector<int>& labels = c->labels[static_cast<std::size_t>(mb)];
             if (unit == 0) {
-                carry = c->executor->make_activation(static_cast<std::size_t>(rows) *
-                                                     static_cast<std::size_t>(env_.shape.input_dim));
-                labels.resize(static_cast<std::size_t>(rows));
-                env_.task.batch(step, sample0, rows, carry.data(), labels.data());
-            } else if (unit == env_.layout.units - 1 && labels.empty()) {
-                std::vector<float> x(static_cast<std::size_t>(rows) *
-                                     static_cast<std::size_t>(env_.shape.input_dim));
-                labels.resize(static_cast<std::size_t>(rows));
-                env_.task.batch(step, sample0, rows, x.data(), labels.data());
+                carry = c->executor->make_activation(batch->x.size());
+                std::copy(batch->x.begin(), batch->x.end(), carry.data());
             }
             // Only one tensor-parallel rank counts the (replicated) loss.
             double ignored = 0.0;
             double& loss = rank.coord.tp == 0 ? rank.loss_sum : ignored;
             const float* p = c->params.data() + c->layout->unit_offset(unit);
             SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
-            carry = c->executor->forward_a(unit, p, std::move(carry), rows, saved, labels.data(),
+            carry = c->executor->forward_a(unit, p, std::move(carry), rows, saved,
+                                           batch ? batch->labels.data() : nullptr,
                                            1.0f / static_cast<float>(env_.config.batch), loss);
             if (!sharded) carry = c->executor->forward_b(unit, p, std::move(carry), saved);
-            if (unit == env_.layout.units - 1) labels.clear();
         });
         if (sharded) {
             // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.

@@ -33,6 +33,7 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
     Stream& compute = device_.compute();
     const int units = env_.layout.units;
     const float grad_scale = 1.0f / static_cast<float>(env_.config.batch);
+    const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, first, rows);
     for (int unit = 0; unit < units; ++unit) {
         TraceEvent ev;
         ev.kind = EventKind::forward;
@@ -40,7 +41,7 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
         ev.microbatch = 0;
         ev.layer = unit;
         ev.label = unit == 0 ? "input" : unit == units - 1 ? "head + loss" : "block";
-        compute.launch(ev, [this, unit, step, first, rows, grad_scale] {
+        compute.launch(ev, [this, unit, batch, grad_scale] {
             if (unit == 0) {
                 // Strategies that free gradients between steps (ZeRO-2) get them back here.
                 if (grads_.empty())
@@ -48,16 +49,13 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
                                     env_.layout.total);
                 std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
                 loss_sum_ = 0.0;
-                activation_ =
-                    executor_.make_activation(static_cast<std::size_t>(rows) *
-                                              static_cast<std::size_t>(env_.shape.input_dim));
-                labels_.resize(static_cast<std::size_t>(rows));
-                env_.task.batch(step, first, rows, activation_.data(), labels_.data());
+                activation_ = executor_.make_activation(batch->x.size());
+                std::copy(batch->x.begin(), batch->x.end(), activation_.data());
             }
             const float* p = params_.data() + env_.layout.unit_begin(unit);
-            activation_ = executor_.forward(unit, p, std::move(activation_), rows,
-                                            saved_[static_cast<std::size_t>(unit)], labels_.data(),
-                                            grad_scale, loss_sum_);
+            activation_ = executor_.forward(unit, p, std::move(activation_), batch->rows,
+                                            saved_[static_cast<std::size_t>(unit)],
+                                            batch->labels.data(), grad_scale, loss_sum_);
         });
     }
     for (int unit = units - 1; unit >= 0; --unit) {

@@ -38,7 +38,6 @@ class Replica {
     Buffer params_, grads_, state_;
     std::vector<SavedUnit> saved_;
     Buffer activation_;  // the residual stream between units (or its gradient in backward)
-    std::vector<int> labels_;
     double loss_sum_ = 0.0;
 };
 

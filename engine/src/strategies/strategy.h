@@ -15,6 +15,14 @@
 
 namespace pd {
 
+// A slice of a step's batch, prepared by the host (the data loader) before the step's work is
+// enqueued, so no device's timeline pays for generating data.
+struct HostBatch {
+    std::vector<float> x;  // [rows, input_dim]
+    std::vector<int> labels;
+    int rows = 0;
+};
+
 // Everything a strategy builds on, owned by the runner for the length of one run.
 struct RunEnvironment {
     RunEnvironment(const RunConfig& cfg, RunContext& context);
@@ -31,6 +39,7 @@ struct RunEnvironment {
     std::vector<std::unique_ptr<Device>> devices;
 
     Device& device(int i) { return *devices[static_cast<std::size_t>(i)]; }
+    std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) const;
     void synchronize_all();
 };
 

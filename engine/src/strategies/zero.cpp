@@ -21,7 +21,6 @@ struct Zero::Rank {
     std::vector<Buffer> unit_grads;
     std::vector<SavedUnit> saved;
     Buffer carry;
-    std::vector<int> labels;
     double loss_sum = 0.0;
 };
 
@@ -198,23 +197,22 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         return ev;
     };
 
+    const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, rank.r * rows, rows);
     std::vector<EventPtr> forward_done(static_cast<std::size_t>(units));
     for (int u = 0; u < units; ++u) {
         // Prefetch: unit u's gather may start once unit u-2 is done and freed, so at most
         // two units are whole at any time.
         if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
         dev.compute().wait(gather(u, "forward"), step);
-        dev.compute().launch(unit_event(EventKind::forward, u), [this, &rank, u, rows, step] {
+        dev.compute().launch(unit_event(EventKind::forward, u), [this, &rank, u, rows, batch] {
             if (u == 0) {
                 rank.loss_sum = 0.0;
-                rank.carry = rank.executor->make_activation(static_cast<std::size_t>(rows) *
-                                                            static_cast<std::size_t>(env_.shape.input_dim));
-                rank.labels.resize(static_cast<std::size_t>(rows));
-                env_.task.batch(step, rank.r * rows, rows, rank.carry.data(), rank.labels.data());
+                rank.carry = rank.executor->make_activation(batch->x.size());
+                std::copy(batch->x.begin(), batch->x.end(), rank.carry.data());
             }
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             rank.carry = rank.executor->forward(u, full.data(), std::move(rank.carry), rows,
-                                                rank.saved[static_cast<std::size_t>(u)], rank.labels.data(),
+                                                rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
                                                 1.0f / static_cast<float>(env_.config.batch),
                                                 rank.loss_sum);
             full.reset();

@@ -1,0 +1,198 @@
+// Metrics that need the run's settings as well as its trace.
+#include <algorithm>
+#include <map>
+
+#include "model/shard_layout.h"
+#include "pd/metrics.h"
+#include "pd/model.h"
+#include "strategies/pipeline_schedule.h"
+
+namespace pd {
+
+namespace {
+
+ModelShape shape_of(const RunConfig& c) { return ModelShape{c.input_dim, c.width, c.layers, c.classes}; }
+
+BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config) {
+    BubbleMetrics b;
+    const Mesh mesh = config.effective_mesh();
+    b.stages = mesh.pp;
+    b.microbatches = config.effective_microbatches();
+    b.chunks = mesh.pp > 1 ? config.effective_chunks() : 1;
+    const double p = b.stages, m = b.microbatches, v = b.chunks;
+    b.theoretical = (p - 1) / (v * m + p - 1);
+    // Per step: the span of its work, and every device's busy compute inside it.
+    std::map<int, std::pair<std::int64_t, std::int64_t>> spans;
+    std::map<int, std::int64_t> busy;
+    for (const auto& e : trace.events) {
+        if (e.step < 0 || e.kind == EventKind::wait) continue;
+        auto [it, inserted] = spans.try_emplace(e.step, e.start_ns, e.end_ns);
+        if (!inserted) {
+            it->second.first = std::min(it->second.first, e.start_ns);
+            it->second.second = std::max(it->second.second, e.end_ns);
+        }
+        if (e.stream == StreamKind::compute && is_compute(e.kind))
+            busy[e.step] += e.end_ns - e.start_ns;
+    }
+    // The median over steps, so a cold first step (page faults, caches) does not dominate.
+    std::vector<double> per_step;
+    for (const auto& [step, span] : spans) {
+        const double t = static_cast<double>(span.second - span.first);
+        if (t > 0) per_step.push_back(1.0 - static_cast<double>(busy[step]) / (trace.devices * t));
+    }
+    if (!per_step.empty()) {
+        std::sort(per_step.begin(), per_step.end());
+        const std::size_t n = per_step.size();
+        b.measured = n % 2 ? per_step[n / 2] : 0.5 * (per_step[n / 2 - 1] + per_step[n / 2]);
+    }
+    return b;
+}
+
+// For each device: when each (micro-batch, chunk) became alive (first forward starts) and
+// died (its last backward ends), from the compute stream's events.
+std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
+                                                        const RunConfig& config) {
+    std::vector<StageActivationMetrics> out;
+    const Mesh mesh = config.effective_mesh();
+    for (int d = 0; d < trace.devices; ++d) {
+        StageActivationMetrics s;
+        s.device = d;
+        s.stage = d / (mesh.tp * mesh.dp);
+        // Peak activation bytes (during steps) and when it happened.
+        std::int64_t peak_t = -1;
+        for (const auto& sample : trace.memory) {
+            if (sample.device != d || sample.category != MemoryCategory::activations) continue;
+            if (sample.bytes > s.peak_activation_bytes) {
+                s.peak_activation_bytes = sample.bytes;
+                peak_t = sample.t_ns;
+            }
+        }
+        // Alive intervals per (step, micro-batch): forward start .. last backward end.
+        std::map<std::pair<int, int>, std::pair<std::int64_t, std::int64_t>> alive;
+        for (const auto& e : trace.events) {
+            if (e.device != d || e.step < 0 || e.microbatch < 0 || e.stream != StreamKind::compute)
+                continue;
+            auto key = std::make_pair(e.step, e.microbatch);
+            auto it = alive.find(key);
+            if (e.kind == EventKind::forward) {
+                if (it == alive.end()) alive[key] = {e.start_ns, e.end_ns};
+            } else if (e.kind == EventKind::backward && it != alive.end()) {
+                it->second.second = std::max(it->second.second, e.end_ns);
+            }
+        }
+        std::vector<std::pair<std::int64_t, int>> edges;
+        for (const auto& [key, iv] : alive) {
+            edges.push_back({iv.first, +1});
+            edges.push_back({iv.second, -1});
+            if (peak_t >= iv.first && peak_t < iv.second) ++s.microbatches_alive_at_peak;
+        }
+        std::sort(edges.begin(), edges.end());  // ends (-1) sort before starts at equal times
+        int now = 0;
+        for (const auto& [t, delta] : edges) {
+            now += delta;
+            s.max_microbatches_alive = std::max(s.max_microbatches_alive, now);
+        }
+        out.push_back(s);
+    }
+    return out;
+}
+
+// Analytic bytes per device of parameters, gradients and optimizer state at rest.
+std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& config) {
+    const ModelShape shape = shape_of(config);
+    const ParamLayout layout = ParamLayout::build(shape);
+    const double P = static_cast<double>(layout.total) * sizeof(float);
+    const double k = config.optimizer == OptimizerKind::sgd ? 1.0 : 2.0;
+    const double N = config.devices;
+    const Mesh mesh = config.effective_mesh();
+    std::vector<StageBoundary> bounds = stage_boundaries(config);
+
+    std::vector<ModelStateMetrics> out;
+    for (int d = 0; d < trace.devices; ++d) {
+        ModelStateMetrics s;
+        s.device = d;
+        std::array<std::size_t, kMemoryCategoryCount> live{};
+        for (const auto& sample : trace.memory)
+            if (sample.device == d) live[static_cast<std::size_t>(sample.category)] = sample.bytes;
+        s.parameters = live[static_cast<std::size_t>(MemoryCategory::parameters)];
+        s.gradients = live[static_cast<std::size_t>(MemoryCategory::gradients)];
+        s.optimizer_state = live[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
+        double params = P, grads = P, state = k * P;
+        switch (config.strategy) {
+            case StrategyKind::single:
+            case StrategyKind::dp: break;
+            case StrategyKind::ps:
+                if (d > 0) state = 0;  // workers keep no optimizer state
+                break;
+            case StrategyKind::zero1: state = k * P / N; break;
+            case StrategyKind::zero2:
+                grads = P / N;
+                state = k * P / N;
+                break;
+            case StrategyKind::zero3:
+                params = grads = P / N;
+                state = k * P / N;
+                break;
+            case StrategyKind::pipeline:
+            case StrategyKind::tp:
+            case StrategyKind::hybrid: {
+                // This device's chunks, each sharded over its tensor-parallel group.
+                const int stage = d / (mesh.tp * mesh.dp);
+                const int tp_rank = d % mesh.tp;
+                double local = 0;
+                for (const auto& b : bounds)
+                    if (b.device_stage == stage)
+                        local += static_cast<double>(
+                            ShardLayout(shape, layout, b.first_unit, b.end_unit, tp_rank, mesh.tp)
+                                .size() * sizeof(float));
+                params = grads = local;
+                state = k * local;
+                break;
+            }
+        }
+        s.analytic_parameters = params;
+        s.analytic_gradients = grads;
+        s.analytic_optimizer_state = state;
+        out.push_back(s);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
+    const ModelShape shape = shape_of(config);
+    const ParamLayout layout = ParamLayout::build(shape);
+    const Mesh mesh = config.effective_mesh();
+    const int v = mesh.pp > 1 ? config.effective_chunks() : 1;
+    std::vector<std::size_t> weights;
+    for (int u = 0; u < layout.units; ++u) weights.push_back(layout.unit_end(u) - layout.unit_begin(u));
+    const std::vector<int> cuts = balanced_partition(weights, mesh.pp * v);
+    std::vector<StageBoundary> out;
+    for (int c = 0; c < mesh.pp * v; ++c)
+        out.push_back({c, c % mesh.pp, cuts[static_cast<std::size_t>(c)],
+                       cuts[static_cast<std::size_t>(c) + 1]});
+    return out;
+}
+
+RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
+    RunMetrics m = compute_metrics(trace, config.batch);
+    m.parameter_count = ParamLayout::build(shape_of(config)).total;
+    const Mesh mesh = config.effective_mesh();
+    if (config.strategy != StrategyKind::ps && mesh.pp > 1) {
+        m.bubble = measure_bubble(trace, config);
+        m.stage_boundaries = stage_boundaries(config);
+    }
+    m.stage_activations = measure_activations(trace, config);
+    m.model_state = model_state(trace, config);
+    const double steps = std::max<std::size_t>(1, trace.steps.size());
+    const double devices = std::max(1, trace.devices);
+    for (const auto& c : trace.collectives)
+        if (c.step >= 0) m.comm_bytes_per_step[c.op] += static_cast<double>(c.bytes) / (steps * devices);
+    for (const auto& e : trace.events)
+        if (e.step >= 0 && e.kind == EventKind::send)
+            m.comm_bytes_per_step["send_recv"] += static_cast<double>(e.bytes) / (steps * devices);
+    return m;
+}
+
+}  // namespace pd
