@@ -147,6 +147,49 @@ int bench_overhead(int rounds) {
     return 0;
 }
 
+int bench_pipeline(int steps) {
+    using namespace pd;
+    std::printf("# paralleldeck-bench pipeline: p=4 stages, 8 blocks x width 256, 16 rows per "
+                "micro-batch, SGD, device clock, median of %d steps\n",
+                steps);
+    std::printf("# %-15s %4s %9s %12s  peak activations per stage\n", "schedule", "m",
+                "measured", "theoretical");
+    for (int m : {4, 8, 16, 32}) {
+        for (PipelineSchedule schedule :
+             {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
+              PipelineSchedule::interleaved}) {
+            RunConfig c;
+            c.strategy = StrategyKind::pipeline;
+            c.devices = 4;
+            c.layers = 8;
+            c.width = 256;
+            c.microbatches = m;
+            c.batch = 16 * m;
+            c.steps = steps;
+            c.optimizer = OptimizerKind::sgd;
+            c.clock = ClockMode::device;
+            c.schedule = schedule;
+            c.chunks = schedule == PipelineSchedule::interleaved ? 2 : 1;
+            Run run(c);
+            const RunResult result = run.execute();
+            if (result.status != RunStatus::ok) {
+                std::fprintf(stderr, "pipeline run failed: %s\n", result.error.c_str());
+                return 1;
+            }
+            const RunMetrics metrics = compute_metrics(result.trace, c);
+            std::string label = std::string(name_of(schedule));
+            if (schedule == PipelineSchedule::interleaved) label += " v=2";
+            std::printf("  %-15s %4d %9.3f %12.3f ", label.c_str(), m, metrics.bubble->measured,
+                        metrics.bubble->theoretical);
+            for (const auto& a : metrics.stage_activations)
+                std::printf(" %10s (%d mb)", pd::format_bytes(static_cast<double>(a.peak_activation_bytes)).c_str(),
+                            a.microbatches_alive_at_peak);
+            std::printf("\n");
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,7 +205,12 @@ int main(int argc, char** argv) {
     auto* overhead = app.add_subcommand("overhead", "Tracing on vs off");
     int rounds = 5;
     overhead->add_option("--rounds", rounds, "Alternating rounds")->check(CLI::Range(1, 100));
+    auto* pipeline = app.add_subcommand("pipeline", "Bubble fractions of the pipeline schedules");
+    int pipeline_steps = 3;
+    pipeline->add_option("--steps", pipeline_steps, "Steps per run")->check(CLI::Range(1, 50));
     CLI11_PARSE(app, argc, argv);
+
+    if (*pipeline) return bench_pipeline(pipeline_steps);
 
     if (*allreduce) {
         const auto lo = pd::parse_byte_size(min_bytes), hi = pd::parse_byte_size(max_bytes);

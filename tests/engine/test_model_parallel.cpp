@@ -1,0 +1,286 @@
+// Pipeline, tensor, ZeRO and hybrid parallelism: the same numbers as one device, schedules
+// that do what they claim, memory that matches the analytic sizes, and precise bad input.
+#include <QtTest>
+#include <map>
+
+#include "engine_test_support.h"
+#include "pd/error.h"
+#include "pd/metrics.h"
+#include "strategies/pipeline_schedule.h"
+
+using namespace pd;
+using namespace pd::test;
+
+Q_DECLARE_METATYPE(pd::RunConfig)
+
+namespace {
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+RunConfig parallel_config(StrategyKind strategy, int devices) {
+    RunConfig c = small_config(strategy, devices);
+    c.layers = 4;
+    c.batch = 16;
+    c.steps = 3;
+    return c;
+}
+
+RunConfig pipeline(int p, int m, PipelineSchedule schedule, int v = 1) {
+    RunConfig c = parallel_config(StrategyKind::pipeline, p);
+    c.microbatches = m;
+    c.schedule = schedule;
+    c.chunks = v;
+    if (p * v > c.layers) c.layers = p * v;
+    return c;
+}
+
+RunConfig hybrid(int dp, int pp, int tp) {
+    RunConfig c = parallel_config(StrategyKind::hybrid, dp * pp * tp);
+    c.mesh = Mesh{dp, pp, tp};
+    c.microbatches = pp > 1 ? 2 : 1;
+    return c;
+}
+
+}  // namespace
+
+class TestModelParallel : public QObject {
+    Q_OBJECT
+private slots:
+    void matches_single_device_data() {
+        QTest::addColumn<RunConfig>("config");
+        for (int p : {2, 4})
+            for (int m : {1, 4, 8})
+                for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
+                    QTest::addRow("pipeline p%d m%d %s", p, m, name_of(s).data()) << pipeline(p, m, s);
+        QTest::addRow("interleaved p2 m4 v2") << pipeline(2, 4, PipelineSchedule::interleaved, 2);
+        QTest::addRow("interleaved p4 m8 v2") << pipeline(4, 8, PipelineSchedule::interleaved, 2);
+        QTest::addRow("tp2") << parallel_config(StrategyKind::tp, 2);
+        QTest::addRow("tp4") << parallel_config(StrategyKind::tp, 4);
+        for (auto z : {StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
+            for (int n : {2, 4}) QTest::addRow("%s x%d", name_of(z).data(), n) << parallel_config(z, n);
+        QTest::addRow("dp2 x pp2") << hybrid(2, 2, 1);
+        QTest::addRow("dp2 x tp2") << hybrid(2, 1, 2);
+        QTest::addRow("pp2 x tp2") << hybrid(1, 2, 2);
+        QTest::addRow("dp2 x pp2 x tp2") << hybrid(2, 2, 2);
+    }
+
+    void matches_single_device() {
+        QFETCH(RunConfig, config);
+        RunConfig reference = config;
+        reference.strategy = StrategyKind::single;
+        reference.devices = 1;
+        reference.microbatches = 0;
+        const RunResult expected = run_config(reference);
+        QCOMPARE(expected.status, RunStatus::ok);
+        const RunResult got = run_config(config);
+        QVERIFY2(got.status == RunStatus::ok, got.error.c_str());
+        const double err = relative_error(got.final_parameters, expected.final_parameters);
+        QVERIFY2(err <= 1e-4, qPrintable(QStringLiteral("relative error %1").arg(err)));
+        for (std::size_t s = 0; s < expected.trace.steps.size(); ++s)
+            QVERIFY(std::abs(got.trace.steps[s].loss - expected.trace.steps[s].loss) <=
+                    1e-4 * std::abs(expected.trace.steps[s].loss));
+    }
+
+    // Pure schedule lists: every (chunk, micro-batch) runs forward once, then backward once.
+    void schedule_lists_are_complete_data() {
+        QTest::addColumn<int>("schedule");
+        QTest::addColumn<int>("p");
+        QTest::addColumn<int>("m");
+        QTest::addColumn<int>("v");
+        QTest::addRow("gpipe 4x8") << int(PipelineSchedule::gpipe) << 4 << 8 << 1;
+        QTest::addRow("1f1b 4x8") << int(PipelineSchedule::one_f_one_b) << 4 << 8 << 1;
+        QTest::addRow("1f1b 4x2") << int(PipelineSchedule::one_f_one_b) << 4 << 2 << 1;
+        QTest::addRow("interleaved 4x8x2") << int(PipelineSchedule::interleaved) << 4 << 8 << 2;
+        QTest::addRow("interleaved 2x4x3") << int(PipelineSchedule::interleaved) << 2 << 4 << 3;
+    }
+
+    void schedule_lists_are_complete() {
+        QFETCH(int, schedule);
+        QFETCH(int, p);
+        QFETCH(int, m);
+        QFETCH(int, v);
+        for (int stage = 0; stage < p; ++stage) {
+            const auto ops = pipeline_ops(static_cast<PipelineSchedule>(schedule), stage, p, m, v);
+            QCOMPARE(int(ops.size()), 2 * m * v);
+            std::map<std::pair<int, int>, int> state;  // 0 none, 1 forward done, 2 backward done
+            for (const auto& op : ops) {
+                int& s = state[{op.chunk, op.microbatch}];
+                QCOMPARE(s, op.forward ? 0 : 1);
+                s = op.forward ? 1 : 2;
+            }
+            QCOMPARE(int(state.size()), m * v);
+        }
+    }
+
+    void balanced_partition_splits_blocks_evenly() {
+        // Input and head are small; blocks are equal: each stage gets whole blocks.
+        const std::vector<std::size_t> w{10, 100, 100, 100, 100, 5};
+        const auto cuts = balanced_partition(w, 4);
+        QCOMPARE(cuts, (std::vector<int>{0, 2, 3, 4, 6}));
+    }
+
+    void schedules_hold_what_they_claim() {
+        for (int p : {2, 4}) {
+            const int m = 8;
+            RunConfig gpipe = pipeline(p, m, PipelineSchedule::gpipe);
+            RunConfig one_f = pipeline(p, m, PipelineSchedule::one_f_one_b);
+            const RunResult g = run_config(gpipe), o = run_config(one_f);
+            QCOMPARE(g.status, RunStatus::ok);
+            QCOMPARE(o.status, RunStatus::ok);
+            // GPipe: on each stage, every forward of a step comes before any backward.
+            std::map<std::pair<int, int>, std::int64_t> last_forward, first_backward;
+            for (const auto& e : g.trace.events) {
+                if (e.stream != StreamKind::compute || e.step < 0) continue;
+                const auto key = std::make_pair(e.device, e.step);
+                if (e.kind == EventKind::forward)
+                    last_forward[key] = std::max(last_forward[key], e.end_ns);
+                if (e.kind == EventKind::backward && !first_backward.count(key))
+                    first_backward[key] = e.start_ns;
+            }
+            for (const auto& [key, t] : first_backward) QVERIFY(last_forward[key] <= t);
+            const RunMetrics gm = compute_metrics(g.trace, gpipe), om = compute_metrics(o.trace, one_f);
+            QCOMPARE(gm.stage_activations[0].max_microbatches_alive, m);
+            for (int stage = 0; stage < p; ++stage) {
+                QVERIFY(om.stage_activations[stage].max_microbatches_alive <= p - stage);
+                QCOMPARE(om.stage_activations[stage].max_microbatches_alive, p - stage);
+            }
+            // Fewer live micro-batches is less activation memory on the first stage.
+            QVERIFY(om.stage_activations[0].peak_activation_bytes <
+                    gm.stage_activations[0].peak_activation_bytes);
+        }
+    }
+
+    void bubble_matches_theory_on_device_clock() {
+        if (kSanitized)
+            QSKIP("sanitizer instrumentation changes the relative cost of compute and copies");
+        auto config = [](PipelineSchedule s, int v) {
+            RunConfig c = pipeline(4, 8, s, v);
+            c.layers = 8;
+            c.width = 256;
+            c.batch = 128;
+            c.steps = 6;  // the measured bubble is the median over steps
+            c.optimizer = OptimizerKind::sgd;
+            c.clock = ClockMode::device;
+            return c;
+        };
+        std::map<PipelineSchedule, BubbleMetrics> bubble;
+        for (auto [s, v] : {std::pair{PipelineSchedule::gpipe, 1},
+                            std::pair{PipelineSchedule::one_f_one_b, 1},
+                            std::pair{PipelineSchedule::interleaved, 2}}) {
+            const RunConfig c = config(s, v);
+            const RunResult r = run_config(c);
+            QCOMPARE(r.status, RunStatus::ok);
+            const RunMetrics m = compute_metrics(r.trace, c);
+            QVERIFY(m.bubble.has_value());
+            bubble[s] = *m.bubble;
+            qInfo("%s: bubble measured %.3f, theoretical %.3f", name_of(s).data(), m.bubble->measured,
+                  m.bubble->theoretical);
+        }
+        QCOMPARE(bubble[PipelineSchedule::gpipe].theoretical, 3.0 / 11.0);
+        QCOMPARE(bubble[PipelineSchedule::interleaved].theoretical, 3.0 / 19.0);
+        for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+            const double rel = std::abs(bubble[s].measured - bubble[s].theoretical) / bubble[s].theoretical;
+            QVERIFY2(rel <= 0.15, qPrintable(QStringLiteral("%1: measured %2 theoretical %3")
+                                                 .arg(QString::fromLatin1(name_of(s).data()))
+                                                 .arg(bubble[s].measured)
+                                                 .arg(bubble[s].theoretical)));
+        }
+        QVERIFY(bubble[PipelineSchedule::interleaved].measured <
+                bubble[PipelineSchedule::one_f_one_b].measured);
+    }
+
+    void zero_memory_matches_analytic_data() {
+        QTest::addColumn<int>("strategy");
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<int>("optimizer");
+        for (auto z : {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
+            for (int n : {2, 4})
+                for (auto o : {OptimizerKind::adamw, OptimizerKind::sgd})
+                    QTest::addRow("%s x%d %s", name_of(z).data(), n, name_of(o).data())
+                        << int(z) << n << int(o);
+    }
+
+    void zero_memory_matches_analytic() {
+        QFETCH(int, strategy);
+        QFETCH(int, devices);
+        QFETCH(int, optimizer);
+        RunConfig c = parallel_config(static_cast<StrategyKind>(strategy), devices);
+        c.optimizer = static_cast<OptimizerKind>(optimizer);
+        const RunResult r = run_config(c);
+        QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+        const RunMetrics m = compute_metrics(r.trace, c);
+        QCOMPARE(int(m.model_state.size()), devices);
+        // Shards follow each bucket's chunking, so each may differ by under one float per bucket.
+        const double slack = 4.0 * 64;
+        for (const auto& s : m.model_state) {
+            QVERIFY2(std::abs(double(s.parameters) - s.analytic_parameters) <= slack,
+                     qPrintable(QStringLiteral("parameters %1 vs %2").arg(s.parameters).arg(s.analytic_parameters)));
+            QVERIFY(std::abs(double(s.gradients) - s.analytic_gradients) <= slack);
+            QVERIFY(std::abs(double(s.optimizer_state) - s.analytic_optimizer_state) <= 2 * slack);
+        }
+        const double P = double(m.parameter_count), N = devices;  // bytes per parameter below
+        const double k = c.optimizer == OptimizerKind::sgd ? 1 : 2;
+        const double expected_total = strategy == int(StrategyKind::dp)      ? (8 + 4 * k) * P
+                                      : strategy == int(StrategyKind::zero1) ? 8 * P + 4 * k * P / N
+                                      : strategy == int(StrategyKind::zero2) ? 4 * P + (4 + 4 * k) * P / N
+                                                                             : (8 + 4 * k) * P / N;
+        const auto& s0 = m.model_state[0];
+        QVERIFY(std::abs(double(s0.parameters + s0.gradients + s0.optimizer_state) - expected_total) <= 4 * slack);
+    }
+
+    void tensor_parallel_all_reduces_once_per_block_each_way() {
+        for (int t : {2, 4}) {
+            RunConfig c = parallel_config(StrategyKind::tp, t);
+            const RunResult r = run_config(c);
+            QCOMPARE(r.status, RunStatus::ok);
+            for (int d = 0; d < t; ++d) {
+                std::map<std::string, int> calls;
+                for (const auto& col : r.trace.collectives)
+                    if (col.device == d && col.op == "all_reduce") ++calls[col.label];
+                for (int b = 0; b < c.layers; ++b) {
+                    // One micro-batch per step: exactly one call per step each way.
+                    QCOMPARE(calls["tp forward block " + std::to_string(b)], c.steps);
+                    QCOMPARE(calls["tp backward block " + std::to_string(b)], c.steps);
+                }
+                QCOMPARE(int(calls.size()), 2 * c.layers);
+            }
+        }
+    }
+
+    void bad_model_parallel_input_data() {
+        QTest::addColumn<RunConfig>("config");
+        QTest::addColumn<QString>("expected");
+        RunConfig interleaved = pipeline(4, 6, PipelineSchedule::interleaved, 2);
+        interleaved.batch = 24;
+        QTest::addRow("interleaved m not multiple of p") << interleaved << "multiple of the 4 pipeline stages";
+        RunConfig mesh = hybrid(2, 2, 1);
+        mesh.devices = 6;
+        QTest::addRow("mesh product") << mesh << "does not match the device count 6";
+        RunConfig shallow = pipeline(4, 4, PipelineSchedule::one_f_one_b);
+        shallow.layers = 2;
+        QTest::addRow("too few blocks") << shallow << "need at least 4 blocks";
+        RunConfig tp = parallel_config(StrategyKind::tp, 3);
+        tp.width = 32;
+        QTest::addRow("tp width") << tp << "4 x width";
+        RunConfig mb = pipeline(2, 3, PipelineSchedule::gpipe);
+        QTest::addRow("micro-batches") << mb << "equal micro-batches";
+    }
+
+    void bad_model_parallel_input() {
+        QFETCH(RunConfig, config);
+        QFETCH(QString, expected);
+        try {
+            validate(config);
+            QFAIL("accepted an invalid config");
+        } catch (const BadInput& e) {
+            QVERIFY2(QString::fromStdString(e.what()).contains(expected), e.what());
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestModelParallel)
+#include "test_model_parallel.moc"
