@@ -149,15 +149,15 @@ int bench_overhead(int rounds) {
 
 int bench_pipeline(int steps) {
     using namespace pd;
-    std::printf("# paralleldeck-bench pipeline: p=4 stages, 8 blocks x width 256, 16 rows per "
-                "micro-batch, SGD, device clock, median of %d steps\n",
-                steps);
-    std::printf("# %-15s %4s %9s %12s  peak activations per stage\n", "schedule", "m",
-                "measured", "theoretical");
+    std::printf(
+        "# paralleldeck-bench pipeline: p=4 stages, 8 blocks x width 256, 16 rows per "
+        "micro-batch, SGD, device clock, median of %d steps\n",
+        steps);
+    std::printf("# %-15s %4s %9s %12s  peak activations per stage\n", "schedule", "m", "measured",
+                "theoretical");
     for (int m : {4, 8, 16, 32}) {
-        for (PipelineSchedule schedule :
-             {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
-              PipelineSchedule::interleaved}) {
+        for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
+                                          PipelineSchedule::interleaved}) {
             RunConfig c;
             c.strategy = StrategyKind::pipeline;
             c.devices = 4;
@@ -182,7 +182,8 @@ int bench_pipeline(int steps) {
             std::printf("  %-15s %4d %9.3f %12.3f ", label.c_str(), m, metrics.bubble->measured,
                         metrics.bubble->theoretical);
             for (const auto& a : metrics.stage_activations)
-                std::printf(" %10s (%d mb)", pd::format_bytes(static_cast<double>(a.peak_activation_bytes)).c_str(),
+                std::printf(" %10s (%d mb)",
+                            pd::format_bytes(static_cast<double>(a.peak_activation_bytes)).c_str(),
                             a.microbatches_alive_at_peak);
             std::printf("\n");
         }

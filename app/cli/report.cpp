@@ -54,13 +54,14 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
     }
     if (m.bubble) {
         char line[200];
-        std::snprintf(line, sizeof line,
-                      "\npipeline %s: %d stages x %d micro-batches%s, bubble measured %.3f vs "
-                      "theoretical %.3f\n",
-                      std::string(name_of(config.schedule)).c_str(), m.bubble->stages,
-                      m.bubble->microbatches,
-                      m.bubble->chunks > 1 ? (" x " + std::to_string(m.bubble->chunks) + " chunks").c_str() : "",
-                      m.bubble->measured, m.bubble->theoretical);
+        std::snprintf(
+            line, sizeof line,
+            "\npipeline %s: %d stages x %d micro-batches%s, bubble measured %.3f vs "
+            "theoretical %.3f\n",
+            std::string(name_of(config.schedule)).c_str(), m.bubble->stages, m.bubble->microbatches,
+            m.bubble->chunks > 1 ? (" x " + std::to_string(m.bubble->chunks) + " chunks").c_str()
+                                 : "",
+            m.bubble->measured, m.bubble->theoretical);
         out << line;
         for (const auto& b : m.stage_boundaries)
             out << "  chunk " << b.chunk << " on stage " << b.device_stage << ": units "
@@ -73,8 +74,9 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             const auto& a = m.stage_activations[i];
             const auto& s = m.model_state[i];
             char line[300];
-            std::snprintf(line, sizeof line, "  %6d %6d %17s %10d (%d)     %s / %s / %s (%s / %s / %s)\n",
-                          a.device, a.stage,
+            std::snprintf(line, sizeof line,
+                          "  %6d %6d %17s %10d (%d)     %s / %s / %s (%s / %s / %s)\n", a.device,
+                          a.stage,
                           format_bytes(static_cast<double>(a.peak_activation_bytes)).c_str(),
                           a.microbatches_alive_at_peak, a.max_microbatches_alive,
                           format_bytes(static_cast<double>(s.parameters)).c_str(),

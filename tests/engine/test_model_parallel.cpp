@@ -49,19 +49,21 @@ RunConfig hybrid(int dp, int pp, int tp) {
 
 class TestModelParallel : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void matches_single_device_data() {
         QTest::addColumn<RunConfig>("config");
         for (int p : {2, 4})
             for (int m : {1, 4, 8})
                 for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
-                    QTest::addRow("pipeline p%d m%d %s", p, m, name_of(s).data()) << pipeline(p, m, s);
+                    QTest::addRow("pipeline p%d m%d %s", p, m, name_of(s).data())
+                        << pipeline(p, m, s);
         QTest::addRow("interleaved p2 m4 v2") << pipeline(2, 4, PipelineSchedule::interleaved, 2);
         QTest::addRow("interleaved p4 m8 v2") << pipeline(4, 8, PipelineSchedule::interleaved, 2);
         QTest::addRow("tp2") << parallel_config(StrategyKind::tp, 2);
         QTest::addRow("tp4") << parallel_config(StrategyKind::tp, 4);
         for (auto z : {StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
-            for (int n : {2, 4}) QTest::addRow("%s x%d", name_of(z).data(), n) << parallel_config(z, n);
+            for (int n : {2, 4})
+                QTest::addRow("%s x%d", name_of(z).data(), n) << parallel_config(z, n);
         QTest::addRow("dp2 x pp2") << hybrid(2, 2, 1);
         QTest::addRow("dp2 x tp2") << hybrid(2, 1, 2);
         QTest::addRow("pp2 x tp2") << hybrid(1, 2, 2);
@@ -142,7 +144,8 @@ private slots:
                     first_backward[key] = e.start_ns;
             }
             for (const auto& [key, t] : first_backward) QVERIFY(last_forward[key] <= t);
-            const RunMetrics gm = compute_metrics(g.trace, gpipe), om = compute_metrics(o.trace, one_f);
+            const RunMetrics gm = compute_metrics(g.trace, gpipe),
+                             om = compute_metrics(o.trace, one_f);
             QCOMPARE(gm.stage_activations[0].max_microbatches_alive, m);
             for (int stage = 0; stage < p; ++stage) {
                 QVERIFY(om.stage_activations[stage].max_microbatches_alive <= p - stage);
@@ -168,22 +171,23 @@ private slots:
             return c;
         };
         std::map<PipelineSchedule, BubbleMetrics> bubble;
-        for (auto [s, v] : {std::pair{PipelineSchedule::gpipe, 1},
-                            std::pair{PipelineSchedule::one_f_one_b, 1},
-                            std::pair{PipelineSchedule::interleaved, 2}}) {
+        for (auto [s, v] :
+             {std::pair{PipelineSchedule::gpipe, 1}, std::pair{PipelineSchedule::one_f_one_b, 1},
+              std::pair{PipelineSchedule::interleaved, 2}}) {
             const RunConfig c = config(s, v);
             const RunResult r = run_config(c);
             QCOMPARE(r.status, RunStatus::ok);
             const RunMetrics m = compute_metrics(r.trace, c);
             QVERIFY(m.bubble.has_value());
             bubble[s] = *m.bubble;
-            qInfo("%s: bubble measured %.3f, theoretical %.3f", name_of(s).data(), m.bubble->measured,
-                  m.bubble->theoretical);
+            qInfo("%s: bubble measured %.3f, theoretical %.3f", name_of(s).data(),
+                  m.bubble->measured, m.bubble->theoretical);
         }
         QCOMPARE(bubble[PipelineSchedule::gpipe].theoretical, 3.0 / 11.0);
         QCOMPARE(bubble[PipelineSchedule::interleaved].theoretical, 3.0 / 19.0);
         for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
-            const double rel = std::abs(bubble[s].measured - bubble[s].theoretical) / bubble[s].theoretical;
+            const double rel =
+                std::abs(bubble[s].measured - bubble[s].theoretical) / bubble[s].theoretical;
             QVERIFY2(rel <= 0.15, qPrintable(QStringLiteral("%1: measured %2 theoretical %3")
                                                  .arg(QString::fromLatin1(name_of(s).data()))
                                                  .arg(bubble[s].measured)
@@ -197,7 +201,8 @@ private slots:
         QTest::addColumn<int>("strategy");
         QTest::addColumn<int>("devices");
         QTest::addColumn<int>("optimizer");
-        for (auto z : {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
+        for (auto z :
+             {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
             for (int n : {2, 4})
                 for (auto o : {OptimizerKind::adamw, OptimizerKind::sgd})
                     QTest::addRow("%s x%d %s", name_of(z).data(), n, name_of(o).data())
@@ -218,7 +223,9 @@ private slots:
         const double slack = 4.0 * 64;
         for (const auto& s : m.model_state) {
             QVERIFY2(std::abs(double(s.parameters) - s.analytic_parameters) <= slack,
-                     qPrintable(QStringLiteral("parameters %1 vs %2").arg(s.parameters).arg(s.analytic_parameters)));
+                     qPrintable(QStringLiteral("parameters %1 vs %2")
+                                    .arg(s.parameters)
+                                    .arg(s.analytic_parameters)));
             QVERIFY(std::abs(double(s.gradients) - s.analytic_gradients) <= slack);
             QVERIFY(std::abs(double(s.optimizer_state) - s.analytic_optimizer_state) <= 2 * slack);
         }
@@ -226,10 +233,12 @@ private slots:
         const double k = c.optimizer == OptimizerKind::sgd ? 1 : 2;
         const double expected_total = strategy == int(StrategyKind::dp)      ? (8 + 4 * k) * P
                                       : strategy == int(StrategyKind::zero1) ? 8 * P + 4 * k * P / N
-                                      : strategy == int(StrategyKind::zero2) ? 4 * P + (4 + 4 * k) * P / N
-                                                                             : (8 + 4 * k) * P / N;
+                                      : strategy == int(StrategyKind::zero2)
+                                          ? 4 * P + (4 + 4 * k) * P / N
+                                          : (8 + 4 * k) * P / N;
         const auto& s0 = m.model_state[0];
-        QVERIFY(std::abs(double(s0.parameters + s0.gradients + s0.optimizer_state) - expected_total) <= 4 * slack);
+        QVERIFY(std::abs(double(s0.parameters + s0.gradients + s0.optimizer_state) -
+                         expected_total) <= 4 * slack);
     }
 
     void tensor_parallel_all_reduces_once_per_block_each_way() {
@@ -256,7 +265,8 @@ private slots:
         QTest::addColumn<QString>("expected");
         RunConfig interleaved = pipeline(4, 6, PipelineSchedule::interleaved, 2);
         interleaved.batch = 24;
-        QTest::addRow("interleaved m not multiple of p") << interleaved << "multiple of the 4 pipeline stages";
+        QTest::addRow("interleaved m not multiple of p")
+            << interleaved << "multiple of the 4 pipeline stages";
         RunConfig mesh = hybrid(2, 2, 1);
         mesh.devices = 6;
         QTest::addRow("mesh product") << mesh << "does not match the device count 6";

@@ -117,9 +117,27 @@ class TestRunCli : public QObject {
             << "--batch";
         QTest::addRow("bad capacity")
             << QStringList{QStringLiteral("--capacity"), QStringLiteral("plenty")} << "--capacity";
-        QTest::addRow("interleaved micro-batches") << QStringList{QStringLiteral("--strategy"), QStringLiteral("pipeline"), QStringLiteral("--devices"), QStringLiteral("4"), QStringLiteral("--schedule"), QStringLiteral("interleaved"), QStringLiteral("--chunks"), QStringLiteral("2"), QStringLiteral("--layers"), QStringLiteral("8"), QStringLiteral("--microbatches"), QStringLiteral("6"), QStringLiteral("--batch"), QStringLiteral("24")} << "--microbatches: the interleaved schedule needs the micro-batch count (6) to be a multiple of the 4 pipeline stages";
-        QTest::addRow("mesh product") << QStringList{QStringLiteral("--strategy"), QStringLiteral("hybrid"), QStringLiteral("--devices"), QStringLiteral("4"), QStringLiteral("--dp"), QStringLiteral("2"), QStringLiteral("--pp"), QStringLiteral("3")} << "the mesh dp x pp x tp = 2 x 3 x 1 = 6 does not match the device count 4";
-        QTest::addRow("bad schedule") << QStringList{QStringLiteral("--strategy"), QStringLiteral("pipeline"), QStringLiteral("--devices"), QStringLiteral("2"), QStringLiteral("--schedule"), QStringLiteral("zigzag")} << "--schedule";
+        QTest::addRow("interleaved micro-batches")
+            << QStringList{QStringLiteral("--strategy"),     QStringLiteral("pipeline"),
+                           QStringLiteral("--devices"),      QStringLiteral("4"),
+                           QStringLiteral("--schedule"),     QStringLiteral("interleaved"),
+                           QStringLiteral("--chunks"),       QStringLiteral("2"),
+                           QStringLiteral("--layers"),       QStringLiteral("8"),
+                           QStringLiteral("--microbatches"), QStringLiteral("6"),
+                           QStringLiteral("--batch"),        QStringLiteral("24")}
+            << "--microbatches: the interleaved schedule needs the micro-batch count (6) to be a "
+               "multiple of the 4 pipeline stages";
+        QTest::addRow("mesh product")
+            << QStringList{QStringLiteral("--strategy"), QStringLiteral("hybrid"),
+                           QStringLiteral("--devices"),  QStringLiteral("4"),
+                           QStringLiteral("--dp"),       QStringLiteral("2"),
+                           QStringLiteral("--pp"),       QStringLiteral("3")}
+            << "the mesh dp x pp x tp = 2 x 3 x 1 = 6 does not match the device count 4";
+        QTest::addRow("bad schedule")
+            << QStringList{QStringLiteral("--strategy"), QStringLiteral("pipeline"),
+                           QStringLiteral("--devices"),  QStringLiteral("2"),
+                           QStringLiteral("--schedule"), QStringLiteral("zigzag")}
+            << "--schedule";
         QTest::addRow("missing scenario")
             << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")}
             << "cannot read";
@@ -167,14 +185,12 @@ class TestRunCli : public QObject {
     void pipeline_summary_reports_bubble_and_stages() {
         QTemporaryDir dir;
         const QString summary = dir.filePath(QStringLiteral("s.json"));
-        const Outcome o = run({QStringLiteral("--strategy"), QStringLiteral("pipeline"),
-                               QStringLiteral("--devices"), QStringLiteral("2"),
-                               QStringLiteral("--microbatches"), QStringLiteral("4"),
-                               QStringLiteral("--schedule"), QStringLiteral("1f1b"),
-                               QStringLiteral("--layers"), QStringLiteral("2"),
-                               QStringLiteral("--width"), QStringLiteral("32"),
-                               QStringLiteral("--steps"), QStringLiteral("2"),
-                               QStringLiteral("--summary"), summary});
+        const Outcome o = run(
+            {QStringLiteral("--strategy"), QStringLiteral("pipeline"), QStringLiteral("--devices"),
+             QStringLiteral("2"), QStringLiteral("--microbatches"), QStringLiteral("4"),
+             QStringLiteral("--schedule"), QStringLiteral("1f1b"), QStringLiteral("--layers"),
+             QStringLiteral("2"), QStringLiteral("--width"), QStringLiteral("32"),
+             QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--summary"), summary});
         QVERIFY2(o.code == 0, qPrintable(o.err));
         QVERIFY(o.out.contains(QStringLiteral("bubble measured")));
         const QJsonObject s = read_json(summary);
@@ -184,7 +200,9 @@ class TestRunCli : public QObject {
         QCOMPARE(s.value(QStringLiteral("stage_boundaries")).toArray().size(), 2);
         QCOMPARE(s.value(QStringLiteral("activations_per_stage")).toArray().size(), 2);
         QCOMPARE(s.value(QStringLiteral("model_state_bytes")).toArray().size(), 2);
-        QVERIFY(s.value(QStringLiteral("comm_bytes_per_step_per_device")).toObject().contains(QStringLiteral("send_recv")));
+        QVERIFY(s.value(QStringLiteral("comm_bytes_per_step_per_device"))
+                    .toObject()
+                    .contains(QStringLiteral("send_recv")));
     }
 
     void dump_dir_writes_npy_files() {

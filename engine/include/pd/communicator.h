@@ -61,6 +61,9 @@ class Communicator {
     void ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk, int recv_chunk,
                    Combine combine, EventKind kind, int step_index, int step);
     Ring ring_for(int device_id) const;
+    // Reduce-scatter steps, then (or only) all-gather steps, recorded as one call of `op`.
+    void ring_collective(int device_id, const char* op, bool reduce, bool gather, float* data,
+                         std::size_t count, int step, const std::string& label);
     void record(const Ring& ring, const char* op, std::size_t count, int step,
                 std::int64_t start_ns, const std::string& label) const;
 

@@ -22,7 +22,8 @@ std::string_view name_of(ClockMode c);
 std::string_view name_of(OptimizerKind o);
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
-inline constexpr const char* kStrategyNames = "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid";
+inline constexpr const char* kStrategyNames =
+    "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid";
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved";
 
 // A device mesh: data-parallel replicas x pipeline stages x tensor-parallel shards.

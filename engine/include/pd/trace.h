@@ -69,7 +69,7 @@ struct MemorySample {
 // One call of a collective on one device, spanning all its steps.
 struct CollectiveRecord {
     int device = 0;
-    std::string op;  // all_reduce, reduce_scatter, all_gather, broadcast
+    std::string op;     // all_reduce, reduce_scatter, all_gather, broadcast
     std::string label;  // what the call was for, e.g. "tp forward block 2"
     std::size_t bytes = 0;
     int ranks = 1;

@@ -167,38 +167,32 @@ void Communicator::all_gather_steps(const Ring& ring, float* data, std::size_t c
     }
 }
 
-void Communicator::all_reduce(int device_id, float* data, std::size_t count, int step,
-                              const std::string& label) {
+void Communicator::ring_collective(int device_id, const char* op, bool reduce, bool gather,
+                                   float* data, std::size_t count, int step,
+                                   const std::string& label) {
     const Ring ring = ring_for(device_id);
     const std::int64_t start = ring.stream.now_ns();
     if (ring.n > 1) {
         StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
-        reduce_scatter_steps(ring, data, count, step, 0);
-        all_gather_steps(ring, data, count, step, 0);
+        if (reduce) reduce_scatter_steps(ring, data, count, step, 0);
+        if (gather) all_gather_steps(ring, data, count, step, 0);
     }
-    record(ring, "all_reduce", count, step, start, label);
+    record(ring, op, count, step, start, label);
+}
+
+void Communicator::all_reduce(int device_id, float* data, std::size_t count, int step,
+                              const std::string& label) {
+    ring_collective(device_id, "all_reduce", true, true, data, count, step, label);
 }
 
 void Communicator::reduce_scatter(int device_id, float* data, std::size_t count, int step,
-                              const std::string& label) {
-    const Ring ring = ring_for(device_id);
-    const std::int64_t start = ring.stream.now_ns();
-    if (ring.n > 1) {
-        StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
-        reduce_scatter_steps(ring, data, count, step, 0);
-    }
-    record(ring, "reduce_scatter", count, step, start, label);
+                                  const std::string& label) {
+    ring_collective(device_id, "reduce_scatter", true, false, data, count, step, label);
 }
 
 void Communicator::all_gather(int device_id, float* data, std::size_t count, int step,
                               const std::string& label) {
-    const Ring ring = ring_for(device_id);
-    const std::int64_t start = ring.stream.now_ns();
-    if (ring.n > 1) {
-        StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
-        all_gather_steps(ring, data, count, step, 0);
-    }
-    record(ring, "all_gather", count, step, start, label);
+    ring_collective(device_id, "all_gather", false, true, data, count, step, label);
 }
 
 void Communicator::broadcast(int device_id, float* data, std::size_t count, int root_rank,
@@ -267,7 +261,8 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     event.flow_id = transport_.context().next_flow_id();
     event.flow_source = true;
     event.start_ns = ring.stream.now_ns();
-    transport_.send(device_id, peer_device, tag_ | subtag, data, count, ring.stream.now_ns(), event.flow_id);
+    transport_.send(device_id, peer_device, tag_ | subtag, data, count, ring.stream.now_ns(),
+                    event.flow_id);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }

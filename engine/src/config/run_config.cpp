@@ -73,15 +73,21 @@ int RunConfig::data_parallel_replicas() const {
 
 Mesh RunConfig::effective_mesh() const {
     switch (strategy) {
-        case StrategyKind::single: return {1, 1, 1};
+        case StrategyKind::single:
+            return {1, 1, 1};
         case StrategyKind::dp:
         case StrategyKind::zero1:
         case StrategyKind::zero2:
-        case StrategyKind::zero3: return {devices, 1, 1};
-        case StrategyKind::ps: return {devices - 1, 1, 1};
-        case StrategyKind::pipeline: return {1, devices, 1};
-        case StrategyKind::tp: return {1, 1, devices};
-        case StrategyKind::hybrid: return mesh;
+        case StrategyKind::zero3:
+            return {devices, 1, 1};
+        case StrategyKind::ps:
+            return {devices - 1, 1, 1};
+        case StrategyKind::pipeline:
+            return {1, devices, 1};
+        case StrategyKind::tp:
+            return {1, 1, devices};
+        case StrategyKind::hybrid:
+            return mesh;
     }
     return {1, 1, 1};
 }
@@ -152,9 +158,10 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("microbatches", "must be at least 1 (got " + std::to_string(c.microbatches) + ")");
     if (c.chunks < 1) fail("chunks", "must be at least 1 (got " + std::to_string(c.chunks) + ")");
     if (c.batch % replicas != 0)
-        fail("batch", "the global batch " + std::to_string(c.batch) +
-                          " does not divide evenly over " + std::to_string(replicas) +
-                          (c.strategy == StrategyKind::ps ? " workers" : " data-parallel replicas"));
+        fail("batch",
+             "the global batch " + std::to_string(c.batch) + " does not divide evenly over " +
+                 std::to_string(replicas) +
+                 (c.strategy == StrategyKind::ps ? " workers" : " data-parallel replicas"));
     if ((c.batch / replicas) % m != 0)
         fail("microbatches", "each replica's batch of " + std::to_string(c.batch / replicas) +
                                  " samples does not split into " + std::to_string(m) +

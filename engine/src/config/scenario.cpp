@@ -131,11 +131,16 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             if (!kind)
                 r.fail("unknown schedule '" + name + "' (available: " + kScheduleNames + ")");
             c.schedule = *kind;
-        } else if (key == "microbatches") c.microbatches = r.integer(0, 1 << 20);
-        else if (key == "chunks") c.chunks = r.integer(0, 1 << 10);
-        else if (key == "dp") c.mesh.dp = r.integer(0, 1 << 10);
-        else if (key == "pp") c.mesh.pp = r.integer(0, 1 << 10);
-        else if (key == "tp") c.mesh.tp = r.integer(0, 1 << 10);
+        } else if (key == "microbatches")
+            c.microbatches = r.integer(0, 1 << 20);
+        else if (key == "chunks")
+            c.chunks = r.integer(0, 1 << 10);
+        else if (key == "dp")
+            c.mesh.dp = r.integer(0, 1 << 10);
+        else if (key == "pp")
+            c.mesh.pp = r.integer(0, 1 << 10);
+        else if (key == "tp")
+            c.mesh.tp = r.integer(0, 1 << 10);
         else if (key == "timeout_s")
             c.collective_timeout_s = r.number();
         else

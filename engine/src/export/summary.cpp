@@ -101,12 +101,14 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     json state = json::array();
     for (const auto& s : metrics.model_state)
         state.push_back({{"device", s.device},
-                         {"measured", {{"parameters", s.parameters},
-                                       {"gradients", s.gradients},
-                                       {"optimizer_state", s.optimizer_state}}},
-                         {"analytic", {{"parameters", s.analytic_parameters},
-                                       {"gradients", s.analytic_gradients},
-                                       {"optimizer_state", s.analytic_optimizer_state}}}});
+                         {"measured",
+                          {{"parameters", s.parameters},
+                           {"gradients", s.gradients},
+                           {"optimizer_state", s.optimizer_state}}},
+                         {"analytic",
+                          {{"parameters", s.analytic_parameters},
+                           {"gradients", s.analytic_gradients},
+                           {"optimizer_state", s.analytic_optimizer_state}}}});
     j["model_state_bytes"] = std::move(state);
     json comm_bytes = json::object();
     for (const auto& [kind, bytes] : metrics.comm_bytes_per_step) comm_bytes[kind] = bytes;

@@ -5,8 +5,7 @@
 
 namespace pd {
 
-MlpExecutor::MlpExecutor(const ModelShape& shape, const ShardLayout& layout,
-                         MemoryTracker& memory)
+MlpExecutor::MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory)
     : shape_(shape), layout_(layout), memory_(memory), units_(shape.layers + 2) {
     cpu::init_blas_threads();
 }
@@ -73,8 +72,8 @@ Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buff
     const std::size_t r = static_cast<std::size_t>(rows);
 
     if (unit == 0) {
-        cpu::linear_backward(saved.input.data(), param(0), dout.data(), rows, shape_.input_dim,
-                             h, grad(0), grad(1), nullptr);
+        cpu::linear_backward(saved.input.data(), param(0), dout.data(), rows, shape_.input_dim, h,
+                             grad(0), grad(1), nullptr);
         saved = SavedUnit{};
         return {};
     }
@@ -92,8 +91,8 @@ Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buff
                          dpost.data());
     cpu::gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), r * f);
     Buffer partial(memory_, MemoryCategory::workspace, r * h);
-    cpu::linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0),
-                         grad(1), partial.data());
+    cpu::linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0), grad(1),
+                         partial.data());
     saved.input.reset();
     saved.pre.reset();
     saved.post.reset();
@@ -108,9 +107,8 @@ Buffer MlpExecutor::backward_b(int unit, Buffer reduced, SavedUnit& saved) {
     return reduced;
 }
 
-Buffer MlpExecutor::forward(int unit, const float* params, Buffer input, int rows,
-                            SavedUnit& saved, const int* labels, float grad_scale,
-                            double& loss_sum) {
+Buffer MlpExecutor::forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
+                            const int* labels, float grad_scale, double& loss_sum) {
     Buffer partial =
         forward_a(unit, params, std::move(input), rows, saved, labels, grad_scale, loss_sum);
     return forward_b(unit, params, std::move(partial), saved);

@@ -22,7 +22,7 @@ struct SavedUnit {
 };
 
 class MlpExecutor {
-public:
+  public:
     MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory);
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
@@ -48,7 +48,7 @@ public:
         return Buffer(memory_, MemoryCategory::activations, count);
     }
 
-private:
+  private:
     ModelShape shape_;
     const ShardLayout& layout_;
     MemoryTracker& memory_;

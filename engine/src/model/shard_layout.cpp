@@ -50,7 +50,8 @@ std::size_t ShardLayout::unit_offset(int unit) const {
 std::size_t ShardLayout::unit_size(int unit) const {
     std::size_t n = 0;
     for (const auto& p : pieces_)
-        if (p.unit == unit) n += static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols);
+        if (p.unit == unit)
+            n += static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols);
     return n;
 }
 
@@ -68,15 +69,17 @@ std::size_t ShardLayout::tensor_offset(int unit, int index) const {
 void ShardLayout::scatter(const float* full, float* local) const {
     for (const auto& p : pieces_)
         for (int r = 0; r < p.rows; ++r)
-            std::copy_n(full + p.full_offset + static_cast<std::size_t>(r) * p.full_cols + p.col_begin,
-                        p.cols, local + p.local_offset + static_cast<std::size_t>(r) * p.cols);
+            std::copy_n(
+                full + p.full_offset + static_cast<std::size_t>(r) * p.full_cols + p.col_begin,
+                p.cols, local + p.local_offset + static_cast<std::size_t>(r) * p.cols);
 }
 
 void ShardLayout::gather(const float* local, float* full) const {
     for (const auto& p : pieces_)
         for (int r = 0; r < p.rows; ++r)
-            std::copy_n(local + p.local_offset + static_cast<std::size_t>(r) * p.cols, p.cols,
-                        full + p.full_offset + static_cast<std::size_t>(r) * p.full_cols + p.col_begin);
+            std::copy_n(
+                local + p.local_offset + static_cast<std::size_t>(r) * p.cols, p.cols,
+                full + p.full_offset + static_cast<std::size_t>(r) * p.full_cols + p.col_begin);
 }
 
 }  // namespace pd

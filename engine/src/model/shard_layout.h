@@ -11,7 +11,7 @@
 namespace pd {
 
 class ShardLayout {
-public:
+  public:
     ShardLayout(const ModelShape& shape, const ParamLayout& full, int unit_begin, int unit_end,
                 int tp_rank, int tp_size);
 
@@ -30,7 +30,7 @@ public:
     void scatter(const float* full, float* local) const;  // take this device's part
     void gather(const float* local, float* full) const;   // put it back in place
 
-private:
+  private:
     struct Piece {  // one local tensor: rows x cols taken from a full tensor's column window
         int unit = 0;
         std::size_t local_offset = 0;

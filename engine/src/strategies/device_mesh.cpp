@@ -9,8 +9,7 @@ namespace {
 constexpr std::uint32_t kFirstMeshGroup = 16;
 }  // namespace
 
-DeviceMesh::DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices,
-                       Transport& transport)
+DeviceMesh::DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices, Transport& transport)
     : mesh_(mesh) {
     if (static_cast<int>(devices.size()) != mesh.size())
         throw Error("a " + std::to_string(mesh.dp) + " x " + std::to_string(mesh.pp) + " x " +
@@ -35,9 +34,12 @@ DeviceMesh::Coord DeviceMesh::coord(int device) const {
 std::size_t DeviceMesh::group_index(int device, Axis varying) const {
     const Coord c = coord(device);
     switch (varying) {
-        case Axis::dp: return static_cast<std::size_t>(c.pp * mesh_.tp + c.tp);
-        case Axis::pp: return static_cast<std::size_t>(c.dp * mesh_.tp + c.tp);
-        case Axis::tp: return static_cast<std::size_t>(c.pp * mesh_.dp + c.dp);
+        case Axis::dp:
+            return static_cast<std::size_t>(c.pp * mesh_.tp + c.tp);
+        case Axis::pp:
+            return static_cast<std::size_t>(c.dp * mesh_.tp + c.tp);
+        case Axis::tp:
+            return static_cast<std::size_t>(c.pp * mesh_.dp + c.dp);
     }
     return 0;
 }

@@ -13,7 +13,7 @@
 namespace pd {
 
 class DeviceMesh {
-public:
+  public:
     struct Coord {
         int dp = 0;
         int pp = 0;
@@ -31,7 +31,7 @@ public:
     Communicator& dp_group(int device) { return *dp_[group_index(device, Axis::dp)]; }
     Communicator& pp_group(int device) { return *pp_[group_index(device, Axis::pp)]; }
 
-private:
+  private:
     enum class Axis { dp, pp, tp };
     std::size_t group_index(int device, Axis varying) const;
     std::vector<std::unique_ptr<Communicator>> build(Axis varying,

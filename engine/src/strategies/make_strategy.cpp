@@ -8,15 +8,22 @@ namespace pd {
 
 std::unique_ptr<Strategy> make_strategy(RunEnvironment& env) {
     switch (env.config.strategy) {
-        case StrategyKind::single: return std::make_unique<SingleDevice>(env);
-        case StrategyKind::dp: return std::make_unique<DataParallel>(env);
-        case StrategyKind::ps: return std::make_unique<ParameterServer>(env);
+        case StrategyKind::single:
+            return std::make_unique<SingleDevice>(env);
+        case StrategyKind::dp:
+            return std::make_unique<DataParallel>(env);
+        case StrategyKind::ps:
+            return std::make_unique<ParameterServer>(env);
         case StrategyKind::pipeline:
         case StrategyKind::tp:
-        case StrategyKind::hybrid: return std::make_unique<MeshParallel>(env);
-        case StrategyKind::zero1: return std::make_unique<Zero>(env, 1);
-        case StrategyKind::zero2: return std::make_unique<Zero>(env, 2);
-        case StrategyKind::zero3: return std::make_unique<Zero>(env, 3);
+        case StrategyKind::hybrid:
+            return std::make_unique<MeshParallel>(env);
+        case StrategyKind::zero1:
+            return std::make_unique<Zero>(env, 1);
+        case StrategyKind::zero2:
+            return std::make_unique<Zero>(env, 2);
+        case StrategyKind::zero3:
+            return std::make_unique<Zero>(env, 3);
     }
     return nullptr;
 }

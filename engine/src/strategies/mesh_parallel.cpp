@@ -23,8 +23,12 @@ struct MeshParallel::Rank {
 
 namespace {
 // Message streams between two stages: activations into chunk k, gradients into chunk k.
-std::uint32_t activation_tag(int chunk) { return 0x10000u | static_cast<std::uint32_t>(chunk); }
-std::uint32_t gradient_tag(int chunk) { return 0x20000u | static_cast<std::uint32_t>(chunk); }
+std::uint32_t activation_tag(int chunk) {
+    return 0x10000u | static_cast<std::uint32_t>(chunk);
+}
+std::uint32_t gradient_tag(int chunk) {
+    return 0x20000u | static_cast<std::uint32_t>(chunk);
+}
 }  // namespace
 
 MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
@@ -97,6 +101,29 @@ void MeshParallel::on_comm_between(Rank& rank, int step, std::function<void()> b
     compute.wait(comm.record(), step);
 }
 
+void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward) {
+    Device& dev = *rank.device;
+    Communicator& tp = mesh_->tp_group(dev.id());
+    Chunk* c = &chunk;
+    const int mb = ev.microbatch, step = ev.step, unit = ev.layer;
+    const std::string label = std::string(forward ? "tp forward block " : "tp backward block ") +
+                              std::to_string(unit - 1);
+    on_comm_between(rank, step, [c, &dev, &tp, mb, step, label] {
+        Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+        tp.all_reduce(dev.id(), carry.data(), carry.size(), step, label);
+    });
+    ev.label = "block (after all-reduce)";
+    dev.compute().launch(ev, [c, mb, unit, forward] {
+        Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+        SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)]
+                                   [static_cast<std::size_t>(unit - c->layout->unit_begin())];
+        carry = forward
+                    ? c->executor->forward_b(unit, c->params.data() + c->layout->unit_offset(unit),
+                                             std::move(carry), saved)
+                    : c->executor->backward_b(unit, std::move(carry), saved);
+    });
+}
+
 void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     Device& dev = *rank.device;
     const int first = chunk.layout->unit_begin();
@@ -114,8 +141,8 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     if (chunk.global > 0) {  // the previous chunk's output arrives on the comm stream
         const int from = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
         dev.comm().enqueue([this, c, &dev, &pp, from, rows, width, step, mb] {
-            c->carry[static_cast<std::size_t>(mb)] =
-                Buffer(dev.memory(), MemoryCategory::activations, static_cast<std::size_t>(rows) * width);
+            c->carry[static_cast<std::size_t>(mb)] = Buffer(
+                dev.memory(), MemoryCategory::activations, static_cast<std::size_t>(rows) * width);
             pp.recv(dev.id(), from, c->carry[static_cast<std::size_t>(mb)].data(),
                     c->carry[static_cast<std::size_t>(mb)].size(), step,
                     "activations mb" + std::to_string(mb), false, activation_tag(c->global));
@@ -142,36 +169,23 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
             double ignored = 0.0;
             double& loss = rank.coord.tp == 0 ? rank.loss_sum : ignored;
             const float* p = c->params.data() + c->layout->unit_offset(unit);
-            SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
+            SavedUnit& saved =
+                c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
             carry = c->executor->forward_a(unit, p, std::move(carry), rows, saved,
                                            batch ? batch->labels.data() : nullptr,
                                            1.0f / static_cast<float>(env_.config.batch), loss);
             if (!sharded) carry = c->executor->forward_b(unit, p, std::move(carry), saved);
         });
-        if (sharded) {
-            // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.
-            Communicator& tp = mesh_->tp_group(dev.id());
-            on_comm_between(rank, step, [c, &dev, &tp, mb, step, unit] {
-                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-                tp.all_reduce(dev.id(), carry.data(), carry.size(), step,
-                              "tp forward block " + std::to_string(unit - 1));
-            });
-            ev.label = "block (after all-reduce)";
-            dev.compute().launch(ev, [c, mb, unit, first] {
-                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-                SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
-                carry = c->executor->forward_b(unit, c->params.data() + c->layout->unit_offset(unit),
-                                               std::move(carry), saved);
-            });
-        }
+        // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.
+        if (sharded) enqueue_tp_sum(rank, chunk, ev, true);
     }
     if (chunk.global < pp_ * v_ - 1) {  // hand the output to the next chunk
         const int to = mesh_->device({rank.coord.dp, (chunk.global + 1) % pp_, rank.coord.tp});
         dev.comm().wait(dev.compute().record(), step);
         dev.comm().enqueue([c, &dev, &pp, to, step, mb] {
             Buffer out = std::move(c->carry[static_cast<std::size_t>(mb)]);
-            pp.send(dev.id(), to, out.data(), out.size(), step, "activations mb" + std::to_string(mb),
-                    activation_tag(c->global + 1));
+            pp.send(dev.id(), to, out.data(), out.size(), step,
+                    "activations mb" + std::to_string(mb), activation_tag(c->global + 1));
         });
     }
 }
@@ -181,8 +195,8 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) 
     const int first = chunk.layout->unit_begin();
     const int last = chunk.layout->unit_end();
     const int stage = rank.coord.pp;
-    const std::size_t count = static_cast<std::size_t>(rows_per_mb_) *
-                              static_cast<std::size_t>(env_.shape.width);
+    const std::size_t count =
+        static_cast<std::size_t>(rows_per_mb_) * static_cast<std::size_t>(env_.shape.width);
     Communicator& pp = mesh_->pp_group(dev.id());
     Chunk* c = &chunk;
 
@@ -191,8 +205,8 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) 
         dev.comm().enqueue([c, &dev, &pp, from, count, step, mb] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
             carry = Buffer(dev.memory(), MemoryCategory::workspace, count);
-            pp.recv(dev.id(), from, carry.data(), count, step,
-                    "gradients mb" + std::to_string(mb), false, gradient_tag(c->global));
+            pp.recv(dev.id(), from, carry.data(), count, step, "gradients mb" + std::to_string(mb),
+                    false, gradient_tag(c->global));
         });
         dev.compute().wait(dev.comm().record(), step);
     }
@@ -208,35 +222,23 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) 
         const bool sharded = tp_ > 1 && unit > 0 && !head;
         dev.compute().launch(ev, [c, unit, first, mb, sharded] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-            SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
+            SavedUnit& saved =
+                c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
             const std::size_t off = c->layout->unit_offset(unit);
             carry = c->executor->backward_a(unit, c->params.data() + off, c->grads.data() + off,
                                             std::move(carry), saved);
             if (!sharded) carry = c->executor->backward_b(unit, std::move(carry), saved);
         });
-        if (sharded) {
-            // Megatron's f in backward: sum the column-parallel input gradients.
-            Communicator& tp = mesh_->tp_group(dev.id());
-            on_comm_between(rank, step, [c, &dev, &tp, mb, step, unit] {
-                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-                tp.all_reduce(dev.id(), carry.data(), carry.size(), step,
-                              "tp backward block " + std::to_string(unit - 1));
-            });
-            ev.label = "block (after all-reduce)";
-            dev.compute().launch(ev, [c, mb, unit, first] {
-                Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-                SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
-                carry = c->executor->backward_b(unit, std::move(carry), saved);
-            });
-        }
+        // Megatron's f in backward: sum the column-parallel input gradients.
+        if (sharded) enqueue_tp_sum(rank, chunk, ev, false);
     }
     if (chunk.global > 0) {  // the input gradient goes back to the previous chunk
         const int to = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
         dev.comm().wait(dev.compute().record(), step);
         dev.comm().enqueue([c, &dev, &pp, to, step, mb] {
             Buffer grad = std::move(c->carry[static_cast<std::size_t>(mb)]);
-            pp.send(dev.id(), to, grad.data(), grad.size(), step, "gradients mb" + std::to_string(mb),
-                    gradient_tag(c->global - 1));
+            pp.send(dev.id(), to, grad.data(), grad.size(), step,
+                    "gradients mb" + std::to_string(mb), gradient_tag(c->global - 1));
         });
     }
 }
@@ -247,13 +249,16 @@ void MeshParallel::enqueue_step(int step) {
         Device& dev = *rank.device;
         dev.compute().enqueue([&rank] {
             rank.loss_sum = 0.0;
-            for (Chunk& c : rank.chunks) std::fill(c.grads.data(), c.grads.data() + c.grads.size(), 0.0f);
+            for (Chunk& c : rank.chunks)
+                std::fill(c.grads.data(), c.grads.data() + c.grads.size(), 0.0f);
         });
         for (const PipelineOp& op :
              pipeline_ops(env_.config.schedule, rank.coord.pp, pp_, m_, v_)) {
             Chunk& chunk = rank.chunks[static_cast<std::size_t>(op.chunk)];
-            if (op.forward) enqueue_forward(rank, chunk, step, op.microbatch);
-            else enqueue_backward(rank, chunk, step, op.microbatch);
+            if (op.forward)
+                enqueue_forward(rank, chunk, step, op.microbatch);
+            else
+                enqueue_backward(rank, chunk, step, op.microbatch);
         }
         if (dp_ > 1) {
             // Replicas agree on the summed gradient of the whole global batch.

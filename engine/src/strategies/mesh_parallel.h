@@ -17,7 +17,7 @@ namespace pd {
 // with send/recv; each dp replica takes a slice of the batch in micro-batches, accumulates
 // gradients, and all-reduces them over its dp group before one optimizer step.
 class MeshParallel : public Strategy {
-public:
+  public:
     explicit MeshParallel(RunEnvironment& env);
     ~MeshParallel() override;
     void enqueue_setup() override;
@@ -28,11 +28,14 @@ public:
     // First unit of each global chunk, then the end (for reporting stage boundaries).
     const std::vector<int>& chunk_bounds() const { return bounds_; }
 
-private:
+  private:
     struct Chunk;
     struct Rank;
     void enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb);
     void enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb);
+    // Tensor parallelism between a block's two phases: all-reduce the partial result over
+    // the tp group on the comm stream, then finish the block on the compute stream.
+    void enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward);
     // Runs `body` on the comm stream after the compute stream's work so far, and makes later
     // compute work wait for it.
     void on_comm_between(Rank& rank, int step, std::function<void()> body);

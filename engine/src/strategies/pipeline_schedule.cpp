@@ -57,21 +57,24 @@ std::vector<int> balanced_partition(const std::vector<std::size_t>& weights, int
     const int n = static_cast<int>(weights.size());
     std::vector<std::size_t> prefix(static_cast<std::size_t>(n) + 1, 0);
     for (int i = 0; i < n; ++i)
-        prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] +
-                                                  weights[static_cast<std::size_t>(i)];
+        prefix[static_cast<std::size_t>(i) + 1] =
+            prefix[static_cast<std::size_t>(i)] + weights[static_cast<std::size_t>(i)];
     constexpr std::size_t kInf = std::numeric_limits<std::size_t>::max();
     // best[k][i]: smallest possible largest part when the first i units form k parts.
     std::vector<std::vector<std::size_t>> best(
-        static_cast<std::size_t>(parts) + 1, std::vector<std::size_t>(static_cast<std::size_t>(n) + 1, kInf));
+        static_cast<std::size_t>(parts) + 1,
+        std::vector<std::size_t>(static_cast<std::size_t>(n) + 1, kInf));
     std::vector<std::vector<int>> cut(static_cast<std::size_t>(parts) + 1,
                                       std::vector<int>(static_cast<std::size_t>(n) + 1, 0));
     best[0][0] = 0;
     for (int k = 1; k <= parts; ++k)
         for (int i = k; i <= n; ++i)
             for (int j = k - 1; j < i; ++j) {
-                const std::size_t prev = best[static_cast<std::size_t>(k) - 1][static_cast<std::size_t>(j)];
+                const std::size_t prev =
+                    best[static_cast<std::size_t>(k) - 1][static_cast<std::size_t>(j)];
                 if (prev == kInf) continue;
-                const std::size_t part = prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(j)];
+                const std::size_t part =
+                    prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(j)];
                 const std::size_t worst = std::max(prev, part);
                 if (worst < best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]) {
                     best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = worst;

@@ -45,8 +45,7 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
             if (unit == 0) {
                 // Strategies that free gradients between steps (ZeRO-2) get them back here.
                 if (grads_.empty())
-                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients,
-                                    env_.layout.total);
+                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients, env_.layout.total);
                 std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
                 loss_sum_ = 0.0;
                 activation_ = executor_.make_activation(batch->x.size());

@@ -24,8 +24,7 @@ struct Zero::Rank {
     double loss_sum = 0.0;
 };
 
-Zero::Zero(RunEnvironment& env, int level)
-    : env_(env), level_(level), n_(env.config.devices) {
+Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.config.devices) {
     if (level_ == 3) {
         // One bucket per unit: each is gathered before, and reduce-scattered after, its use.
         for (int u = 0; u < env.layout.units; ++u)
@@ -49,8 +48,8 @@ Zero::Zero(RunEnvironment& env, int level)
         if (level_ < 3) {
             rank->replica = std::make_unique<Replica>(env, *rank->device);
         } else {
-            rank->layout = std::make_unique<ShardLayout>(env.shape, env.layout, 0,
-                                                         env.layout.units, 0, 1);
+            rank->layout =
+                std::make_unique<ShardLayout>(env.shape, env.layout, 0, env.layout.units, 0, 1);
             rank->executor =
                 std::make_unique<MlpExecutor>(env.shape, *rank->layout, rank->device->memory());
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
@@ -90,9 +89,12 @@ void Zero::enqueue_setup() {
                 rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size);
                 for (std::size_t b = 0; b < buckets_.size(); ++b) {
                     const std::size_t begin = own_begin(buckets_[b], rank.r);
-                    std::copy(env_.initial.begin() + static_cast<std::ptrdiff_t>(begin),
-                              env_.initial.begin() + static_cast<std::ptrdiff_t>(own_end(buckets_[b], rank.r)),
-                              rank.shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+                    std::copy(
+                        env_.initial.begin() + static_cast<std::ptrdiff_t>(begin),
+                        env_.initial.begin() +
+                            static_cast<std::ptrdiff_t>(own_end(buckets_[b], rank.r)),
+                        rank.shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                                 static_cast<std::size_t>(rank.r)]);
                 }
             }
         });
@@ -101,8 +103,10 @@ void Zero::enqueue_setup() {
 
 void Zero::enqueue_step(int step) {
     for (auto& rank : ranks_) {
-        if (level_ < 3) enqueue_step_stage12(*rank, step);
-        else enqueue_step_stage3(*rank, step);
+        if (level_ < 3)
+            enqueue_step_stage12(*rank, step);
+        else
+            enqueue_step_stage3(*rank, step);
     }
 }
 
@@ -117,11 +121,12 @@ void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
             const std::size_t begin = own_begin(buckets_[b], rank.r);
             const std::size_t count = own_end(buckets_[b], rank.r) - begin;
-            const std::size_t off = shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)];
+            const std::size_t off =
+                shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)];
             float* params = rank.replica ? rank.replica->params().data() + begin
                                          : rank.shard_params.data() + off;
-            const float* grads = full_grads ? rank.replica->grads().data() + begin
-                                            : rank.shard_grads.data() + off;
+            const float* grads =
+                full_grads ? rank.replica->grads().data() + begin : rank.shard_grads.data() + off;
             optimizer_update(env_.optimizer, step + 1, params, grads, rank.state.data() + k * off,
                              count);
         }
@@ -147,9 +152,11 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
                 }
                 comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
                 const std::size_t begin = own_begin(bucket, rank.r);
-                std::copy(replica.grads().data() + begin,
-                          replica.grads().data() + own_end(bucket, rank.r),
-                          rank.shard_grads.data() + shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+                std::copy(
+                    replica.grads().data() + begin,
+                    replica.grads().data() + own_end(bucket, rank.r),
+                    rank.shard_grads.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                            static_cast<std::size_t>(rank.r)]);
             });
         }
     });
@@ -179,7 +186,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             full = Buffer(mem, MemoryCategory::parameters, bucket.end - bucket.begin);
             const std::size_t begin = own_begin(bucket, rank.r);
-            const std::size_t off = shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)];
+            const std::size_t off =
+                shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
+                              static_cast<std::size_t>(rank.r)];
             std::copy_n(rank.shard_params.data() + off, own_end(bucket, rank.r) - begin,
                         full.data() + (begin - bucket.begin));
             comm_->all_gather(dev.id(), full.data(), full.size(), step,
@@ -193,7 +202,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         ev.step = step;
         ev.microbatch = 0;
         ev.layer = u;
-        ev.label = u == 0 ? "input" : u == units - 1 ? (kind == EventKind::forward ? "head + loss" : "head") : "block";
+        ev.label = u == 0           ? "input"
+                   : u == units - 1 ? (kind == EventKind::forward ? "head + loss" : "head")
+                                    : "block";
         return ev;
     };
 
@@ -211,10 +222,10 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                 std::copy(batch->x.begin(), batch->x.end(), rank.carry.data());
             }
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
-            rank.carry = rank.executor->forward(u, full.data(), std::move(rank.carry), rows,
-                                                rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
-                                                1.0f / static_cast<float>(env_.config.batch),
-                                                rank.loss_sum);
+            rank.carry = rank.executor->forward(
+                u, full.data(), std::move(rank.carry), rows,
+                rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
+                1.0f / static_cast<float>(env_.config.batch), rank.loss_sum);
             full.reset();
         });
         forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
@@ -229,8 +240,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
             grads = Buffer(mem, MemoryCategory::gradients, full.size());
-            rank.carry = rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
-                                                 rank.saved[static_cast<std::size_t>(u)]);
+            rank.carry =
+                rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
+                                        rank.saved[static_cast<std::size_t>(u)]);
             full.reset();
         });
         EventPtr backward_done = dev.compute().record();
@@ -244,7 +256,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             const std::size_t begin = own_begin(bucket, rank.r);
             std::copy(grads.data() + (begin - bucket.begin),
                       grads.data() + (own_end(bucket, rank.r) - bucket.begin),
-                      rank.shard_grads.data() + shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+                      rank.shard_grads.data() +
+                          shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
+                                        static_cast<std::size_t>(rank.r)]);
             grads.reset();
         });
     }
@@ -267,9 +281,11 @@ std::vector<float> Zero::parameters() const {
     for (const auto& rank : ranks_)
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
             const std::size_t begin = own_begin(buckets_[b], rank->r);
-            std::copy_n(rank->shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank->r)],
-                        own_end(buckets_[b], rank->r) - begin,
-                        full.begin() + static_cast<std::ptrdiff_t>(begin));
+            std::copy_n(
+                rank->shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                          static_cast<std::size_t>(rank->r)],
+                own_end(buckets_[b], rank->r) - begin,
+                full.begin() + static_cast<std::ptrdiff_t>(begin));
         }
     return full;
 }

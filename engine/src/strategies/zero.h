@@ -17,7 +17,7 @@ namespace pd {
 //          and its backward and freed after; the next unit's all-gather is prefetched on the
 //          comm stream; gradients are reduce-scattered per unit.
 class Zero : public Strategy {
-public:
+  public:
     Zero(RunEnvironment& env, int level);
     ~Zero() override;
     void enqueue_setup() override;
@@ -25,7 +25,7 @@ public:
     double step_loss() const override;
     std::vector<float> parameters() const override;
 
-private:
+  private:
     struct Rank;
     void enqueue_step_stage12(Rank& rank, int step);
     void enqueue_step_stage3(Rank& rank, int step);

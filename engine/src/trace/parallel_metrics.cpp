@@ -11,7 +11,9 @@ namespace pd {
 
 namespace {
 
-ModelShape shape_of(const RunConfig& c) { return ModelShape{c.input_dim, c.width, c.layers, c.classes}; }
+ModelShape shape_of(const RunConfig& c) {
+    return ModelShape{c.input_dim, c.width, c.layers, c.classes};
+}
 
 BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config) {
     BubbleMetrics b;
@@ -120,11 +122,14 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
         double params = P, grads = P, state = k * P;
         switch (config.strategy) {
             case StrategyKind::single:
-            case StrategyKind::dp: break;
+            case StrategyKind::dp:
+                break;
             case StrategyKind::ps:
                 if (d > 0) state = 0;  // workers keep no optimizer state
                 break;
-            case StrategyKind::zero1: state = k * P / N; break;
+            case StrategyKind::zero1:
+                state = k * P / N;
+                break;
             case StrategyKind::zero2:
                 grads = P / N;
                 state = k * P / N;
@@ -144,7 +149,8 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
                     if (b.device_stage == stage)
                         local += static_cast<double>(
                             ShardLayout(shape, layout, b.first_unit, b.end_unit, tp_rank, mesh.tp)
-                                .size() * sizeof(float));
+                                .size() *
+                            sizeof(float));
                 params = grads = local;
                 state = k * local;
                 break;
@@ -166,7 +172,8 @@ std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
     const Mesh mesh = config.effective_mesh();
     const int v = mesh.pp > 1 ? config.effective_chunks() : 1;
     std::vector<std::size_t> weights;
-    for (int u = 0; u < layout.units; ++u) weights.push_back(layout.unit_end(u) - layout.unit_begin(u));
+    for (int u = 0; u < layout.units; ++u)
+        weights.push_back(layout.unit_end(u) - layout.unit_begin(u));
     const std::vector<int> cuts = balanced_partition(weights, mesh.pp * v);
     std::vector<StageBoundary> out;
     for (int c = 0; c < mesh.pp * v; ++c)
@@ -188,7 +195,8 @@ RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     const double steps = std::max<std::size_t>(1, trace.steps.size());
     const double devices = std::max(1, trace.devices);
     for (const auto& c : trace.collectives)
-        if (c.step >= 0) m.comm_bytes_per_step[c.op] += static_cast<double>(c.bytes) / (steps * devices);
+        if (c.step >= 0)
+            m.comm_bytes_per_step[c.op] += static_cast<double>(c.bytes) / (steps * devices);
     for (const auto& e : trace.events)
         if (e.step >= 0 && e.kind == EventKind::send)
             m.comm_bytes_per_step["send_recv"] += static_cast<double>(e.bytes) / (steps * devices);
