@@ -1,0 +1,72 @@
+// The what-if panel: shows a scenario, offers a valid change as a new config, and explains an
+// invalid one without starting anything.
+#include <QComboBox>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTimer>
+#include <QtTest>
+
+#include "what_if_panel.h"
+
+using pd::ui::WhatIfPanel;
+
+namespace {
+pd::RunConfig pipeline_scenario() {
+    pd::RunConfig c;
+    c.strategy = pd::StrategyKind::pipeline;
+    c.devices = 4;
+    c.layers = 4;
+    c.batch = 32;
+    c.microbatches = 8;
+    c.schedule = pd::PipelineSchedule::gpipe;
+    return c;
+}
+}  // namespace
+
+class TestWhatIfPanel : public QObject {
+    Q_OBJECT
+  private slots:
+    void shows_the_scenario() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        const pd::RunConfig c = panel.config();
+        QCOMPARE(c.strategy, pd::StrategyKind::pipeline);
+        QCOMPARE(c.devices, 4);
+        QCOMPARE(c.microbatches, 8);
+        QCOMPARE(c.schedule, pd::PipelineSchedule::gpipe);
+        QVERIFY(panel.problem().isEmpty());
+    }
+
+    void gpipe_to_1f1b_offers_a_new_run() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        QSignalSpy changed(&panel, &WhatIfPanel::configChanged);
+        auto* schedule = panel.findChildren<QComboBox*>().at(1);
+        schedule->setCurrentIndex(schedule->findData(QStringLiteral("1f1b")));
+        QTRY_COMPARE(changed.count(), 1);
+        QCOMPARE(changed.first().first().value<pd::RunConfig>().schedule,
+                 pd::PipelineSchedule::one_f_one_b);
+    }
+
+    void invalid_change_is_explained_and_not_run() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        QSignalSpy changed(&panel, &WhatIfPanel::configChanged);
+        auto* schedule = panel.findChildren<QComboBox*>().at(1);
+        schedule->setCurrentIndex(schedule->findData(QStringLiteral("interleaved")));
+        auto spins = panel.findChildren<QSpinBox*>();  // devices, micro-batches, chunks, ...
+        spins.at(8)->setValue(48);                     // batch: 8 rows per micro-batch below
+        spins.at(1)->setValue(6);  // micro-batches: not a multiple of the 4 stages
+        QVERIFY(panel.problem().contains(QStringLiteral("multiple")));
+        auto* label = panel.findChild<QLabel*>(QStringLiteral("whatIfProblem"));
+        QVERIFY(label && !label->isHidden());
+        // No run is pending: the debounce timer that would offer one is stopped.
+        auto* pending = panel.findChild<QTimer*>();
+        QVERIFY(pending && !pending->isActive());
+        QCOMPARE(changed.count(), 0);
+    }
+};
+
+QTEST_MAIN(TestWhatIfPanel)
+#include "test_what_if_panel.moc"

@@ -1,0 +1,219 @@
+#include "what_if_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTimer>
+
+#include "pd/error.h"
+#include "pd/units.h"
+
+namespace pd::ui {
+
+namespace {
+
+constexpr int kDebounceMs = 350;
+
+QSpinBox* spin(QWidget* parent, int lo, int hi) {
+    auto* s = new QSpinBox(parent);
+    s->setRange(lo, hi);
+    s->setKeyboardTracking(false);
+    return s;
+}
+
+QString bytes_text(std::size_t bytes) {
+    return QString::fromStdString(pd::format_bytes(static_cast<double>(bytes)))
+        .remove(QLatin1Char(' '));
+}
+
+}  // namespace
+
+WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
+    auto* form = new QFormLayout(this);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    strategy_ = new QComboBox(this);
+    for (const char* name :
+         {"single", "dp", "ps", "pipeline", "tp", "zero1", "zero2", "zero3", "hybrid"})
+        strategy_->addItem(QString::fromLatin1(name));
+    devices_ = spin(this, 1, 16);
+    schedule_ = new QComboBox(this);
+    schedule_->addItem(tr("GPipe"), QStringLiteral("gpipe"));
+    schedule_->addItem(tr("1F1B"), QStringLiteral("1f1b"));
+    schedule_->addItem(tr("Interleaved 1F1B"), QStringLiteral("interleaved"));
+    microbatches_ = spin(this, 1, 64);
+    chunks_ = spin(this, 1, 8);
+    dp_ = spin(this, 1, 16);
+    pp_ = spin(this, 1, 16);
+    tp_ = spin(this, 1, 16);
+    layers_ = spin(this, 1, 32);
+    width_ = spin(this, 8, 1024);
+    width_->setSingleStep(32);
+    batch_ = spin(this, 1, 4096);
+    capacity_ = new QLineEdit(this);
+    capacity_->setPlaceholderText(QStringLiteral("64MiB"));
+    clock_ = new QComboBox(this);
+    clock_->addItem(tr("Auto"), QStringLiteral("auto"));
+    clock_->addItem(tr("Device (per-device CPU time)"), QStringLiteral("device"));
+    clock_->addItem(tr("Wall (real time)"), QStringLiteral("wall"));
+    link_gbps_ = new QDoubleSpinBox(this);
+    link_gbps_->setRange(0.001, 10000);
+    link_gbps_->setDecimals(3);
+    link_gbps_->setSuffix(QStringLiteral(" GB/s"));
+    link_gbps_->setKeyboardTracking(false);
+    overlap_ = new QCheckBox(tr("Overlap all-reduce with backward"), this);
+    bucket_ = new QLineEdit(this);
+    bucket_->setPlaceholderText(QStringLiteral("256KiB"));
+    problem_ = new QLabel(this);
+    problem_->setWordWrap(true);
+    problem_->setObjectName(QStringLiteral("whatIfProblem"));
+    problem_->setStyleSheet(QStringLiteral("color: palette(highlight); font-weight: 600;"));
+    problem_->hide();
+
+    form->addRow(tr("&Strategy"), strategy_);
+    form->addRow(tr("&Devices"), devices_);
+    form->addRow(tr("Sc&hedule"), schedule_);
+    form->addRow(tr("&Micro-batches"), microbatches_);
+    form->addRow(tr("Chun&ks per device"), chunks_);
+    form->addRow(tr("Mesh dp"), dp_);
+    form->addRow(tr("Mesh pp"), pp_);
+    form->addRow(tr("Mesh tp"), tp_);
+    form->addRow(tr("&Blocks"), layers_);
+    form->addRow(tr("&Width"), width_);
+    form->addRow(tr("B&atch"), batch_);
+    form->addRow(tr("&Capacity per device"), capacity_);
+    form->addRow(tr("C&lock"), clock_);
+    form->addRow(tr("&Link bandwidth"), link_gbps_);
+    form->addRow(QString(), overlap_);
+    form->addRow(tr("B&ucket size"), bucket_);
+    form->addRow(problem_);
+
+    debounce_ = new QTimer(this);
+    debounce_->setSingleShot(true);
+    debounce_->setInterval(kDebounceMs);
+    connect(debounce_, &QTimer::timeout, this, &WhatIfPanel::emitIfValid);
+
+    auto changed = [this] { knobChanged(); };
+    connect(strategy_, &QComboBox::currentIndexChanged, this, changed);
+    connect(schedule_, &QComboBox::currentIndexChanged, this, changed);
+    connect(clock_, &QComboBox::currentIndexChanged, this, changed);
+    for (QSpinBox* s : {devices_, microbatches_, chunks_, dp_, pp_, tp_, layers_, width_, batch_})
+        connect(s, &QSpinBox::valueChanged, this, changed);
+    connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
+    connect(overlap_, &QCheckBox::toggled, this, changed);
+    connect(capacity_, &QLineEdit::editingFinished, this, changed);
+    connect(bucket_, &QLineEdit::editingFinished, this, changed);
+    setConfig(pd::RunConfig{});
+}
+
+void WhatIfPanel::setConfig(const pd::RunConfig& config) {
+    updating_ = true;
+    base_ = config;
+    strategy_->setCurrentText(QString::fromLatin1(pd::name_of(config.strategy).data()));
+    devices_->setValue(config.devices);
+    schedule_->setCurrentIndex(
+        schedule_->findData(QString::fromLatin1(pd::name_of(config.schedule).data())));
+    microbatches_->setValue(config.effective_microbatches());
+    chunks_->setValue(config.chunks);
+    dp_->setValue(config.mesh.dp);
+    pp_->setValue(config.mesh.pp);
+    tp_->setValue(config.mesh.tp);
+    layers_->setValue(config.layers);
+    width_->setValue(config.width);
+    batch_->setValue(config.batch);
+    capacity_->setText(bytes_text(config.capacity_bytes));
+    clock_->setCurrentIndex(
+        clock_->findData(QString::fromLatin1(pd::name_of(config.clock).data())));
+    link_gbps_->setValue(config.link.gbps);
+    overlap_->setChecked(config.overlap);
+    bucket_->setText(bytes_text(config.bucket_bytes));
+    updating_ = false;
+    debounce_->stop();
+    updateEnabled();
+    problem_->hide();
+}
+
+pd::RunConfig WhatIfPanel::config() const {
+    pd::RunConfig c = base_;
+    c.strategy =
+        pd::strategy_from_name(strategy_->currentText().toStdString()).value_or(c.strategy);
+    c.devices = devices_->value();
+    c.schedule = pd::schedule_from_name(schedule_->currentData().toString().toStdString())
+                     .value_or(c.schedule);
+    c.microbatches = microbatches_->value();
+    c.chunks = chunks_->value();
+    c.mesh = pd::Mesh{dp_->value(), pp_->value(), tp_->value()};
+    c.layers = layers_->value();
+    c.width = width_->value();
+    c.batch = batch_->value();
+    if (auto b = pd::parse_byte_size(capacity_->text().toStdString()))
+        c.capacity_bytes = *b;
+    else
+        c.capacity_bytes = 0;  // validation names it
+    const QString clock = clock_->currentData().toString();
+    c.clock = clock == QStringLiteral("wall")     ? pd::ClockMode::wall
+              : clock == QStringLiteral("device") ? pd::ClockMode::device
+                                                  : pd::ClockMode::automatic;
+    c.link.gbps = link_gbps_->value();
+    c.overlap = overlap_->isChecked();
+    if (auto b = pd::parse_byte_size(bucket_->text().toStdString()))
+        c.bucket_bytes = *b;
+    else
+        c.bucket_bytes = 0;
+    return c;
+}
+
+QString WhatIfPanel::problem() const {
+    try {
+        pd::ConfigSources names;
+        for (const char* key :
+             {"strategy", "devices", "schedule", "microbatches", "chunks", "dp", "pp", "tp",
+              "layers", "width", "batch", "capacity", "clock", "link_gbps", "bucket_bytes"})
+            names[key] = key;
+        pd::validate(config(), names);
+    } catch (const pd::BadInput& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+void WhatIfPanel::knobChanged() {
+    if (updating_) return;
+    updateEnabled();
+    const QString why = problem();
+    problem_->setText(why);
+    problem_->setVisible(!why.isEmpty());
+    if (why.isEmpty())
+        debounce_->start();
+    else
+        debounce_->stop();
+}
+
+void WhatIfPanel::emitIfValid() {
+    if (problem().isEmpty()) emit configChanged(config());
+}
+
+// Only the knobs that mean something for the chosen strategy are editable.
+void WhatIfPanel::updateEnabled() {
+    const auto s = pd::strategy_from_name(strategy_->currentText().toStdString())
+                       .value_or(pd::StrategyKind::single);
+    const bool pipelined = s == pd::StrategyKind::pipeline || s == pd::StrategyKind::hybrid;
+    const bool hybrid = s == pd::StrategyKind::hybrid;
+    const bool bucketed = s == pd::StrategyKind::dp || s == pd::StrategyKind::ps ||
+                          s == pd::StrategyKind::zero1 || s == pd::StrategyKind::zero2;
+    devices_->setEnabled(s != pd::StrategyKind::single);
+    schedule_->setEnabled(pipelined);
+    microbatches_->setEnabled(pipelined);
+    chunks_->setEnabled(pipelined &&
+                        schedule_->currentData().toString() == QStringLiteral("interleaved"));
+    dp_->setEnabled(hybrid);
+    pp_->setEnabled(hybrid);
+    tp_->setEnabled(hybrid);
+    overlap_->setEnabled(s == pd::StrategyKind::dp);
+    bucket_->setEnabled(bucketed);
+}
+
+}  // namespace pd::ui

@@ -1,0 +1,59 @@
+// The scenario's knobs, so a learner can turn GPipe into 1F1B or add devices and see the
+// difference. Every change is validated by the engine's own rules; a valid one is offered
+// as a new config after a short pause (so dragging a spin box does not start ten runs).
+#pragma once
+
+#include <QWidget>
+
+#include "pd/run_config.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+class QTimer;
+
+namespace pd::ui {
+
+class WhatIfPanel : public QWidget {
+    Q_OBJECT
+  public:
+    explicit WhatIfPanel(QWidget* parent = nullptr);
+
+    void setConfig(const pd::RunConfig& config);  // shows it; emits nothing
+    pd::RunConfig config() const;                 // what the knobs say now
+    QString problem() const;                      // why the knobs are invalid, or empty
+
+  signals:
+    void configChanged(const pd::RunConfig& config);
+
+  private:
+    void knobChanged();
+    void emitIfValid();
+    void updateEnabled();
+
+    pd::RunConfig base_;  // fields the panel does not show are kept from here
+    bool updating_ = false;
+    QComboBox* strategy_;
+    QSpinBox* devices_;
+    QComboBox* schedule_;
+    QSpinBox* microbatches_;
+    QSpinBox* chunks_;
+    QSpinBox* dp_;
+    QSpinBox* pp_;
+    QSpinBox* tp_;
+    QSpinBox* layers_;
+    QSpinBox* width_;
+    QSpinBox* batch_;
+    QLineEdit* capacity_;
+    QComboBox* clock_;
+    QDoubleSpinBox* link_gbps_;
+    QCheckBox* overlap_;
+    QLineEdit* bucket_;
+    QLabel* problem_;
+    QTimer* debounce_;
+};
+
+}  // namespace pd::ui
