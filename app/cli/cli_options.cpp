@@ -34,7 +34,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
     app.add_option("--optimizer", optimizer, "sgd | adamw");
-    app.add_option("--lr", lr, "Learning rate (default: sgd 0.05, adamw 0.002)");
+    app.add_option("--lr", lr, "Learning rate (default: sgd 0.01, adamw 0.001)");
     app.add_option("--bucket-bytes", bucket, "Gradient bucket size, e.g. 256KiB");
     app.add_flag("--no-overlap", no_overlap, "dp: all-reduce only after the whole backward");
     app.add_option("--capacity", capacity, "Memory per device, e.g. 64MiB");

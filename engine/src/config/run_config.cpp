@@ -63,7 +63,7 @@ std::string_view name_of(OptimizerKind o) {
 
 double RunConfig::effective_lr() const {
     if (lr > 0) return lr;
-    return optimizer == OptimizerKind::sgd ? 0.05 : 2e-3;
+    return optimizer == OptimizerKind::sgd ? 0.01 : 1e-3;
 }
 
 int RunConfig::data_parallel_replicas() const {
