@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build pkg-config
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
-          libopenblas-dev nlohmann-json3-dev libcli11-dev)
+          libopenblas-dev nlohmann-json3-dev libcli11-dev
+          dpkg-dev appstream)
 
 install_missing() {
     local missing=()

@@ -2,57 +2,345 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QButtonGroup>
+#include <QCloseEvent>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTableView>
 #include <QVBoxLayout>
+
+#include "browser_page.h"
+#include "home_page.h"
+#include "settings_dialog.h"
+#include "stats_page.h"
+#include "study/card_import.h"
+#include "study_page.h"
+#include "theme.h"
 
 namespace pd::ui {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(AppContext& context, QWidget* parent)
+    : QMainWindow(parent), context_(context) {
     setWindowTitle(QStringLiteral("ParallelDeck"));
     auto* central = new QWidget(this);
-    auto* layout = new QVBoxLayout(central);
-    layout->setContentsMargins(48, 40, 48, 40);
-    layout->setSpacing(16);
+    auto* layout = new QHBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
 
-    auto* title = new QLabel(QStringLiteral("ParallelDeck"), central);
-    QFont title_font = title->font();
-    title_font.setPointSizeF(title_font.pointSizeF() * 2.0);
-    title_font.setBold(true);
-    title->setFont(title_font);
+    auto* side = new QWidget(central);
+    side->setObjectName(QStringLiteral("sideBar"));
+    side->setFixedWidth(190);
+    auto* sl = new QVBoxLayout(side);
+    sl->setContentsMargins(12, 18, 12, 18);
+    sl->setSpacing(4);
+    auto* brand = new QLabel(QStringLiteral("ParallelDeck"), side);
+    QFont bf = brand->font();
+    bf.setPointSizeF(bf.pointSizeF() * 1.25);
+    bf.setBold(true);
+    brand->setFont(bf);
+    brand->setContentsMargins(10, 0, 0, 14);
+    sl->addWidget(brand);
+    nav_ = new QButtonGroup(this);
+    nav_->setExclusive(true);
+    const std::array<std::pair<QString, Page>, 3> entries = {{{tr("Decks"), Page::Home},
+                                                              {tr("Browse"), Page::Browser},
+                                                              {tr("Statistics"), Page::Stats}}};
+    int shortcut = 1;
+    for (const auto& [label, page] : entries) {
+        auto* b = new QPushButton(label, side);
+        b->setCheckable(true);
+        b->setFlat(true);
+        b->setObjectName(QStringLiteral("navButton"));
+        b->setMinimumHeight(36);
+        b->setToolTip(tr("Ctrl+%1").arg(shortcut++));
+        nav_->addButton(b, static_cast<int>(page));
+        sl->addWidget(b);
+    }
+    sl->addStretch(1);
+    layout->addWidget(side);
 
-    auto* text = new QLabel(central);
-    text->setWordWrap(true);
-    text->setTextFormat(Qt::RichText);
-    text->setText(QStringLiteral(
-        "<p>Flashcards on distributed deep-learning training, joined to a visualizer that "
-        "runs a small <b>real</b> multi-device training job and shows what happened.</p>"
-        "<p>The study deck and the visualizer are being built. The training engine is "
-        "ready: run it from a terminal, for example</p>"
-        "<pre>paralleldeck-run --strategy dp --devices 4 --steps 10 --trace dp.json "
-        "--summary dp-summary.json</pre>"
-        "<p>and open <tt>dp.json</tt> in Perfetto to see every device's compute and "
-        "communication streams, the ring all-reduce steps and the memory counters.</p>"));
-    text->setTextInteractionFlags(Qt::TextSelectableByMouse);
-
-    layout->addWidget(title);
-    layout->addWidget(text);
-    layout->addStretch(1);
+    pages_ = new QStackedWidget(central);
+    home_ = new HomePage(context_, pages_);
+    study_ = new StudyPage(context_, pages_);
+    browser_ = new BrowserPage(context_, pages_);
+    stats_ = new StatsPage(context_, pages_);
+    pages_->addWidget(home_);
+    pages_->addWidget(study_);
+    pages_->addWidget(browser_);
+    pages_->addWidget(stats_);
+    layout->addWidget(pages_, 1);
     setCentralWidget(central);
 
-    QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
-    quit->setShortcut(QKeySequence::Quit);
-    QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&About ParallelDeck"), this, &MainWindow::show_about);
-    resize(900, 560);
+    connect(nav_, &QButtonGroup::idClicked, this,
+            [this](int id) { showPage(static_cast<Page>(id)); });
+    connect(home_, &HomePage::studyRequested, this, &MainWindow::startSession);
+    connect(study_, &StudyPage::closeRequested, this, [this] { showPage(Page::Home); });
+    connect(study_, &StudyPage::answered, this,
+            [this] { undo_->setEnabled(study_->session() && study_->session()->canUndo()); });
+
+    buildMenus();
+    const QString palette = isDarkPalette() ? QStringLiteral("#171a1f") : QStringLiteral("#eceff3");
+    const ThemeColors c = themeColors();
+    side->setStyleSheet(
+        QStringLiteral("QWidget#sideBar { background: %1; border-right: 1px solid %2; }"
+                       "QPushButton#navButton { text-align: left; padding: 6px 12px; "
+                       "border: none; border-radius: 8px; }"
+                       "QPushButton#navButton:checked { background: %3; color: white; "
+                       "font-weight: 600; }")
+            .arg(palette, css(c.border), css(c.accent)));
+
+    const QByteArray geometry = QByteArray::fromBase64(
+        context_.store->setting(QStringLiteral("window_geometry")).toLatin1());
+    if (geometry.isEmpty() || !restoreGeometry(geometry)) resize(1200, 800);
+    showPage(Page::Home);
 }
 
-void MainWindow::show_about() {
-    QMessageBox::about(this, tr("About ParallelDeck"),
-                       tr("<b>ParallelDeck %1</b><br>Study distributed training with real runs.")
-                           .arg(QStringLiteral(PD_VERSION)));
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Import Cards\u2026"), QKeySequence(tr("Ctrl+I")), this,
+                    &MainWindow::importDeck);
+    file->addAction(tr("&Export Deck\u2026"), QKeySequence(tr("Ctrl+E")), this,
+                    &MainWindow::exportDeck);
+    file->addSeparator();
+    QAction* settings = file->addAction(tr("&Settings\u2026"), this, &MainWindow::openSettings);
+    settings->setShortcuts({QKeySequence::Preferences, QKeySequence(tr("Ctrl+,"))});
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* studyMenu = menuBar()->addMenu(tr("&Study"));
+    studyMenu->addAction(tr("&Review Due Cards"), QKeySequence(tr("Ctrl+R")), this, [this] {
+        const QString deck = home_->defaultDeckId();
+        if (!deck.isEmpty()) startSession(deck, study::SessionOptions{});
+    });
+    undo_ = studyMenu->addAction(tr("&Undo Last Answer"), this, [this] {
+        if (study_->undo()) showPage(Page::Study);
+    });
+    undo_->setShortcut(QKeySequence::Undo);
+    undo_->setEnabled(false);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tr("&Decks"), QKeySequence(tr("Ctrl+1")), this,
+                    [this] { showPage(Page::Home); });
+    view->addAction(tr("&Browse"), QKeySequence(tr("Ctrl+2")), this,
+                    [this] { showPage(Page::Browser); });
+    view->addAction(tr("&Statistics"), QKeySequence(tr("Ctrl+3")), this,
+                    [this] { showPage(Page::Stats); });
+    QAction* find = view->addAction(tr("&Find Cards"), this, [this] {
+        showPage(Page::Browser);
+        browser_->focusSearch();
+    });
+    find->setShortcut(QKeySequence::Find);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* keys = help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
+    keys->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("&About ParallelDeck"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::showPage(Page page) {
+    switch (page) {
+        case Page::Home:
+            home_->refresh();
+            pages_->setCurrentWidget(home_);
+            home_->setFocus();
+            break;
+        case Page::Study:
+            pages_->setCurrentWidget(study_);
+            study_->setFocus();
+            break;
+        case Page::Browser:
+            browser_->refresh();
+            pages_->setCurrentWidget(browser_);
+            browser_->view()->setFocus();
+            break;
+        case Page::Stats:
+            stats_->refresh();
+            pages_->setCurrentWidget(stats_);
+            break;
+    }
+    if (QAbstractButton* b =
+            nav_->button(static_cast<int>(page == Page::Study ? Page::Home : page)))
+        b->setChecked(true);
+}
+
+MainWindow::Page MainWindow::currentPage() const {
+    QWidget* w = pages_->currentWidget();
+    if (w == study_) return Page::Study;
+    if (w == browser_) return Page::Browser;
+    if (w == stats_) return Page::Stats;
+    return Page::Home;
+}
+
+void MainWindow::startSession(const QString& deckId, const study::SessionOptions& options) {
+    if (study_->start(deckId, options)) {
+        undo_->setEnabled(false);
+        showPage(Page::Study);
+    }
+}
+
+void MainWindow::refreshAll() {
+    home_->refresh();
+    browser_->refresh();
+    if (currentPage() == Page::Stats) stats_->refresh();
+}
+
+void MainWindow::importDeck() {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Import Cards"), QString(),
+                                     tr("Cards (*.csv *.tsv *.txt *.json);;Anki-style text (*.csv "
+                                        "*.tsv *.txt);;ParallelDeck deck "
+                                        "(*.json)"));
+    if (path.isEmpty()) return;
+    const study::ImportResult result = study::importFile(path);
+    if (!result.deck) {
+        QMessageBox box(QMessageBox::Warning, tr("Nothing imported"),
+                        tr("The file has %1, so no card was imported. The first is:")
+                            .arg(counted(static_cast<int>(result.errors.size()), tr("problem"),
+                                         tr("problems"))),
+                        QMessageBox::Ok, this);
+        box.setInformativeText(result.errors.isEmpty() ? QString()
+                                                       : result.errors.first().toString());
+        box.setDetailedText(result.errorText());
+        box.exec();
+        return;
+    }
+    QString error;
+    if (context_.library->deck(result.deck->id) && !context_.library->isBundled(result.deck->id) &&
+        QMessageBox::question(this, tr("Replace deck?"),
+                              tr("A deck named '%1' was imported before. Replace its cards? Review "
+                                 "history is kept for cards whose id did not change.")
+                                  .arg(result.deck->id)) != QMessageBox::Yes) {
+        return;
+    }
+    if (!context_.library->importDeck(*result.deck, &error)) {
+        QMessageBox::warning(this, tr("Nothing imported"), error);
+        return;
+    }
+    refreshAll();
+    statusBar()->showMessage(
+        tr("Imported %1 into '%2'.")
+            .arg(counted(static_cast<int>(result.deck->cards.size()), tr("card"), tr("cards")),
+                 result.deck->title),
+        6000);
+}
+
+void MainWindow::exportDeck() {
+    const QList<study::Deck>& decks = context_.library->decks();
+    if (decks.isEmpty()) return;
+    QStringList titles;
+    for (const study::Deck& d : decks) titles.append(d.title);
+    int index = 0;
+    if (decks.size() > 1) {
+        bool ok = false;
+        const QString chosen =
+            QInputDialog::getItem(this, tr("Export Deck"), tr("Deck:"), titles, 0, false, &ok);
+        if (!ok) return;
+        index = static_cast<int>(titles.indexOf(chosen));
+    }
+    const study::Deck& deck = decks[index];
+    QString filter;
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export Deck"), deck.id + QStringLiteral(".tsv"),
+        tr("Anki-style TSV (*.tsv);;Anki-style CSV (*.csv);;ParallelDeck deck (*.json)"), &filter);
+    if (path.isEmpty()) return;
+    QByteArray bytes;
+    if (path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive))
+        bytes = study::deckToJson(deck);
+    else if (path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive))
+        bytes = study::exportDelimited(deck, QLatin1Char(','));
+    else
+        bytes = study::exportDelimited(deck, QLatin1Char('\t'));
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) < 0 || !file.commit()) {
+        QMessageBox::warning(this, tr("Export failed"), file.errorString());
+        return;
+    }
+    statusBar()->showMessage(
+        tr("Exported %1 to %2.")
+            .arg(counted(static_cast<int>(deck.cards.size()), tr("card"), tr("cards")), path),
+        6000);
+}
+
+void MainWindow::openSettings() {
+    SettingsDialog dialog(context_.settings, this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    const study::StudySettings updated = dialog.settings();
+    const bool themeChanged = updated.theme != context_.settings.theme;
+    context_.settings = updated;
+    if (!updated.save(*context_.store))
+        QMessageBox::warning(this, tr("Settings"), tr("The settings could not be saved."));
+    if (themeChanged) {
+        applyTheme(*qApp, updated.theme);
+        // Rebuild the pages' colours.
+        const QString palette =
+            isDarkPalette() ? QStringLiteral("#171a1f") : QStringLiteral("#eceff3");
+        const ThemeColors c = themeColors();
+        if (QWidget* side = findChild<QWidget*>(QStringLiteral("sideBar")))
+            side->setStyleSheet(side->styleSheet().replace(
+                QRegularExpression(QStringLiteral("QWidget#sideBar \\{[^}]*\\}")),
+                QStringLiteral("QWidget#sideBar { background: %1; border-right: 1px solid %2; }")
+                    .arg(palette, css(c.border))));
+        study_->refreshTheme();
+    }
+    refreshAll();
+}
+
+void MainWindow::showShortcuts() {
+    const QString rows =
+        QStringLiteral(
+            "<table cellpadding='4'>"
+            "<tr><td colspan='2'><b>%1</b></td></tr>"
+            "<tr><td><tt>1</tt>\u2013<tt>6</tt></td><td>%2</td></tr>"
+            "<tr><td><tt>G</tt> <tt>U</tt> <tt>S</tt></td><td>%3</td></tr>"
+            "<tr><td><tt>Enter</tt> / <tt>Space</tt></td><td>%4</td></tr>"
+            "<tr><td><tt>1</tt>\u2013<tt>4</tt></td><td>%5</td></tr>"
+            "<tr><td><tt>Ctrl+Z</tt></td><td>%6</td></tr>"
+            "<tr><td><tt>Esc</tt></td><td>%7</td></tr>"
+            "<tr><td colspan='2'><br><b>%8</b></td></tr>"
+            "<tr><td><tt>Enter</tt></td><td>%9</td></tr>"
+            "<tr><td><tt>Ctrl+R</tt></td><td>%10</td></tr>"
+            "<tr><td><tt>Ctrl+1</tt> <tt>Ctrl+2</tt> <tt>Ctrl+3</tt></td><td>%11</td></tr>"
+            "<tr><td><tt>Ctrl+F</tt></td><td>%12</td></tr>"
+            "<tr><td><tt>Ctrl+I</tt> / <tt>Ctrl+E</tt></td><td>%13</td></tr>"
+            "<tr><td><tt>Ctrl+,</tt></td><td>%14</td></tr>"
+            "<tr><td><tt>F1</tt></td><td>%15</td></tr>"
+            "</table>")
+            .arg(tr("While studying"), tr("choose an answer (toggle when several are right)"),
+                 tr("optional confidence: guessing, unsure, sure"),
+                 tr("check the answer; after the reveal, accept the suggested grade"),
+                 tr("after the reveal: Again, Hard, Good, Easy"), tr("undo the last answer"),
+                 tr("back to the decks"), tr("Everywhere"),
+                 tr("on Decks: study the first deck with work"))
+            .arg(tr("review due cards"), tr("Decks, Browse, Statistics"), tr("search the cards"),
+                 tr("import cards / export a deck"), tr("settings"), tr("this list"));
+    QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), rows, QMessageBox::Close, this);
+    box.setTextFormat(Qt::RichText);
+    box.exec();
+}
+
+void MainWindow::showAbout() {
+    QMessageBox::about(
+        this, tr("About ParallelDeck"),
+        tr("<h3>ParallelDeck %1</h3><p>Study distributed deep-learning training: data, pipeline, "
+           "tensor and sharded parallelism, gradient synchronisation and hardware choices.</p>"
+           "<p>Scheduling: FSRS-6 (as in py-fsrs 6.3.1). Reviews are kept in<br><tt>%2</tt></p>")
+            .arg(QStringLiteral(PD_VERSION), context_.store->path().toHtmlEscaped()));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    context_.store->setSetting(QStringLiteral("window_geometry"),
+                               QString::fromLatin1(saveGeometry().toBase64()));
+    QMainWindow::closeEvent(event);
 }
 
 }  // namespace pd::ui

@@ -2,17 +2,53 @@
 
 #include <QMainWindow>
 
+#include "app_context.h"
+
+class QAction;
+class QButtonGroup;
+class QStackedWidget;
+
 namespace pd::ui {
 
-// The application window. Until the study pages land it introduces the app and says how to
-// run the engine from the command line; nothing here pretends to be a finished feature.
+class HomePage;
+class StudyPage;
+class BrowserPage;
+class StatsPage;
+
+// The application window: a side bar (Decks, Browse, Statistics) beside the pages, the study
+// page for sessions, and the menus (import/export, settings, undo, shortcuts, about).
 class MainWindow : public QMainWindow {
     Q_OBJECT
-public:
-    explicit MainWindow(QWidget* parent = nullptr);
+  public:
+    explicit MainWindow(AppContext& context, QWidget* parent = nullptr);
 
-private:
-    void show_about();
+    enum class Page { Home, Study, Browser, Stats };
+    void showPage(Page page);
+    Page currentPage() const;
+    StudyPage* studyPage() const { return study_; }
+    HomePage* homePage() const { return home_; }
+
+  protected:
+    void closeEvent(QCloseEvent* event) override;
+
+  private:
+    void buildMenus();
+    void startSession(const QString& deckId, const study::SessionOptions& options);
+    void refreshAll();
+    void importDeck();
+    void exportDeck();
+    void openSettings();
+    void showShortcuts();
+    void showAbout();
+
+    AppContext& context_;
+    QStackedWidget* pages_ = nullptr;
+    QButtonGroup* nav_ = nullptr;
+    HomePage* home_ = nullptr;
+    StudyPage* study_ = nullptr;
+    BrowserPage* browser_ = nullptr;
+    StatsPage* stats_ = nullptr;
+    QAction* undo_ = nullptr;
 };
 
 }  // namespace pd::ui

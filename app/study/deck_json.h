@@ -1,0 +1,37 @@
+// Internal to pd_study: the JSON-level deck validator shared by the deck loader and the CSV/TSV
+// importer, so both apply exactly the rules of resources/decks/README.md.
+#pragma once
+
+#include <QByteArray>
+#include <QList>
+#include <QString>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "deck.h"
+
+namespace pd::study {
+
+struct DeckValidator {
+    QString file;
+    bool lenient = false;
+    QList<DeckIssue> errors;
+    QList<DeckIssue> warnings;
+
+    std::optional<Deck> checkDeck(const nlohmann::json& deck);
+    std::optional<Card> checkCard(const QString& where, const nlohmann::json& card);
+    void checkScenario(const QString& where, const nlohmann::json& scenario);
+
+  private:
+    void err(const QString& where, const QString& message);
+    void warn(const QString& where, const QString& message);
+    void checkOptions(const QString& where, const nlohmann::json& options,
+                      std::optional<CardType> type, std::optional<QString> prompt, Card& out);
+    void checkTags(const QString& where, const nlohmann::json& tags, Card& out);
+};
+
+nlohmann::json cardToJson(const Card& card);
+// Strict JSON (duplicate keys rejected); on failure sets *error and returns null.
+nlohmann::json parseJsonText(const QByteArray& bytes, QString* error);
+
+}  // namespace pd::study

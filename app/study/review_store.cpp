@@ -1,0 +1,438 @@
+#include "review_store.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QStandardPaths>
+#include <QTimeZone>
+#include <QUuid>
+#include <QVariant>
+#include <limits>
+
+namespace pd::study {
+
+namespace {
+
+qint64 toMs(FsrsTimePoint t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+FsrsTimePoint fromMs(qint64 ms) {
+    return FsrsTimePoint(
+        std::chrono::duration_cast<FsrsClock::duration>(std::chrono::milliseconds(ms)));
+}
+
+QString scheduleToJson(const std::optional<CardSchedule>& s) {
+    if (!s) return {};
+    QJsonObject o;
+    o[QStringLiteral("state")] = static_cast<int>(s->fsrs.state);
+    if (s->fsrs.step) o[QStringLiteral("step")] = *s->fsrs.step;
+    if (s->fsrs.stability) o[QStringLiteral("stability")] = *s->fsrs.stability;
+    if (s->fsrs.difficulty) o[QStringLiteral("difficulty")] = *s->fsrs.difficulty;
+    // Microseconds keep the FSRS due time exact (py-fsrs works in microseconds).
+    o[QStringLiteral("due_us")] = QString::number(
+        std::chrono::duration_cast<std::chrono::microseconds>(s->fsrs.due.time_since_epoch())
+            .count());
+    if (s->fsrs.lastReview) {
+        o[QStringLiteral("last_review_us")] =
+            QString::number(std::chrono::duration_cast<std::chrono::microseconds>(
+                                s->fsrs.lastReview->time_since_epoch())
+                                .count());
+    }
+    o[QStringLiteral("reps")] = s->reps;
+    o[QStringLiteral("lapses")] = s->lapses;
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+FsrsTimePoint fromUs(qint64 us) {
+    return FsrsTimePoint(
+        std::chrono::duration_cast<FsrsClock::duration>(std::chrono::microseconds(us)));
+}
+
+std::optional<CardSchedule> scheduleFromJson(const QString& text) {
+    if (text.isEmpty()) return std::nullopt;
+    const QJsonObject o = QJsonDocument::fromJson(text.toUtf8()).object();
+    CardSchedule s;
+    s.fsrs.state = static_cast<CardState>(o.value(QStringLiteral("state")).toInt(1));
+    s.fsrs.step = o.contains(QStringLiteral("step"))
+                      ? std::optional<int>(o.value(QStringLiteral("step")).toInt())
+                      : std::nullopt;
+    if (o.contains(QStringLiteral("stability")))
+        s.fsrs.stability = o.value(QStringLiteral("stability")).toDouble();
+    if (o.contains(QStringLiteral("difficulty")))
+        s.fsrs.difficulty = o.value(QStringLiteral("difficulty")).toDouble();
+    s.fsrs.due = fromUs(o.value(QStringLiteral("due_us")).toString().toLongLong());
+    if (o.contains(QStringLiteral("last_review_us")))
+        s.fsrs.lastReview =
+            fromUs(o.value(QStringLiteral("last_review_us")).toString().toLongLong());
+    s.reps = o.value(QStringLiteral("reps")).toInt();
+    s.lapses = o.value(QStringLiteral("lapses")).toInt();
+    return s;
+}
+
+QString chosenToText(const QList<int>& chosen) {
+    QStringList parts;
+    for (int i : chosen) parts.append(QString::number(i));
+    return parts.join(QLatin1Char(','));
+}
+QList<int> chosenFromText(const QString& text) {
+    QList<int> out;
+    for (const QString& p : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) out.append(p.toInt());
+    return out;
+}
+
+StudyMode modeFromName(const QString& name) {
+    if (name == QStringLiteral("practice")) return StudyMode::Practice;
+    if (name == QStringLiteral("mock-exam")) return StudyMode::MockExam;
+    return StudyMode::Review;
+}
+
+// Runs `sql` and reports the error.
+bool exec(QSqlQuery& query, const QString& sql, QString* error) {
+    if (query.exec(sql)) return true;
+    if (error) *error = query.lastError().text() + QStringLiteral(" (") + sql + QLatin1Char(')');
+    return false;
+}
+
+bool exec(QSqlQuery& query, QString* error) {
+    if (query.exec()) return true;
+    if (error) *error = query.lastError().text();
+    return false;
+}
+
+// Migration i brings the schema from version i to i + 1.
+const QList<QStringList>& migrations() {
+    static const QList<QStringList> steps = {
+        // 0 -> 1: the first schema.
+        {QStringLiteral("CREATE TABLE card_state (deck_id TEXT NOT NULL, card_id TEXT NOT NULL, "
+                        "schedule TEXT NOT NULL, due_ms INTEGER NOT NULL, state INTEGER NOT NULL, "
+                        "PRIMARY KEY (deck_id, card_id))"),
+         QStringLiteral(
+             "CREATE TABLE review_log (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+             "deck_id TEXT NOT NULL, card_id TEXT NOT NULL, reviewed_ms INTEGER NOT NULL, "
+             "grade INTEGER NOT NULL, chosen TEXT NOT NULL, correct INTEGER NOT NULL, "
+             "confidence INTEGER, duration_ms INTEGER NOT NULL, "
+             "before_schedule TEXT, after_schedule TEXT)"),
+         QStringLiteral("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")},
+        // 1 -> 2: the study mode of each logged answer (older rows were all reviews), and an
+        // index for the statistics' date ranges.
+        {QStringLiteral("ALTER TABLE review_log ADD COLUMN mode TEXT NOT NULL DEFAULT 'review'"),
+         QStringLiteral("CREATE INDEX review_log_time ON review_log (reviewed_ms)"),
+         QStringLiteral("CREATE INDEX card_state_due ON card_state (deck_id, due_ms)")},
+    };
+    return steps;
+}
+
+}  // namespace
+
+QString studyModeName(StudyMode mode) {
+    switch (mode) {
+        case StudyMode::Review:
+            return QStringLiteral("review");
+        case StudyMode::Practice:
+            return QStringLiteral("practice");
+        case StudyMode::MockExam:
+            return QStringLiteral("mock-exam");
+    }
+    return {};
+}
+
+QDateTime toDateTime(FsrsTimePoint t) {
+    return QDateTime::fromMSecsSinceEpoch(toMs(t), Qt::UTC);
+}
+FsrsTimePoint toTimePoint(const QDateTime& t) {
+    return fromMs(t.toMSecsSinceEpoch());
+}
+
+ReviewStore::~ReviewStore() {
+    if (connection_.isEmpty()) return;
+    {
+        QSqlDatabase db = QSqlDatabase::database(connection_, false);
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(connection_);
+}
+
+QString ReviewStore::defaultPath() {
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    return QDir(dir).filePath(QStringLiteral("paralleldeck.sqlite"));
+}
+
+bool ReviewStore::open(const QString& path, QString* error) {
+    if (!connection_.isEmpty()) {
+        if (error) *error = QStringLiteral("the store is already open");
+        return false;
+    }
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    const QString name =
+        QStringLiteral("pd-store-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+        db.setDatabaseName(path);
+        if (!db.open()) {
+            if (error)
+                *error = QStringLiteral("cannot open %1: %2").arg(path, db.lastError().text());
+        } else {
+            connection_ = name;
+            path_ = path;
+        }
+    }
+    if (connection_.isEmpty()) {
+        QSqlDatabase::removeDatabase(name);
+        return false;
+    }
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    QSqlQuery q(db);
+    if (!exec(q, QStringLiteral("PRAGMA journal_mode=WAL"), error) ||
+        !exec(q, QStringLiteral("PRAGMA foreign_keys=ON"), error) || !migrate(error)) {
+        return false;
+    }
+    return true;
+}
+
+bool ReviewStore::migrate(QString* error) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    int version = schemaVersion();
+    if (version > kSchemaVersion) {
+        if (error) {
+            *error = QStringLiteral(
+                         "the database was written by a newer ParallelDeck (schema %1, "
+                         "this version reads up to %2)")
+                         .arg(version)
+                         .arg(kSchemaVersion);
+        }
+        return false;
+    }
+    while (version < kSchemaVersion) {
+        if (!db.transaction()) {
+            if (error) *error = db.lastError().text();
+            return false;
+        }
+        QSqlQuery q(db);
+        bool ok = true;
+        for (const QString& sql : migrations()[version]) ok = ok && exec(q, sql, error);
+        ok = ok && exec(q, QStringLiteral("PRAGMA user_version=%1").arg(version + 1), error);
+        if (!ok || !db.commit()) {
+            db.rollback();
+            return false;
+        }
+        ++version;
+    }
+    return true;
+}
+
+int ReviewStore::schemaVersion() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (q.exec(QStringLiteral("PRAGMA user_version")) && q.next()) return q.value(0).toInt();
+    return -1;
+}
+
+QString ReviewStore::journalMode() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (q.exec(QStringLiteral("PRAGMA journal_mode")) && q.next()) return q.value(0).toString();
+    return {};
+}
+
+std::optional<CardSchedule> ReviewStore::schedule(const CardKey& key) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT schedule FROM card_state WHERE deck_id = ? AND card_id = ?"));
+    q.addBindValue(key.deckId);
+    q.addBindValue(key.cardId);
+    if (q.exec() && q.next()) return scheduleFromJson(q.value(0).toString());
+    return std::nullopt;
+}
+
+QHash<QString, CardSchedule> ReviewStore::schedules(const QString& deckId) const {
+    QHash<QString, CardSchedule> out;
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT card_id, schedule FROM card_state WHERE deck_id = ?"));
+    q.addBindValue(deckId);
+    if (q.exec()) {
+        while (q.next()) {
+            if (auto s = scheduleFromJson(q.value(1).toString()))
+                out.insert(q.value(0).toString(), *s);
+        }
+    }
+    return out;
+}
+
+qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) {
+        if (error) *error = db.lastError().text();
+        return 0;
+    }
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral(
+        "INSERT INTO review_log (deck_id, card_id, reviewed_ms, grade, chosen, correct, "
+        "confidence, "
+        "duration_ms, before_schedule, after_schedule, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?)"));
+    q.addBindValue(e.card.deckId);
+    q.addBindValue(e.card.cardId);
+    q.addBindValue(e.reviewedAt.toMSecsSinceEpoch());
+    q.addBindValue(static_cast<int>(e.grade));
+    q.addBindValue(chosenToText(e.chosen));
+    q.addBindValue(e.correct ? 1 : 0);
+    q.addBindValue(e.confidence ? QVariant(*e.confidence) : QVariant());
+    q.addBindValue(e.durationMs);
+    const bool review = e.mode == StudyMode::Review;
+    q.addBindValue(review && e.before ? QVariant(scheduleToJson(e.before)) : QVariant());
+    q.addBindValue(review && e.after ? QVariant(scheduleToJson(e.after)) : QVariant());
+    q.addBindValue(studyModeName(e.mode));
+    bool ok = exec(q, error);
+    const qint64 id = q.lastInsertId().toLongLong();
+    if (ok && review && e.after) {
+        QSqlQuery s(db);
+        s.prepare(
+            QStringLiteral("INSERT OR REPLACE INTO card_state (deck_id, card_id, schedule, "
+                           "due_ms, state) VALUES (?, ?, ?, ?, ?)"));
+        s.addBindValue(e.card.deckId);
+        s.addBindValue(e.card.cardId);
+        s.addBindValue(scheduleToJson(e.after));
+        s.addBindValue(toMs(e.after->fsrs.due));
+        s.addBindValue(static_cast<int>(e.after->fsrs.state));
+        ok = exec(s, error);
+    }
+    if (!ok || !db.commit()) {
+        if (error && error->isEmpty()) *error = db.lastError().text();
+        db.rollback();
+        return 0;
+    }
+    return id;
+}
+
+namespace {
+const QString kSelectLog = QStringLiteral(
+    "SELECT id, deck_id, card_id, reviewed_ms, grade, chosen, correct, confidence, duration_ms, "
+    "mode, before_schedule, after_schedule FROM review_log ");
+
+ReviewEntry entryFrom(const QSqlQuery& q) {
+    ReviewEntry e;
+    e.id = q.value(0).toLongLong();
+    e.card = {q.value(1).toString(), q.value(2).toString()};
+    e.reviewedAt = QDateTime::fromMSecsSinceEpoch(q.value(3).toLongLong(), Qt::UTC);
+    e.grade = static_cast<Rating>(q.value(4).toInt());
+    e.chosen = chosenFromText(q.value(5).toString());
+    e.correct = q.value(6).toInt() != 0;
+    if (!q.value(7).isNull()) e.confidence = q.value(7).toInt();
+    e.durationMs = q.value(8).toLongLong();
+    e.mode = modeFromName(q.value(9).toString());
+    e.before = scheduleFromJson(q.value(10).toString());
+    e.after = scheduleFromJson(q.value(11).toString());
+    return e;
+}
+}  // namespace
+
+std::optional<ReviewEntry> ReviewStore::lastReview() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (q.exec(kSelectLog + QStringLiteral("ORDER BY id DESC LIMIT 1")) && q.next())
+        return entryFrom(q);
+    return std::nullopt;
+}
+
+std::optional<ReviewEntry> ReviewStore::undoLastReview(QString* error) {
+    const std::optional<ReviewEntry> last = lastReview();
+    if (!last) {
+        if (error) *error = QStringLiteral("nothing to undo");
+        return std::nullopt;
+    }
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) {
+        if (error) *error = db.lastError().text();
+        return std::nullopt;
+    }
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("DELETE FROM review_log WHERE id = ?"));
+    q.addBindValue(last->id);
+    bool ok = exec(q, error);
+    if (ok && last->mode == StudyMode::Review) {
+        QSqlQuery s(db);
+        if (last->before) {
+            s.prepare(
+                QStringLiteral("INSERT OR REPLACE INTO card_state (deck_id, card_id, "
+                               "schedule, due_ms, state) VALUES (?, ?, ?, ?, ?)"));
+            s.addBindValue(last->card.deckId);
+            s.addBindValue(last->card.cardId);
+            s.addBindValue(scheduleToJson(last->before));
+            s.addBindValue(toMs(last->before->fsrs.due));
+            s.addBindValue(static_cast<int>(last->before->fsrs.state));
+        } else {
+            s.prepare(QStringLiteral("DELETE FROM card_state WHERE deck_id = ? AND card_id = ?"));
+            s.addBindValue(last->card.deckId);
+            s.addBindValue(last->card.cardId);
+        }
+        ok = exec(s, error);
+    }
+    if (!ok || !db.commit()) {
+        db.rollback();
+        return std::nullopt;
+    }
+    return last;
+}
+
+QList<ReviewEntry> ReviewStore::reviews(const QDateTime& from, const QDateTime& to) const {
+    QList<ReviewEntry> out;
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(kSelectLog +
+              QStringLiteral("WHERE reviewed_ms >= ? AND reviewed_ms < ? ORDER BY id"));
+    q.addBindValue(from.isValid() ? from.toMSecsSinceEpoch() : std::numeric_limits<qint64>::min());
+    q.addBindValue(to.isValid() ? to.toMSecsSinceEpoch() : std::numeric_limits<qint64>::max());
+    if (q.exec()) {
+        while (q.next()) out.append(entryFrom(q));
+    }
+    return out;
+}
+
+int ReviewStore::reviewCount() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (q.exec(QStringLiteral("SELECT COUNT(*) FROM review_log")) && q.next())
+        return q.value(0).toInt();
+    return 0;
+}
+
+QString ReviewStore::setting(const QString& key, const QString& fallback) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT value FROM settings WHERE key = ?"));
+    q.addBindValue(key);
+    if (q.exec() && q.next()) return q.value(0).toString();
+    return fallback;
+}
+
+bool ReviewStore::setSetting(const QString& key, const QString& value) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) return false;
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)"));
+    q.addBindValue(key);
+    q.addBindValue(value);
+    if (!q.exec() || !db.commit()) {
+        db.rollback();
+        return false;
+    }
+    return true;
+}
+
+bool ReviewStore::resetDeck(const QString& deckId) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) return false;
+    QSqlQuery q(db);
+    bool ok = q.prepare(QStringLiteral("DELETE FROM card_state WHERE deck_id = ?"));
+    q.addBindValue(deckId);
+    ok = ok && q.exec();
+    QSqlQuery l(db);
+    ok = ok && l.prepare(QStringLiteral("DELETE FROM review_log WHERE deck_id = ?"));
+    l.addBindValue(deckId);
+    ok = ok && l.exec();
+    if (!ok || !db.commit()) {
+        db.rollback();
+        return false;
+    }
+    return true;
+}
+
+}  // namespace pd::study

@@ -1,0 +1,103 @@
+// The review store: cards' scheduling state, an append-only review log and settings in one
+// SQLite database through Qt SQL (QSQLITE). WAL journal, every write in a transaction, and a
+// schema version (PRAGMA user_version) with step-by-step migrations.
+#pragma once
+
+#include <QDateTime>
+#include <QHash>
+#include <QList>
+#include <QString>
+#include <optional>
+
+#include "fsrs.h"
+
+namespace pd::study {
+
+// Where reviews happened: only Review changes a card's schedule; practice and mock-exam answers
+// are logged for statistics but leave schedules untouched.
+enum class StudyMode { Review, Practice, MockExam };
+QString studyModeName(StudyMode mode);  // "review", "practice", "mock-exam"
+
+struct CardKey {
+    QString deckId;
+    QString cardId;
+    bool operator==(const CardKey&) const = default;
+};
+inline size_t qHash(const CardKey& key, size_t seed = 0) {
+    return ::qHash(key.deckId, seed) ^ ::qHash(key.cardId, seed + 1);
+}
+
+struct CardSchedule {
+    FsrsCard fsrs;
+    int reps = 0;
+    int lapses = 0;
+    bool operator==(const CardSchedule&) const = default;
+};
+
+struct ReviewEntry {
+    qint64 id = 0;
+    CardKey card;
+    QDateTime reviewedAt;  // UTC
+    Rating grade = Rating::Good;
+    QList<int> chosen;  // option indices as in the deck file
+    bool correct = false;
+    std::optional<int> confidence;  // 1 guess, 2 unsure, 3 sure
+    qint64 durationMs = 0;
+    StudyMode mode = StudyMode::Review;
+    // Review mode only: the schedule before (empty for a new card) and after this review.
+    std::optional<CardSchedule> before;
+    std::optional<CardSchedule> after;
+};
+
+class ReviewStore {
+  public:
+    static constexpr int kSchemaVersion = 2;
+
+    ReviewStore() = default;
+    ~ReviewStore();
+    ReviewStore(const ReviewStore&) = delete;
+    ReviewStore& operator=(const ReviewStore&) = delete;
+
+    // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
+    // Returns false and sets *error on failure.
+    bool open(const QString& path, QString* error);
+    bool isOpen() const { return !connection_.isEmpty(); }
+    QString path() const { return path_; }
+    // The default location: <AppDataLocation>/paralleldeck.sqlite.
+    static QString defaultPath();
+
+    int schemaVersion() const;
+    QString journalMode() const;
+
+    std::optional<CardSchedule> schedule(const CardKey& key) const;
+    QHash<QString, CardSchedule> schedules(const QString& deckId) const;  // by card id
+
+    // Appends `entry` to the log and, in review mode, stores entry.after as the card's schedule,
+    // both in one transaction. Returns the new log id, or 0 on failure.
+    qint64 recordReview(const ReviewEntry& entry, QString* error = nullptr);
+    // Removes the most recent log entry and restores the schedule it replaced (one transaction).
+    // The log is otherwise never modified. Returns the undone entry.
+    std::optional<ReviewEntry> undoLastReview(QString* error = nullptr);
+    std::optional<ReviewEntry> lastReview() const;
+
+    // Log entries with reviewedAt in [from, to), oldest first (all when both are invalid).
+    QList<ReviewEntry> reviews(const QDateTime& from = {}, const QDateTime& to = {}) const;
+    int reviewCount() const;
+
+    QString setting(const QString& key, const QString& fallback = {}) const;
+    bool setSetting(const QString& key, const QString& value);
+
+    // Removes every schedule and log entry of a deck (e.g. when re-importing it).
+    bool resetDeck(const QString& deckId);
+
+  private:
+    bool migrate(QString* error);
+
+    QString connection_;
+    QString path_;
+};
+
+QDateTime toDateTime(FsrsTimePoint t);
+FsrsTimePoint toTimePoint(const QDateTime& t);
+
+}  // namespace pd::study

@@ -1,0 +1,42 @@
+// Study statistics computed from the review store: plain structs the statistics page draws.
+#pragma once
+
+#include <QDate>
+#include <QDateTime>
+#include <QList>
+#include <QMap>
+#include <QString>
+
+#include "deck.h"
+#include "review_store.h"
+
+namespace pd::study {
+
+struct ConceptMastery {
+    QString name;
+    int cards = 0;
+    int learned = 0;
+    double mastery = 0.0;  // mean recall probability now over the concept's cards (new = 0)
+};
+
+struct StudyStatistics {
+    QDate today;                 // local date the statistics were computed for
+    QList<int> reviewsPerDay;    // last 30 days, oldest first, today last
+    QList<int> dueForecast;      // next 30 days, today first (today includes overdue)
+    int retentionReviews = 0;    // review-mode answers on cards in Review, last 30 days
+    double trueRetention = 0.0;  // the share of those answered correctly
+    double desiredRetention = 0.9;
+    QList<ConceptMastery> mastery;   // per concept, syllabus order
+    QMap<QDate, int> reviewsByDate;  // every answer, by local date (the heatmap)
+    int streak = 0;                  // consecutive days with answers up to today (or yesterday)
+    int totalReviews = 0;
+};
+
+StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
+                                  double desiredRetention, const QDateTime& now);
+
+// Consecutive days with at least one answer ending today, or ending yesterday when there is
+// none yet today (a streak is not lost until the day is over).
+int studyStreak(const QMap<QDate, int>& reviewsByDate, const QDate& today);
+
+}  // namespace pd::study

@@ -1,0 +1,285 @@
+// Anki-style CSV/TSV import and export: good files, broken files (nothing imported, the line and
+// the reason named), partial rows, and round trips with the bundled deck.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app/study_test_support.h"
+#include "study/card_import.h"
+
+using namespace pd::study;
+
+class TestCardImport : public QObject {
+    Q_OBJECT
+  private slots:
+    void goodFiles_data();
+    void goodFiles();
+    void brokenFiles_data();
+    void brokenFiles();
+    void partialFileImportsNothing();
+    void quotedFieldsAndScenario();
+    void exportRoundTrip_data();
+    void exportRoundTrip();
+    void importFileByExtension();
+    void deckIds_data();
+    void deckIds();
+};
+
+namespace {
+
+const QString kExpl =
+    QStringLiteral("This explanation says exactly why and runs past forty characters.");
+
+QByteArray tsv(const QStringList& lines) {
+    return lines.join(QLatin1Char('\n')).toUtf8() + '\n';
+}
+
+QString row(const QStringList& fields, const QString& sep = QStringLiteral("\t")) {
+    return fields.join(sep);
+}
+
+// A line in the exported column order: id, prompt, type, difficulty, correct, option1..6 with
+// explanations, tags, scenario, scenario_note.
+QString exportedRow(const QString& id, const QString& prompt, const QString& correct,
+                    const QString& sep) {
+    QStringList f = {id,
+                     prompt,
+                     QStringLiteral("single"),
+                     QStringLiteral("foundation"),
+                     correct,
+                     QStringLiteral("A"),
+                     kExpl,
+                     QStringLiteral("B"),
+                     kExpl,
+                     QStringLiteral("C"),
+                     kExpl};
+    for (int i = 0; i < 6; ++i) f << QString();
+    f << QStringLiteral("concept::data-parallelism") << QString() << QString();
+    return f.join(sep);
+}
+
+}  // namespace
+
+void TestCardImport::goodFiles_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<int>("cards");
+    QTest::addColumn<QString>("firstPrompt");
+    QTest::addColumn<int>("firstCorrect");
+
+    QTest::newRow("tsv with headers")
+        << tsv({QStringLiteral("#separator:tab"), QStringLiteral("#html:false"),
+                QStringLiteral(
+                    "#columns:"
+                    "prompt\tcorrect\toption1\texplanation1\toption2\texplanation2\toption3\t"
+                    "explanation3\ttags"),
+                QStringLiteral("#tags column:9"),
+                row({QStringLiteral("What does all-reduce leave on each rank?"),
+                     QStringLiteral("2"), QStringLiteral("Its own gradient"), kExpl,
+                     QStringLiteral("The sum of all gradients"), kExpl, QStringLiteral("Nothing"),
+                     kExpl, QStringLiteral("concept::gradient-sync topic::x")})})
+        << 1 << QStringLiteral("What does all-reduce leave on each rank?") << 1;
+    QTest::newRow("csv semicolon, two right answers")
+        << tsv({QStringLiteral("#separator:Semicolon"),
+                QStringLiteral(
+                    "#columns:id;prompt;correct;option1;explanation1;option2;explanation2;option3;"
+                    "explanation3;tags;difficulty"),
+                row({QStringLiteral("two-right"), QStringLiteral("Which two? (Choose two.)"),
+                     QStringLiteral("1,3"), QStringLiteral("A"), kExpl, QStringLiteral("B"), kExpl,
+                     QStringLiteral("C"), kExpl, QStringLiteral("concept::memory-savers"),
+                     QStringLiteral("expert")},
+                    QStringLiteral(";")),
+                row({QStringLiteral("one-right"), QStringLiteral("Which one?"), QStringLiteral("3"),
+                     QStringLiteral("A"), kExpl, QStringLiteral("B"), kExpl, QStringLiteral("C"),
+                     kExpl, QStringLiteral("concept::memory-savers"),
+                     QStringLiteral("application")},
+                    QStringLiteral(";"))})
+        << 2 << QStringLiteral("Which two? (Choose two.)") << 2;
+    QTest::newRow("no headers, exported column order, CRLF")
+        << (exportedRow(QStringLiteral("no-header"), QStringLiteral("Plain?"), QStringLiteral("1"),
+                        QStringLiteral("\t")) +
+            QStringLiteral("\r\n"))
+               .toUtf8()
+        << 1 << QStringLiteral("Plain?") << 1;
+}
+
+void TestCardImport::goodFiles() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(int, cards);
+    QFETCH(QString, firstPrompt);
+    QFETCH(int, firstCorrect);
+    const ImportResult r = importDelimited(bytes, QStringLiteral("/tmp/My Cards.tsv"));
+    QVERIFY2(r.deck, qPrintable(r.errorText()));
+    QCOMPARE(r.deck->id, QStringLiteral("my-cards"));
+    QCOMPARE(r.deck->title, QStringLiteral("My Cards"));
+    QCOMPARE(r.deck->cards.size(), cards);
+    QCOMPARE(r.deck->cards.first().prompt, firstPrompt);
+    QCOMPARE(r.deck->cards.first().correctCount(), firstCorrect);
+}
+
+void TestCardImport::brokenFiles_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("where");
+    QTest::addColumn<QString>("message");
+    const QString header = QStringLiteral(
+        "#separator:tab\n#columns:"
+        "prompt\tcorrect\toption1\texplanation1\toption2\texplanation2\toption3\t"
+        "explanation3\ttags");
+    const auto good = [&](const QString& correct = QStringLiteral("1")) {
+        return row({QStringLiteral("Q?"), correct, QStringLiteral("A"), kExpl, QStringLiteral("B"),
+                    kExpl, QStringLiteral("C"), kExpl, QStringLiteral("concept::gradient-sync")});
+    };
+    QTest::newRow("unknown separator")
+        << tsv({QStringLiteral("#separator:double-tab"), good()}) << QStringLiteral("line 1")
+        << QStringLiteral("unknown #separator");
+    QTest::newRow("unknown column")
+        << tsv({QStringLiteral("#separator:tab"), QStringLiteral("#columns:prompt\tanswer"),
+                good()})
+        << QStringLiteral("line 2") << QStringLiteral("unknown column 'answer'");
+    QTest::newRow("missing required column")
+        << tsv({QStringLiteral("#separator:tab"),
+                QStringLiteral("#columns:prompt\toption1\texplanation1"),
+                QStringLiteral("Q?\tA\tB")})
+        << QStringLiteral("line 2") << QStringLiteral("required column 'correct'");
+    QTest::newRow("wrong field count")
+        << tsv({header, good(), QStringLiteral("Q?\t1\tA")}) << QStringLiteral("line 4")
+        << QStringLiteral("has 3 fields");
+    QTest::newRow("bad correct column")
+        << tsv({header, good(QStringLiteral("first"))}) << QStringLiteral("line 3")
+        << QStringLiteral("column 'correct'");
+    QTest::newRow("correct names empty option")
+        << tsv({header, good(QStringLiteral("5"))}) << QStringLiteral("line 3")
+        << QStringLiteral("option 5");
+    QTest::newRow("unclosed quote") << tsv({header, good(), QStringLiteral("\"Q?\t1")})
+                                    << QStringLiteral("line 4") << QStringLiteral("never closed");
+    QTest::newRow("card rule: short explanation")
+        << tsv({header, good().replace(kExpl, QStringLiteral("short"))})
+        << QStringLiteral("line 3.options[0].explanation") << QStringLiteral("too short");
+    QTest::newRow("card rule: no concept")
+        << tsv({header, good().replace(QStringLiteral("concept::gradient-sync"),
+                                       QStringLiteral("topic::x"))})
+        << QStringLiteral("line 3.tags") << QStringLiteral("concept::");
+    QTest::newRow("empty file") << QByteArray("#separator:tab\n") << QStringLiteral("line 2")
+                                << QStringLiteral("no cards");
+}
+
+void TestCardImport::brokenFiles() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, where);
+    QFETCH(QString, message);
+    const ImportResult r = importDelimited(bytes, QStringLiteral("bad.tsv"));
+    QVERIFY(!r.deck);
+    bool found = false;
+    for (const DeckIssue& e : r.errors) {
+        if (e.where == where && e.message.contains(message)) found = true;
+    }
+    QVERIFY2(found, qPrintable(r.errorText()));
+}
+
+void TestCardImport::partialFileImportsNothing() {
+    // Lines 2 and 4 are fine, line 3 is not: nothing is imported and only line 3 is blamed.
+    const QByteArray bytes = tsv({QStringLiteral("#separator:comma"),
+                                  exportedRow(QStringLiteral("ok-1"), QStringLiteral("Fine?"),
+                                              QStringLiteral("1"), QStringLiteral(",")),
+                                  exportedRow(QStringLiteral("bad-2"), QStringLiteral("Broken?"),
+                                              QStringLiteral("\"1,2\""), QStringLiteral(",")),
+                                  exportedRow(QStringLiteral("ok-3"), QStringLiteral("Also fine?"),
+                                              QStringLiteral("2"), QStringLiteral(","))});
+    const ImportResult r = importDelimited(bytes, QStringLiteral("partial.csv"));
+    QVERIFY(!r.deck);
+    QCOMPARE(r.errors.size(), 1);
+    QCOMPARE(r.errors.first().where, QStringLiteral("line 3.type"));
+    QVERIFY(r.errors.first().message.contains(QStringLiteral("exactly one correct")));
+    QVERIFY(r.errorText().startsWith(QStringLiteral("partial.csv: line 3")));
+}
+
+void TestCardImport::quotedFieldsAndScenario() {
+    const QByteArray bytes =
+        QStringLiteral(
+            "#separator:comma\n"
+            "#columns:id,prompt,correct,option1,explanation1,option2,explanation2,option3,"
+            "explanation3,tags,scenario,scenario_note\n"
+            "quoted,\"A prompt, with a comma\nand a second line\",1,\"Say "
+            "\"\"hi\"\"\",%1,B,%1,C,%1,"
+            "concept::pipeline-parallelism,\"{\"\"strategy\"\": \"\"dp\"\", \"\"devices\"\": 2}\","
+            "Watch the comm lane.\n"
+            "after,Next?,2,A,%1,B,%1,C,%1,concept::pipeline-parallelism,,\n")
+            .arg(kExpl)
+            .toUtf8();
+    const ImportResult r = importDelimited(bytes, QStringLiteral("q.csv"));
+    QVERIFY2(r.deck, qPrintable(r.errorText()));
+    QCOMPARE(r.deck->cards.size(), 2);
+    const Card& c = r.deck->cards.first();
+    QCOMPARE(c.prompt, QStringLiteral("A prompt, with a comma\nand a second line"));
+    QCOMPARE(c.options.first().text, QStringLiteral("Say \"hi\""));
+    QVERIFY(c.hasScenario());
+    QCOMPARE(c.scenarioNote, QStringLiteral("Watch the comm lane."));
+    QVERIFY(!r.deck->cards[1].hasScenario());
+}
+
+void TestCardImport::exportRoundTrip_data() {
+    QTest::addColumn<QChar>("separator");
+    QTest::newRow("tsv") << QChar(QLatin1Char('\t'));
+    QTest::newRow("csv") << QChar(QLatin1Char(','));
+}
+
+void TestCardImport::exportRoundTrip() {
+    QFETCH(QChar, separator);
+    const DeckLoadResult bundled =
+        loadDeckFile(QStringLiteral(PD_DECK_DIR "/distributed-training.json"));
+    QVERIFY(bundled.deck);
+    const QByteArray text = exportDelimited(*bundled.deck, separator);
+    const ImportResult again = importDelimited(text, QStringLiteral("distributed-training.tsv"));
+    QVERIFY2(again.deck, qPrintable(again.errorText()));
+    QCOMPARE(again.deck->cards.size(), bundled.deck->cards.size());
+    for (int i = 0; i < bundled.deck->cards.size(); ++i) {
+        const Card& a = bundled.deck->cards[i];
+        const Card& b = again.deck->cards[i];
+        QCOMPARE(b.id, a.id);
+        QCOMPARE(b.prompt, a.prompt);
+        QCOMPARE(b.type, a.type);
+        QCOMPARE(b.difficulty, a.difficulty);
+        QCOMPARE(b.tags, a.tags);
+        QCOMPARE(b.scenarioJson, a.scenarioJson);
+        QCOMPARE(b.scenarioNote, a.scenarioNote);
+        QCOMPARE(b.options.size(), a.options.size());
+        for (int k = 0; k < a.options.size(); ++k) {
+            QCOMPARE(b.options[k].text, a.options[k].text);
+            QCOMPARE(b.options[k].correct, a.options[k].correct);
+            QCOMPARE(b.options[k].explanation, a.options[k].explanation);
+        }
+    }
+}
+
+void TestCardImport::importFileByExtension() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString json = dir.filePath(QStringLiteral("small.json"));
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(pd::test::deckJson(
+        {pd::test::singleCard(QStringLiteral("only"), QStringLiteral("gradient-sync"))}));
+    f.close();
+    const ImportResult r = importFile(json);
+    QVERIFY2(r.deck, qPrintable(r.errorText()));  // deck-wide rules are lenient for imports
+    QCOMPARE(r.deck->id, QStringLiteral("test-deck"));
+    const ImportResult missing = importFile(dir.filePath(QStringLiteral("nope.csv")));
+    QVERIFY(!missing.deck);
+    QCOMPARE(missing.errors.first().where, QStringLiteral("file"));
+}
+
+void TestCardImport::deckIds_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("id");
+    QTest::newRow("spaces") << QStringLiteral("/x/My Cards (v2).csv")
+                            << QStringLiteral("my-cards-v2");
+    QTest::newRow("plain") << QStringLiteral("deck.tsv") << QStringLiteral("deck");
+    QTest::newRow("symbols only") << QStringLiteral("___.csv") << QStringLiteral("imported");
+}
+
+void TestCardImport::deckIds() {
+    QFETCH(QString, file);
+    QFETCH(QString, id);
+    QCOMPARE(deckIdFromFileName(file), id);
+}
+
+QTEST_APPLESS_MAIN(TestCardImport)
+#include "test_card_import.moc"

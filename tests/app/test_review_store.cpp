@@ -1,0 +1,232 @@
+// The SQLite review store: round trip, undo, settings, WAL and migrations.
+#include <QSqlDatabase>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app/study_test_support.h"
+#include "study/review_store.h"
+
+using namespace pd::study;
+
+class TestReviewStore : public QObject {
+    Q_OBJECT
+  private slots:
+    void init();
+    void createsSchemaInEmptyDatabase();
+    void migratesVersionOneDatabase();
+    void refusesNewerSchema();
+    void roundTrip();
+    void undoRestoresPreviousSchedule();
+    void practiceLeavesScheduleAlone();
+    void settingsPersist();
+    void reviewsByRange();
+
+  private:
+    QString path() const { return dir_->filePath(QStringLiteral("store.sqlite")); }
+    std::unique_ptr<QTemporaryDir> dir_;
+};
+
+namespace {
+
+CardSchedule scheduleAt(const QDateTime& due, double stability) {
+    CardSchedule s;
+    s.fsrs = makeNewFsrsCard(toTimePoint(due));
+    s.fsrs.state = CardState::Review;
+    s.fsrs.step.reset();
+    s.fsrs.stability = stability;
+    s.fsrs.difficulty = 5.25;
+    s.fsrs.lastReview = toTimePoint(due.addDays(-3));
+    s.reps = 2;
+    s.lapses = 1;
+    return s;
+}
+
+ReviewEntry entry(const QString& cardId, const QDateTime& at, std::optional<CardSchedule> before,
+                  std::optional<CardSchedule> after) {
+    ReviewEntry e;
+    e.card = {QStringLiteral("deck"), cardId};
+    e.reviewedAt = at;
+    e.grade = Rating::Good;
+    e.chosen = {0, 2};
+    e.correct = true;
+    e.confidence = 3;
+    e.durationMs = 4200;
+    e.before = before;
+    e.after = after;
+    return e;
+}
+
+}  // namespace
+
+void TestReviewStore::init() {
+    dir_ = std::make_unique<QTemporaryDir>();
+    QVERIFY(dir_->isValid());
+}
+
+void TestReviewStore::createsSchemaInEmptyDatabase() {
+    ReviewStore store;
+    QString error;
+    QVERIFY2(store.open(path(), &error), qPrintable(error));
+    QCOMPARE(store.schemaVersion(), ReviewStore::kSchemaVersion);
+    QCOMPARE(store.journalMode().toLower(), QStringLiteral("wal"));
+    QCOMPARE(store.reviewCount(), 0);
+    QVERIFY(!store.schedule({QStringLiteral("deck"), QStringLiteral("x")}));
+    QVERIFY(!store.lastReview());
+}
+
+void TestReviewStore::migratesVersionOneDatabase() {
+    // A version-1 database as the first release wrote it, with one review.
+    {
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("v1"));
+        db.setDatabaseName(path());
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY(q.exec(QStringLiteral(
+            "CREATE TABLE card_state (deck_id TEXT NOT NULL, card_id TEXT NOT NULL, schedule TEXT "
+            "NOT NULL, due_ms INTEGER NOT NULL, state INTEGER NOT NULL, PRIMARY KEY (deck_id, "
+            "card_id))")));
+        QVERIFY(q.exec(QStringLiteral(
+            "CREATE TABLE review_log (id INTEGER PRIMARY KEY AUTOINCREMENT, deck_id TEXT NOT NULL, "
+            "card_id TEXT NOT NULL, reviewed_ms INTEGER NOT NULL, grade INTEGER NOT NULL, chosen "
+            "TEXT "
+            "NOT NULL, correct INTEGER NOT NULL, confidence INTEGER, duration_ms INTEGER NOT NULL, "
+            "before_schedule TEXT, after_schedule TEXT)")));
+        QVERIFY(q.exec(
+            QStringLiteral("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")));
+        QVERIFY(q.exec(
+            QStringLiteral("INSERT INTO review_log (deck_id, card_id, reviewed_ms, grade, chosen, "
+                           "correct, duration_ms) VALUES ('deck', 'old', 1000, 3, '1', 1, 500)")));
+        QVERIFY(q.exec(QStringLiteral("INSERT INTO settings VALUES ('theme', 'dark')")));
+        QVERIFY(q.exec(QStringLiteral("PRAGMA user_version=1")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("v1"));
+
+    ReviewStore store;
+    QString error;
+    QVERIFY2(store.open(path(), &error), qPrintable(error));
+    QCOMPARE(store.schemaVersion(), 2);
+    const auto last = store.lastReview();
+    QVERIFY(last);
+    QCOMPARE(last->card.cardId, QStringLiteral("old"));
+    QCOMPARE(last->mode, StudyMode::Review);  // the column added by migration 2 defaults to review
+    QCOMPARE(store.setting(QStringLiteral("theme")), QStringLiteral("dark"));
+}
+
+void TestReviewStore::refusesNewerSchema() {
+    {
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("future"));
+        db.setDatabaseName(path());
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY(q.exec(QStringLiteral("PRAGMA user_version=99")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("future"));
+    ReviewStore store;
+    QString error;
+    QVERIFY(!store.open(path(), &error));
+    QVERIFY2(error.contains(QStringLiteral("newer")), qPrintable(error));
+}
+
+void TestReviewStore::roundTrip() {
+    const QDateTime t = pd::test::startTime();
+    const CardSchedule after = scheduleAt(t.addDays(4), 4.5);
+    {
+        ReviewStore store;
+        QVERIFY(store.open(path(), nullptr));
+        QVERIFY(store.recordReview(entry(QStringLiteral("card-a"), t, std::nullopt, after)) > 0);
+    }
+    ReviewStore store;  // reopened: everything came from disk
+    QVERIFY(store.open(path(), nullptr));
+    const auto s = store.schedule({QStringLiteral("deck"), QStringLiteral("card-a")});
+    QVERIFY(s);
+    QVERIFY(*s == after);  // exact, to the microsecond
+    const QList<ReviewEntry> log = store.reviews();
+    QCOMPARE(log.size(), 1);
+    const ReviewEntry& e = log.first();
+    QCOMPARE(e.reviewedAt, t);
+    QCOMPARE(e.grade, Rating::Good);
+    QCOMPARE(e.chosen, (QList<int>{0, 2}));
+    QCOMPARE(e.correct, true);
+    QCOMPARE(e.confidence, std::optional<int>(3));
+    QCOMPARE(e.durationMs, qint64(4200));
+    QVERIFY(!e.before);
+    QVERIFY(e.after && *e.after == after);
+    QCOMPARE(store.schedules(QStringLiteral("deck")).size(), 1);
+}
+
+void TestReviewStore::undoRestoresPreviousSchedule() {
+    ReviewStore store;
+    QVERIFY(store.open(path(), nullptr));
+    const QDateTime t = pd::test::startTime();
+    const CardSchedule first = scheduleAt(t.addDays(2), 2.3);
+    const CardSchedule second = scheduleAt(t.addDays(11), 10.9);
+    QVERIFY(store.recordReview(entry(QStringLiteral("c"), t, std::nullopt, first)));
+    QVERIFY(store.recordReview(entry(QStringLiteral("c"), t.addDays(2), first, second)));
+    QCOMPARE(*store.schedule({QStringLiteral("deck"), QStringLiteral("c")}), second);
+
+    auto undone = store.undoLastReview();
+    QVERIFY(undone);
+    QCOMPARE(undone->reviewedAt, t.addDays(2));
+    QCOMPARE(*store.schedule({QStringLiteral("deck"), QStringLiteral("c")}), first);
+    QCOMPARE(store.reviewCount(), 1);
+
+    undone = store.undoLastReview();
+    QVERIFY(undone);
+    QVERIFY(!store.schedule({QStringLiteral("deck"), QStringLiteral("c")}));  // new again
+    QCOMPARE(store.reviewCount(), 0);
+
+    QString error;
+    QVERIFY(!store.undoLastReview(&error));
+    QVERIFY(!error.isEmpty());
+}
+
+void TestReviewStore::practiceLeavesScheduleAlone() {
+    ReviewStore store;
+    QVERIFY(store.open(path(), nullptr));
+    ReviewEntry e = entry(QStringLiteral("p"), pd::test::startTime(), std::nullopt,
+                          scheduleAt(pd::test::startTime(), 1.0));
+    e.mode = StudyMode::Practice;
+    QVERIFY(store.recordReview(e));
+    QVERIFY(!store.schedule({QStringLiteral("deck"), QStringLiteral("p")}));
+    QCOMPARE(store.lastReview()->mode, StudyMode::Practice);
+    QVERIFY(store.undoLastReview());
+    QCOMPARE(store.reviewCount(), 0);
+}
+
+void TestReviewStore::settingsPersist() {
+    {
+        ReviewStore store;
+        QVERIFY(store.open(path(), nullptr));
+        QCOMPARE(store.setting(QStringLiteral("missing"), QStringLiteral("fallback")),
+                 QStringLiteral("fallback"));
+        QVERIFY(store.setSetting(QStringLiteral("desired_retention"), QStringLiteral("0.85")));
+        QVERIFY(store.setSetting(QStringLiteral("desired_retention"), QStringLiteral("0.87")));
+    }
+    ReviewStore store;
+    QVERIFY(store.open(path(), nullptr));
+    QCOMPARE(store.setting(QStringLiteral("desired_retention")), QStringLiteral("0.87"));
+}
+
+void TestReviewStore::reviewsByRange() {
+    ReviewStore store;
+    QVERIFY(store.open(path(), nullptr));
+    const QDateTime t = pd::test::startTime();
+    for (int day = 0; day < 5; ++day) {
+        ReviewEntry e =
+            entry(QStringLiteral("r%1").arg(day), t.addDays(day), std::nullopt, std::nullopt);
+        e.mode = StudyMode::MockExam;
+        QVERIFY(store.recordReview(e));
+    }
+    QCOMPARE(store.reviews(t.addDays(1), t.addDays(3)).size(), 2);
+    QCOMPARE(store.reviews().size(), 5);
+    QVERIFY(store.resetDeck(QStringLiteral("deck")));
+    QCOMPARE(store.reviewCount(), 0);
+}
+
+QTEST_GUILESS_MAIN(TestReviewStore)
+#include "test_review_store.moc"

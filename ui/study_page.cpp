@@ -1,0 +1,782 @@
+#include "study_page.h"
+
+#include <QApplication>
+#include <QButtonGroup>
+#include <QCheckBox>
+#include <QEvent>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QMouseEvent>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QStackedWidget>
+#include <QStyle>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <functional>
+
+#include "theme.h"
+
+namespace pd::ui {
+
+using study::Rating;
+using study::StudyMode;
+
+namespace {
+
+QFont scaled(const QFont& base, double factor, bool bold = false) {
+    QFont f = base;
+    f.setPointSizeF(base.pointSizeF() * factor);
+    f.setBold(bold);
+    return f;
+}
+
+QString modeTitle(StudyMode mode) {
+    switch (mode) {
+        case StudyMode::Review:
+            return QObject::tr("Review");
+        case StudyMode::Practice:
+            return QObject::tr("Practice");
+        case StudyMode::MockExam:
+            return QObject::tr("Mock exam");
+    }
+    return {};
+}
+
+QString countWord(int n) {
+    static const QStringList words = {QObject::tr("two"), QObject::tr("three"), QObject::tr("four"),
+                                      QObject::tr("five")};
+    return n >= 2 && n <= 5 ? words[n - 2] : QString::number(n);
+}
+
+// Seconds of mock-exam time per question.
+constexpr int kExamSecondsPerQuestion = 90;
+
+}  // namespace
+
+// One answer option: key badge, indicator, text and, after the reveal, a verdict and the
+// option's explanation. Clicking anywhere on it toggles it.
+class OptionRow : public QFrame {
+  public:
+    enum class Verdict { None, ChosenRight, MissedRight, ChosenWrong, OtherWrong };
+
+    OptionRow(int position, bool multiple, const study::Option& option,
+              std::function<void(int)> onClick, QWidget* parent)
+        : QFrame(parent), position_(position), onClick_(std::move(onClick)) {
+        setObjectName(QStringLiteral("optionRow"));
+        setCursor(Qt::PointingHandCursor);
+        auto* outer = new QHBoxLayout(this);
+        outer->setContentsMargins(14, 12, 16, 12);
+        outer->setSpacing(12);
+        badge_ = new QLabel(QString::number(position + 1), this);
+        badge_->setObjectName(QStringLiteral("keyBadge"));
+        badge_->setAlignment(Qt::AlignCenter);
+        badge_->setFixedSize(26, 26);
+        if (multiple)
+            indicator_ = new QCheckBox(this);
+        else
+            indicator_ = new QRadioButton(this);
+        indicator_->setFocusPolicy(Qt::NoFocus);
+        indicator_->setAttribute(Qt::WA_TransparentForMouseEvents);
+        indicator_->setAccessibleName(option.text);
+        auto* column = new QVBoxLayout;
+        column->setSpacing(6);
+        text_ = new QLabel(option.text, this);
+        text_->setWordWrap(true);
+        text_->setTextFormat(Qt::PlainText);
+        verdict_ = new QLabel(this);
+        verdict_->setVisible(false);
+        QFont vf = verdict_->font();
+        vf.setBold(true);
+        verdict_->setFont(vf);
+        explanation_ = new QLabel(option.explanation, this);
+        explanation_->setWordWrap(true);
+        explanation_->setTextFormat(Qt::PlainText);
+        explanation_->setVisible(false);
+        column->addWidget(text_);
+        column->addWidget(verdict_);
+        column->addWidget(explanation_);
+        outer->addWidget(badge_, 0, Qt::AlignTop);
+        outer->addWidget(indicator_, 0, Qt::AlignTop);
+        outer->addLayout(column, 1);
+        restyle();
+    }
+
+    bool isChecked() const { return indicator_->isChecked(); }
+    void setChecked(bool on) {
+        indicator_->setChecked(on);
+        restyle();
+    }
+    void reveal(Verdict verdict) {
+        verdict_kind_ = verdict;
+        static const QString tick = QStringLiteral("\u2713 ");
+        static const QString cross = QStringLiteral("\u2717 ");
+        switch (verdict) {
+            case Verdict::ChosenRight:
+                verdict_->setText(tick + QObject::tr("Right \u2014 you chose this"));
+                break;
+            case Verdict::MissedRight:
+                verdict_->setText(tick + QObject::tr("Right answer \u2014 you missed it"));
+                break;
+            case Verdict::ChosenWrong:
+                verdict_->setText(cross + QObject::tr("Wrong \u2014 you chose this"));
+                break;
+            case Verdict::OtherWrong:
+                verdict_->setText(cross + QObject::tr("Wrong"));
+                break;
+            case Verdict::None:
+                break;
+        }
+        verdict_->setVisible(verdict != Verdict::None);
+        explanation_->setVisible(verdict != Verdict::None);
+        setCursor(verdict == Verdict::None ? Qt::PointingHandCursor : Qt::ArrowCursor);
+        restyle();
+    }
+    Verdict verdict() const { return verdict_kind_; }
+    QString verdictText() const { return verdict_->text(); }
+    bool explanationShown() const { return !explanation_->isHidden(); }
+
+    void restyle() {
+        const ThemeColors c = themeColors();
+        QColor border = c.border;
+        QColor background = c.surface;
+        int width = 1;
+        QColor verdictColor = c.muted;
+        switch (verdict_kind_) {
+            case Verdict::None:
+                if (isChecked()) {
+                    border = c.accent;
+                    width = 2;
+                }
+                break;
+            case Verdict::ChosenRight:
+            case Verdict::MissedRight:
+                border = c.right;
+                background = c.rightBackground;
+                width = 2;
+                verdictColor = c.right;
+                break;
+            case Verdict::ChosenWrong:
+                border = c.wrong;
+                background = c.wrongBackground;
+                width = 2;
+                verdictColor = c.wrong;
+                break;
+            case Verdict::OtherWrong:
+                verdictColor = c.muted;
+                break;
+        }
+        // A missed right answer gets a dashed outline so it differs from a chosen one by more
+        // than its words.
+        const QString style = verdict_kind_ == Verdict::MissedRight ? QStringLiteral("dashed")
+                                                                    : QStringLiteral("solid");
+        setStyleSheet(QStringLiteral("QFrame#optionRow { border: %1px %2 %3; border-radius: 10px; "
+                                     "background: %4; }"
+                                     "QLabel#keyBadge { border: 1px solid %5; border-radius: 6px; "
+                                     "color: %6; font-weight: 600; }")
+                          .arg(width)
+                          .arg(style, css(border), css(background), css(c.border), css(c.muted)));
+        verdict_->setStyleSheet(QStringLiteral("color: %1;").arg(css(verdictColor)));
+        explanation_->setStyleSheet(QStringLiteral("color: palette(text);"));
+    }
+
+  protected:
+    void mousePressEvent(QMouseEvent* event) override {
+        if (event->button() == Qt::LeftButton && verdict_kind_ == Verdict::None)
+            onClick_(position_);
+        QFrame::mousePressEvent(event);
+    }
+
+  private:
+    int position_;
+    std::function<void(int)> onClick_;
+    QLabel* badge_ = nullptr;
+    QAbstractButton* indicator_ = nullptr;
+    QLabel* text_ = nullptr;
+    QLabel* verdict_ = nullptr;
+    QLabel* explanation_ = nullptr;
+    Verdict verdict_kind_ = Verdict::None;
+};
+
+StudyPage::StudyPage(AppContext& context, QWidget* parent) : QWidget(parent), context_(context) {
+    setFocusPolicy(Qt::StrongFocus);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    auto* header = new QWidget(this);
+    header->setObjectName(QStringLiteral("studyHeader"));
+    auto* hl = new QHBoxLayout(header);
+    hl->setContentsMargins(28, 14, 28, 14);
+    auto* back = new QPushButton(tr("\u2190 Decks"), header);
+    back->setFocusPolicy(Qt::NoFocus);
+    back->setFlat(true);
+    back->setToolTip(tr("Back to the decks (Esc)"));
+    connect(back, &QPushButton::clicked, this, &StudyPage::closeRequested);
+    modeLabel_ = new QLabel(header);
+    modeLabel_->setFont(scaled(font(), 1.05, true));
+    progressLabel_ = new QLabel(header);
+    timerLabel_ = new QLabel(header);
+    timerLabel_->setFont(scaled(font(), 1.05, true));
+    timerLabel_->setVisible(false);
+    hl->addWidget(back);
+    hl->addSpacing(12);
+    hl->addWidget(modeLabel_);
+    hl->addStretch(1);
+    hl->addWidget(timerLabel_);
+    hl->addSpacing(16);
+    hl->addWidget(progressLabel_);
+    layout->addWidget(header);
+
+    views_ = new QStackedWidget(this);
+    layout->addWidget(views_, 1);
+    buildQuestionView();
+    buildResultsView();
+    buildActionBar(layout);
+
+    examTimer_ = new QTimer(this);
+    examTimer_->setInterval(1000);
+    connect(examTimer_, &QTimer::timeout, this, &StudyPage::updateTimer);
+    applyStyles();
+}
+
+StudyPage::~StudyPage() = default;
+
+void StudyPage::buildQuestionView() {
+    scroll_ = new QScrollArea(views_);
+    scroll_->setWidgetResizable(true);
+    scroll_->setFrameShape(QFrame::NoFrame);
+    scroll_->setFocusPolicy(Qt::NoFocus);
+    auto* canvas = new QWidget(scroll_);
+    auto* centre = new QHBoxLayout(canvas);
+    centre->setContentsMargins(28, 20, 28, 28);
+    auto* column = new QWidget(canvas);
+    column->setMaximumWidth(860);
+    auto* col = new QVBoxLayout(column);
+    col->setContentsMargins(0, 0, 0, 0);
+    col->setSpacing(14);
+    centre->addStretch(1);
+    centre->addWidget(column, 100);
+    centre->addStretch(1);
+
+    chipsLabel_ = new QLabel(column);
+    chipsLabel_->setObjectName(QStringLiteral("chips"));
+    promptLabel_ = new QLabel(column);
+    promptLabel_->setWordWrap(true);
+    promptLabel_->setTextFormat(Qt::PlainText);
+    promptLabel_->setFont(scaled(font(), 1.3));
+    promptLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    hintLabel_ = new QLabel(column);
+    hintLabel_->setObjectName(QStringLiteral("hint"));
+    col->addWidget(chipsLabel_);
+    col->addWidget(promptLabel_);
+    col->addWidget(hintLabel_);
+    col->addSpacing(4);
+
+    optionsLayout_ = new QVBoxLayout;
+    optionsLayout_->setSpacing(10);
+    col->addLayout(optionsLayout_);
+
+    col->addStretch(1);
+
+    scroll_->setWidget(canvas);
+    views_->addWidget(scroll_);
+}
+
+void StudyPage::buildActionBar(QVBoxLayout* pageLayout) {
+    actionBar_ = new QFrame(this);
+    actionBar_->setObjectName(QStringLiteral("actionBar"));
+    auto* centre = new QHBoxLayout(actionBar_);
+    centre->setContentsMargins(28, 12, 28, 16);
+    auto* bar = new QWidget(actionBar_);
+    bar->setMaximumWidth(860);
+    auto* bl = new QVBoxLayout(bar);
+    bl->setContentsMargins(0, 0, 0, 0);
+    bl->setSpacing(10);
+    centre->addStretch(1);
+    centre->addWidget(bar, 100);
+    centre->addStretch(1);
+    confidenceRow_ = new QWidget(bar);
+    auto* cl = new QHBoxLayout(confidenceRow_);
+    cl->setContentsMargins(0, 6, 0, 0);
+    auto* cLabel = new QLabel(tr("How sure are you? (optional)"), confidenceRow_);
+    cLabel->setObjectName(QStringLiteral("hint"));
+    cl->addWidget(cLabel);
+    const std::array<QString, 3> names = {tr("Guessing  G"), tr("Unsure  U"), tr("Sure  S")};
+    for (int i = 0; i < 3; ++i) {
+        auto* b = new QPushButton(names[i], confidenceRow_);
+        b->setCheckable(true);
+        b->setFocusPolicy(Qt::NoFocus);
+        connect(b, &QPushButton::clicked, this, [this, i] { setConfidence(i + 1); });
+        confidenceButtons_[i] = b;
+        cl->addWidget(b);
+    }
+    cl->addStretch(1);
+    bl->addWidget(confidenceRow_);
+
+    checkButton_ = new QPushButton(tr("Check answer   Enter"), bar);
+    checkButton_->setObjectName(QStringLiteral("primary"));
+    checkButton_->setFocusPolicy(Qt::NoFocus);
+    checkButton_->setMinimumHeight(40);
+    connect(checkButton_, &QPushButton::clicked, this, &StudyPage::checkAnswer);
+    bl->addWidget(checkButton_, 0, Qt::AlignLeft);
+
+    verdictBanner_ = new QFrame(bar);
+    verdictBanner_->setObjectName(QStringLiteral("verdictBanner"));
+    auto* vl = new QHBoxLayout(verdictBanner_);
+    vl->setContentsMargins(16, 10, 16, 10);
+    verdictLabel_ = new QLabel(verdictBanner_);
+    verdictLabel_->setFont(scaled(font(), 1.15, true));
+    vl->addWidget(verdictLabel_);
+    bl->addWidget(verdictBanner_);
+
+    gradeRow_ = new QWidget(bar);
+    auto* gl = new QVBoxLayout(gradeRow_);
+    gl->setContentsMargins(0, 0, 0, 0);
+    auto* buttons = new QHBoxLayout;
+    buttons->setSpacing(10);
+    const std::array<QString, 4> grades = {tr("Again"), tr("Hard"), tr("Good"), tr("Easy")};
+    for (int i = 0; i < 4; ++i) {
+        auto* b = new QPushButton(gradeRow_);
+        b->setFocusPolicy(Qt::NoFocus);
+        b->setMinimumSize(120, 52);
+        b->setProperty("gradeName", grades[i]);
+        connect(b, &QPushButton::clicked, this,
+                [this, i] { gradeAndContinue(static_cast<Rating>(i + 1)); });
+        gradeButtons_[i] = b;
+        buttons->addWidget(b);
+    }
+    buttons->addStretch(1);
+    gl->addLayout(buttons);
+    gradeHint_ = new QLabel(gradeRow_);
+    gradeHint_->setObjectName(QStringLiteral("hint"));
+    gradeHint_->setWordWrap(true);
+    gl->addWidget(gradeHint_);
+    bl->addWidget(gradeRow_);
+
+    nextButton_ = new QPushButton(tr("Next card   Enter"), bar);
+    nextButton_->setObjectName(QStringLiteral("primary"));
+    nextButton_->setFocusPolicy(Qt::NoFocus);
+    nextButton_->setMinimumHeight(40);
+    connect(nextButton_, &QPushButton::clicked, this, &StudyPage::continuePractice);
+    bl->addWidget(nextButton_, 0, Qt::AlignLeft);
+    pageLayout->addWidget(actionBar_);
+}
+
+void StudyPage::buildResultsView() {
+    auto* page = new QWidget(views_);
+    auto* centre = new QHBoxLayout(page);
+    centre->setContentsMargins(28, 28, 28, 28);
+    auto* column = new QWidget(page);
+    column->setMaximumWidth(760);
+    auto* col = new QVBoxLayout(column);
+    col->setSpacing(16);
+    resultsTitle_ = new QLabel(column);
+    resultsTitle_->setFont(scaled(font(), 1.6, true));
+    resultsBody_ = new QLabel(column);
+    resultsBody_->setWordWrap(true);
+    resultsBody_->setTextFormat(Qt::RichText);
+    resultsBack_ = new QPushButton(tr("Back to the decks   Enter"), column);
+    resultsBack_->setObjectName(QStringLiteral("primary"));
+    resultsBack_->setFocusPolicy(Qt::NoFocus);
+    resultsBack_->setMinimumHeight(40);
+    connect(resultsBack_, &QPushButton::clicked, this, &StudyPage::closeRequested);
+    col->addWidget(resultsTitle_);
+    col->addWidget(resultsBody_);
+    col->addWidget(resultsBack_, 0, Qt::AlignLeft);
+    col->addStretch(1);
+    centre->addStretch(1);
+    centre->addWidget(column, 100);
+    centre->addStretch(1);
+    views_->addWidget(page);
+}
+
+bool StudyPage::start(const QString& deckId, const study::SessionOptions& options) {
+    const study::Deck* deck = context_.library ? context_.library->deck(deckId) : nullptr;
+    if (!deck || !context_.store) return false;
+    examTimer_->stop();
+    session_ = std::make_unique<study::StudySession>(*deck, *context_.store, context_.settings,
+                                                     options, context_.now());
+    if (options.mode == StudyMode::MockExam) {
+        examDeadline_ = context_.now().addSecs(qint64(kExamSecondsPerQuestion) * session_->total());
+        examTimer_->start();
+    }
+    timerLabel_->setVisible(options.mode == StudyMode::MockExam);
+    showCurrent();
+    setFocus();
+    return true;
+}
+
+bool StudyPage::isShowingResults() const {
+    return views_->currentIndex() == 1;
+}
+
+QList<int> StudyPage::selectedOptions() const {
+    QList<int> chosen;
+    if (!session_) return chosen;
+    for (int pos = 0; pos < optionRows_.size(); ++pos) {
+        if (optionRows_[pos]->isChecked()) chosen.append(session_->optionOrder()[pos]);
+    }
+    std::sort(chosen.begin(), chosen.end());
+    return chosen;
+}
+
+void StudyPage::showCurrent() {
+    revealed_ = false;
+    confidence_.reset();
+    for (QPushButton* b : confidenceButtons_) b->setChecked(false);
+    qDeleteAll(optionRows_);
+    optionRows_.clear();
+    updateHeader();
+    if (!session_ || session_->finished()) {
+        showResults();
+        return;
+    }
+    views_->setCurrentIndex(0);
+    actionBar_->setVisible(true);
+    hintLabel_->setVisible(true);
+    const study::Card& card = *session_->current();
+    QStringList chips;
+    for (const QString& c : card.concepts()) chips.append(study::tagDisplayName(c));
+    chips.append(study::difficultyDisplayName(card.difficulty));
+    chipsLabel_->setText(chips.join(QStringLiteral("  \u00b7  ")));
+    promptLabel_->setText(card.prompt);
+    const bool multiple = card.type == study::CardType::Multiple;
+    hintLabel_->setText(multiple ? tr("Select %1 answers with keys 1\u2013%2, then press Enter.")
+                                       .arg(countWord(card.correctCount()))
+                                       .arg(card.options.size())
+                                 : tr("Select one answer with keys 1\u2013%1, then press Enter.")
+                                       .arg(card.options.size()));
+    const QList<int>& order = session_->optionOrder();
+    for (int pos = 0; pos < order.size(); ++pos) {
+        auto* row = new OptionRow(
+            pos, multiple, card.options[order[pos]], [this](int p) { toggleOption(p); },
+            scroll_->widget());
+        optionRows_.append(row);
+        optionsLayout_->addWidget(row);
+        row->show();  // now, not when the layout's queued show runs
+    }
+    confidenceRow_->setVisible(true);
+    checkButton_->setVisible(true);
+    checkButton_->setText(session_->mode() == StudyMode::MockExam ? tr("Submit answer   Enter")
+                                                                  : tr("Check answer   Enter"));
+    checkButton_->setEnabled(false);
+    verdictBanner_->setVisible(false);
+    gradeRow_->setVisible(false);
+    nextButton_->setVisible(false);
+    scroll_->verticalScrollBar()->setValue(0);
+    answerTimer_.start();
+}
+
+void StudyPage::toggleOption(int position) {
+    if (revealed_ || !session_ || session_->finished() || position < 0 ||
+        position >= optionRows_.size())
+        return;
+    const bool multiple = session_->current()->type == study::CardType::Multiple;
+    if (multiple) {
+        optionRows_[position]->setChecked(!optionRows_[position]->isChecked());
+    } else {
+        for (int i = 0; i < optionRows_.size(); ++i) optionRows_[i]->setChecked(i == position);
+    }
+    checkButton_->setEnabled(!selectedOptions().isEmpty());
+}
+
+void StudyPage::setConfidence(int level) {
+    if (revealed_) return;
+    confidence_ = confidence_ == level ? std::nullopt : std::optional<int>(level);
+    for (int i = 0; i < 3; ++i) confidenceButtons_[i]->setChecked(confidence_ == i + 1);
+}
+
+void StudyPage::checkAnswer() {
+    if (revealed_ || !session_ || session_->finished()) return;
+    const QList<int> chosen = selectedOptions();
+    if (chosen.isEmpty()) {
+        hintLabel_->setText(tr("Choose an answer first (keys 1\u2013%1).").arg(optionRows_.size()));
+        return;
+    }
+    answerMs_ = answerTimer_.elapsed();
+    if (session_->mode() == StudyMode::MockExam) {
+        // No feedback during an exam: record and move on; the score comes at the end.
+        QString error;
+        if (session_->answer(chosen, std::nullopt, confidence_, answerMs_, context_.now(), &error))
+            emit answered();
+        else
+            hintLabel_->setText(error);
+        showCurrent();
+        return;
+    }
+    revealed_ = true;
+    const study::Card& card = *session_->current();
+    const bool correct = card.isCorrectAnswer(chosen);
+    const QList<int>& order = session_->optionOrder();
+    for (int pos = 0; pos < optionRows_.size(); ++pos) {
+        const study::Option& option = card.options[order[pos]];
+        const bool picked = chosen.contains(order[pos]);
+        using V = OptionRow::Verdict;
+        optionRows_[pos]->reveal(option.correct ? (picked ? V::ChosenRight : V::MissedRight)
+                                                : (picked ? V::ChosenWrong : V::OtherWrong));
+    }
+    const ThemeColors c = themeColors();
+    const bool single = card.type == study::CardType::Single;
+    verdictLabel_->setText(
+        correct  ? QStringLiteral("\u2713  ") + tr("Correct")
+        : single ? QStringLiteral("\u2717  ") +
+                       tr("Not quite \u2014 the right answer is marked \u2713 above")
+                 : QStringLiteral("\u2717  ") +
+                       tr("Not quite \u2014 the right answers are marked \u2713 above"));
+    // Bring a missed right answer into view, so the learner sees it without scrolling.
+    for (OptionRow* row : optionRows_) {
+        if (row->verdict() == OptionRow::Verdict::MissedRight) {
+            scroll_->ensureWidgetVisible(row, 0, 24);
+            break;
+        }
+    }
+    verdictBanner_->setStyleSheet(
+        QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
+                       "solid %2; } QLabel { color: %2; }")
+            .arg(css(correct ? c.rightBackground : c.wrongBackground),
+                 css(correct ? c.right : c.wrong)));
+    verdictBanner_->setVisible(true);
+    confidenceRow_->setVisible(false);
+    checkButton_->setVisible(false);
+    hintLabel_->setVisible(false);
+
+    if (session_->mode() == StudyMode::Review) {
+        const QDateTime now = context_.now();
+        const std::array<QDateTime, 4> due = session_->previewDue(now);
+        for (int i = 0; i < 4; ++i) {
+            const Rating rating = static_cast<Rating>(i + 1);
+            const bool allowed = correct ? rating != Rating::Again : rating == Rating::Again;
+            QPushButton* b = gradeButtons_[i];
+            b->setText(QStringLiteral("%1  %2\n%3")
+                           .arg(i + 1)
+                           .arg(b->property("gradeName").toString(),
+                                study::formatInterval(now.secsTo(due[i]))));
+            b->setEnabled(allowed);
+            b->setObjectName(rating == (correct ? Rating::Good : Rating::Again)
+                                 ? QStringLiteral("primary")
+                                 : QString());
+            b->setToolTip(
+                tr("Next review %1")
+                    .arg(due[i].toLocalTime().toString(QStringLiteral("ddd d MMM yyyy, HH:mm"))));
+        }
+        applyStyles();
+        gradeHint_->setText(
+            correct ? tr("Enter accepts Good. Press 2 if it was hard, 4 if it was easy.")
+                    : tr("A wrong answer is graded Again: the card comes back in a few minutes. "
+                         "Press Enter to continue."));
+        gradeRow_->setVisible(true);
+    } else {
+        nextButton_->setVisible(true);
+    }
+}
+
+void StudyPage::gradeAndContinue(Rating rating) {
+    if (!revealed_ || !session_ || session_->mode() != StudyMode::Review) return;
+    const study::Card& card = *session_->current();
+    const bool correct = card.isCorrectAnswer(selectedOptions());
+    if (correct ? rating == Rating::Again : rating != Rating::Again) return;  // not offered
+    QString error;
+    if (!session_->answer(selectedOptions(), rating, confidence_, answerMs_, context_.now(),
+                          &error)) {
+        gradeHint_->setText(tr("Could not save the review: %1").arg(error));
+        return;
+    }
+    emit answered();
+    showCurrent();
+}
+
+void StudyPage::continuePractice() {
+    if (!revealed_ || !session_ || session_->mode() != StudyMode::Practice) return;
+    QString error;
+    if (!session_->answer(selectedOptions(), std::nullopt, confidence_, answerMs_, context_.now(),
+                          &error)) {
+        hintLabel_->setText(tr("Could not save the answer: %1").arg(error));
+        return;
+    }
+    emit answered();
+    showCurrent();
+}
+
+bool StudyPage::undo() {
+    if (!session_ || !session_->canUndo()) return false;
+    QString error;
+    if (!session_->undo(&error)) {
+        hintLabel_->setText(tr("Cannot undo: %1").arg(error));
+        return false;
+    }
+    emit answered();
+    showCurrent();
+    return true;
+}
+
+void StudyPage::showResults() {
+    examTimer_->stop();
+    timerLabel_->setVisible(false);
+    views_->setCurrentIndex(1);
+    actionBar_->setVisible(false);
+    if (!session_) return;
+    const ThemeColors c = themeColors();
+    const int answered = session_->answered();
+    if (session_->mode() == StudyMode::MockExam) {
+        const int total = answered + session_->unanswered();
+        resultsTitle_->setText(
+            tr("Mock exam: %1 of %2 right").arg(session_->correctAnswers()).arg(total));
+        QString html = QStringLiteral("<table cellspacing='0' cellpadding='6' width='100%'>");
+        html += QStringLiteral(
+                    "<tr><th align='left'>%1</th><th align='right'>%2</th>"
+                    "<th align='right'>%3</th></tr>")
+                    .arg(tr("Concept"), tr("Right"), tr("Score"));
+        for (const study::ConceptScore& s : session_->conceptScores()) {
+            const int pct = s.total > 0 ? qRound(100.0 * s.correct / s.total) : 0;
+            const bool strong = pct >= 70;
+            html += QStringLiteral(
+                        "<tr><td>%1</td><td align='right'>%2 / %3</td>"
+                        "<td align='right' style='color:%4'><b>%5 %6%</b></td></tr>")
+                        .arg(study::tagDisplayName(s.name))
+                        .arg(s.correct)
+                        .arg(s.total)
+                        .arg(css(strong ? c.right : c.wrong),
+                             strong ? QStringLiteral("\u2713") : QStringLiteral("\u2717"))
+                        .arg(pct);
+        }
+        html += QStringLiteral("</table>");
+        if (session_->unanswered() > 0) {
+            html += QStringLiteral("<p>") +
+                    tr("%1 not answered before the time ran out; they count as wrong.")
+                        .arg(counted(session_->unanswered(), tr("question was"),
+                                     tr("questions were"))) +
+                    QStringLiteral("</p>");
+        }
+        html += QStringLiteral("<p>") +
+                tr("Concepts under 70% are worth a practice session (Study \u2192 Practice).") +
+                QStringLiteral("</p>");
+        resultsBody_->setText(html);
+    } else if (answered == 0) {
+        resultsTitle_->setText(tr("Nothing to study right now"));
+        resultsBody_->setText(
+            session_->mode() == StudyMode::Review
+                ? tr("<p>No cards of this deck are due, and today's new cards are done. Come back "
+                     "later, or practise any concept without touching the schedule.</p>")
+                : tr("<p>No card matches this filter.</p>"));
+    } else {
+        resultsTitle_->setText(tr("Session complete"));
+        const int pct = qRound(100.0 * session_->correctAnswers() / answered);
+        resultsBody_->setText(
+            tr("<p>You answered <b>%1</b>; <b>%2</b> right (%3%).</p>")
+                .arg(counted(answered, tr("card"), tr("cards")))
+                .arg(session_->correctAnswers())
+                .arg(pct) +
+            (session_->mode() == StudyMode::Review
+                 ? tr("<p>Your next reviews are scheduled. Press Ctrl+Z to undo the last one.</p>")
+                 : tr("<p>Practice leaves the schedule untouched.</p>")));
+    }
+}
+
+void StudyPage::updateHeader() {
+    if (!session_) return;
+    modeLabel_->setText(
+        QStringLiteral("%1  \u00b7  %2").arg(modeTitle(session_->mode()), session_->deck().title));
+    progressLabel_->setText(session_->finished() ? tr("%1 answered").arg(session_->answered())
+                                                 : tr("%1 answered  \u00b7  %2 to go")
+                                                       .arg(session_->answered())
+                                                       .arg(session_->remaining()));
+    updateTimer();
+}
+
+void StudyPage::updateTimer() {
+    if (!session_ || session_->mode() != StudyMode::MockExam || session_->finished()) return;
+    const qint64 left = std::max<qint64>(0, context_.now().secsTo(examDeadline_));
+    timerLabel_->setText(
+        tr("Time left %1:%2").arg(left / 60).arg(left % 60, 2, 10, QLatin1Char('0')));
+    if (left == 0) {
+        session_->finishNow();
+        emit answered();
+        showCurrent();
+    }
+}
+
+void StudyPage::keyPressEvent(QKeyEvent* event) {
+    const int key = event->key();
+    if (event->matches(QKeySequence::Undo)) {
+        undo();
+        return;
+    }
+    if (key == Qt::Key_Escape) {
+        emit closeRequested();
+        return;
+    }
+    if (isShowingResults()) {
+        if (key == Qt::Key_Return || key == Qt::Key_Enter || key == Qt::Key_Space) {
+            emit closeRequested();
+            return;
+        }
+        QWidget::keyPressEvent(event);
+        return;
+    }
+    if (!session_ || session_->finished() ||
+        (event->modifiers() & ~Qt::KeypadModifier & ~Qt::ShiftModifier)) {
+        QWidget::keyPressEvent(event);
+        return;
+    }
+    if (key >= Qt::Key_1 && key <= Qt::Key_6) {
+        const int n = key - Qt::Key_1;
+        if (!revealed_)
+            toggleOption(n);
+        else if (session_->mode() == StudyMode::Review && n < 4)
+            gradeAndContinue(static_cast<Rating>(n + 1));
+        return;
+    }
+    if (key == Qt::Key_Return || key == Qt::Key_Enter || key == Qt::Key_Space) {
+        if (!revealed_) {
+            checkAnswer();
+        } else if (session_->mode() == StudyMode::Review) {
+            const bool correct = session_->current()->isCorrectAnswer(selectedOptions());
+            gradeAndContinue(correct ? Rating::Good : Rating::Again);
+        } else {
+            continuePractice();
+        }
+        return;
+    }
+    if (!revealed_ && (key == Qt::Key_G || key == Qt::Key_U || key == Qt::Key_S)) {
+        setConfidence(key == Qt::Key_G ? 1 : key == Qt::Key_U ? 2 : 3);
+        return;
+    }
+    QWidget::keyPressEvent(event);
+}
+
+bool StudyPage::event(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange)
+        refreshTheme();
+    return QWidget::event(event);
+}
+
+void StudyPage::refreshTheme() {
+    applyStyles();
+    for (OptionRow* row : optionRows_) row->restyle();
+}
+
+void StudyPage::applyStyles() {
+    const ThemeColors c = themeColors();
+    setStyleSheet(
+        QStringLiteral("QWidget#studyHeader { border-bottom: 1px solid %1; }"
+                       "QFrame#actionBar { border-top: 1px solid %1; }"
+                       "QLabel#chips { color: %2; font-weight: 600; }"
+                       "QLabel#hint { color: %2; }"
+                       "QPushButton#primary { background: %3; color: white; border: none; "
+                       "border-radius: 8px; padding: 8px 18px; font-weight: 600; }"
+                       "QPushButton#primary:disabled { background: %1; color: %2; }")
+            .arg(css(c.border), css(c.muted), css(c.accent)));
+    for (QPushButton* b : gradeButtons_) {
+        if (b) {
+            b->style()->unpolish(b);
+            b->style()->polish(b);
+        }
+    }
+}
+
+}  // namespace pd::ui

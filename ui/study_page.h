@@ -1,0 +1,109 @@
+// The study page: one card at a time, keyboard first.
+//   1-6        choose an option (check boxes when several answers are right)
+//   G U S      optional confidence before checking: guess, unsure, sure
+//   Enter/Space check the answer; after the reveal, accept the suggested grade
+//   1-4        after the reveal (review mode): Again, Hard, Good, Easy
+//   Ctrl+Z     undo the last answer     Esc  back to the decks
+#pragma once
+
+#include <QElapsedTimer>
+#include <QList>
+#include <QWidget>
+#include <array>
+#include <memory>
+#include <optional>
+
+#include "app_context.h"
+#include "study/study_session.h"
+
+class QAbstractButton;
+class QButtonGroup;
+class QFrame;
+class QLabel;
+class QPushButton;
+class QScrollArea;
+class QStackedWidget;
+class QTimer;
+class QVBoxLayout;
+
+namespace pd::ui {
+
+class OptionRow;
+
+class StudyPage : public QWidget {
+    Q_OBJECT
+  public:
+    explicit StudyPage(AppContext& context, QWidget* parent = nullptr);
+    ~StudyPage() override;
+
+    // Starts a session on a deck. Returns false (and shows nothing new) if the deck is unknown.
+    bool start(const QString& deckId, const study::SessionOptions& options);
+    bool hasSession() const { return session_ != nullptr; }
+    const study::StudySession* session() const { return session_.get(); }
+
+    // For tests and the menu: the state of the page.
+    bool isRevealed() const { return revealed_; }
+    bool isShowingResults() const;
+    QList<int> selectedOptions() const;  // option indices in the card
+    bool undo();
+    void refreshTheme();
+
+  signals:
+    void answered();        // the store changed
+    void closeRequested();  // back to the decks
+
+  protected:
+    void keyPressEvent(QKeyEvent* event) override;
+    bool event(QEvent* event) override;
+
+  private:
+    void buildQuestionView();
+    void buildResultsView();
+    void buildActionBar(QVBoxLayout* pageLayout);
+    void showCurrent();
+    void toggleOption(int position);
+    void setConfidence(int level);
+    void checkAnswer();
+    void gradeAndContinue(study::Rating rating);
+    void continuePractice();
+    void showResults();
+    void updateHeader();
+    void updateTimer();
+    void applyStyles();
+
+    AppContext& context_;
+    std::unique_ptr<study::StudySession> session_;
+    bool revealed_ = false;
+    std::optional<int> confidence_;
+    QElapsedTimer answerTimer_;
+    qint64 answerMs_ = 0;
+    QDateTime examDeadline_;
+
+    QStackedWidget* views_ = nullptr;
+    QFrame* actionBar_ = nullptr;
+    QLabel* modeLabel_ = nullptr;
+    QLabel* progressLabel_ = nullptr;
+    QLabel* timerLabel_ = nullptr;
+    QScrollArea* scroll_ = nullptr;
+    QLabel* chipsLabel_ = nullptr;
+    QLabel* promptLabel_ = nullptr;
+    QLabel* hintLabel_ = nullptr;
+    QVBoxLayout* optionsLayout_ = nullptr;
+    QList<OptionRow*> optionRows_;
+    QWidget* confidenceRow_ = nullptr;
+    std::array<QPushButton*, 3> confidenceButtons_{};
+    QPushButton* checkButton_ = nullptr;
+    QFrame* verdictBanner_ = nullptr;
+    QLabel* verdictLabel_ = nullptr;
+    QWidget* gradeRow_ = nullptr;
+    std::array<QPushButton*, 4> gradeButtons_{};
+    QLabel* gradeHint_ = nullptr;
+    QPushButton* nextButton_ = nullptr;
+    QTimer* examTimer_ = nullptr;
+
+    QLabel* resultsTitle_ = nullptr;
+    QLabel* resultsBody_ = nullptr;
+    QPushButton* resultsBack_ = nullptr;
+};
+
+}  // namespace pd::ui
