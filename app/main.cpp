@@ -11,9 +11,12 @@
 
 #include "app_context.h"
 #include "main_window.h"
+#include "pd/run.h"
+#include "scenario_config.h"
 #include "study/deck_library.h"
 #include "study/review_store.h"
 #include "theme.h"
+#include "visualizer/picture_export.h"
 
 namespace {
 
@@ -29,10 +32,56 @@ void addOptions(QCommandLineParser& parser) {
         QStringLiteral("Flashcards on distributed deep-learning training, scheduled with FSRS-6."));
     parser.addHelpOption();
     parser.addVersionOption();
+    parser.addOption({QStringLiteral("card"),
+                      QStringLiteral("The card whose scenario --export-screenshot runs (its id)."),
+                      QStringLiteral("id")});
+    parser.addOption({QStringLiteral("export-screenshot"),
+                      QStringLiteral("Run the card's scenario and write its timeline to <file> "
+                                     "(.png at 2x, .svg or .pdf) without showing a window."),
+                      QStringLiteral("file")});
     parser.addOption({QStringLiteral("database"),
                       QStringLiteral("Keep reviews and settings in <file> instead of the app-data "
                                      "folder."),
                       QStringLiteral("file")});
+}
+
+// `--card ID --export-screenshot FILE`: run the scenario headless and write the picture.
+// Exit codes: 0 written, 1 the run or the export failed, 2 bad input (unknown card, ...).
+int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardId,
+                     const QString& path) {
+    const pd::study::Card* card = nullptr;
+    for (const pd::study::Deck& deck : library.decks())
+        if ((card = deck.card(cardId))) break;
+    if (!card) {
+        std::fprintf(stderr, "paralleldeck: --card: no deck has a card with id '%s'\n",
+                     qPrintable(cardId));
+        return 2;
+    }
+    if (!card->hasScenario()) {
+        std::fprintf(stderr, "paralleldeck: --card: card '%s' has no scenario to run\n",
+                     qPrintable(cardId));
+        return 2;
+    }
+    QString error;
+    const auto config =
+        pd::app::scenarioConfig(card->scenarioJson, QStringLiteral("card %1").arg(cardId), &error);
+    if (!config) {
+        std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(error));
+        return 2;
+    }
+    pd::Run run(*config);
+    auto result = std::make_shared<pd::RunResult>(run.execute());
+    if (result->status == pd::RunStatus::failed || result->status == pd::RunStatus::cancelled) {
+        std::fprintf(stderr, "paralleldeck: the run failed: %s\n", result->error.c_str());
+        return 1;
+    }
+    pd::vis::PictureOptions options;
+    options.note = card->scenarioNote;
+    if (!pd::vis::export_picture(path, *config, result, &error, options)) {
+        std::fprintf(stderr, "paralleldeck: --export-screenshot: %s\n", qPrintable(error));
+        return 1;
+    }
+    return 0;
 }
 
 }  // namespace
@@ -51,6 +100,12 @@ int main(int argc, char** argv) {
         }
     }
 
+    // A headless export needs no display: paint offscreen unless told otherwise.
+    for (int i = 1; i < argc; ++i)
+        if (!std::strncmp(argv[i], "--export-screenshot", 19) &&
+            qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+
     QApplication app(argc, argv);
     describe(app);
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/paralleldeck.svg")));
@@ -58,6 +113,23 @@ int main(int argc, char** argv) {
     QCommandLineParser parser;
     addOptions(parser);
     parser.process(app);
+
+    if (parser.isSet(QStringLiteral("export-screenshot")) || parser.isSet(QStringLiteral("card"))) {
+        if (!parser.isSet(QStringLiteral("export-screenshot")) ||
+            !parser.isSet(QStringLiteral("card"))) {
+            std::fprintf(stderr, "paralleldeck: --card and --export-screenshot go together\n");
+            return 2;
+        }
+        pd::study::DeckLibrary library;
+        const QString problem =
+            library.addBundled(QStringLiteral(":/decks/distributed-training.json"));
+        if (!problem.isEmpty()) {
+            std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(problem));
+            return 1;
+        }
+        return exportScreenshot(library, parser.value(QStringLiteral("card")),
+                                parser.value(QStringLiteral("export-screenshot")));
+    }
 
     const QString dbPath = parser.isSet(QStringLiteral("database"))
                                ? parser.value(QStringLiteral("database"))

@@ -20,7 +20,9 @@
 
 #include "browser_page.h"
 #include "home_page.h"
+#include "scenario_config.h"
 #include "settings_dialog.h"
+#include "show_me_window.h"
 #include "stats_page.h"
 #include "study/card_import.h"
 #include "study_page.h"
@@ -84,6 +86,7 @@ MainWindow::MainWindow(AppContext& context, QWidget* parent)
             [this](int id) { showPage(static_cast<Page>(id)); });
     connect(home_, &HomePage::studyRequested, this, &MainWindow::startSession);
     connect(study_, &StudyPage::closeRequested, this, [this] { showPage(Page::Home); });
+    connect(study_, &StudyPage::showMeRequested, this, &MainWindow::showMe);
     connect(study_, &StudyPage::answered, this,
             [this] { undo_->setEnabled(study_->session() && study_->session()->canUndo()); });
 
@@ -305,6 +308,7 @@ void MainWindow::showShortcuts() {
             "<tr><td><tt>Enter</tt> / <tt>Space</tt></td><td>%4</td></tr>"
             "<tr><td><tt>1</tt>\u2013<tt>4</tt></td><td>%5</td></tr>"
             "<tr><td><tt>Ctrl+Z</tt></td><td>%6</td></tr>"
+            "<tr><td><tt>M</tt></td><td>%16</td></tr>"
             "<tr><td><tt>Esc</tt></td><td>%7</td></tr>"
             "<tr><td colspan='2'><br><b>%8</b></td></tr>"
             "<tr><td><tt>Enter</tt></td><td>%9</td></tr>"
@@ -314,6 +318,10 @@ void MainWindow::showShortcuts() {
             "<tr><td><tt>Ctrl+I</tt> / <tt>Ctrl+E</tt></td><td>%13</td></tr>"
             "<tr><td><tt>Ctrl+,</tt></td><td>%14</td></tr>"
             "<tr><td><tt>F1</tt></td><td>%15</td></tr>"
+            "<tr><td colspan='2'><br><b>%17</b></td></tr>"
+            "<tr><td><tt>Ctrl+Shift+S</tt></td><td>%18</td></tr>"
+            "<tr><td><tt>Ctrl+P</tt></td><td>%19</td></tr>"
+            "<tr><td><tt>Esc</tt></td><td>%20</td></tr>"
             "</table>")
             .arg(tr("While studying"), tr("choose an answer (toggle when several are right)"),
                  tr("optional confidence: guessing, unsure, sure"),
@@ -322,7 +330,10 @@ void MainWindow::showShortcuts() {
                  tr("back to the decks"), tr("Everywhere"),
                  tr("on Decks: study the first deck with work"))
             .arg(tr("review due cards"), tr("Decks, Browse, Statistics"), tr("search the cards"),
-                 tr("import cards / export a deck"), tr("settings"), tr("this list"));
+                 tr("import cards / export a deck"), tr("settings"), tr("this list"),
+                 tr("Show me: run the card's scenario (cards with one)"))
+            .arg(tr("In Show me"), tr("export the timeline (PNG, SVG, PDF)"),
+                 tr("pin the run to compare the next one with it"), tr("cancel the run"));
     QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), rows, QMessageBox::Close, this);
     box.setTextFormat(Qt::RichText);
     box.exec();
@@ -341,6 +352,28 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     context_.store->setSetting(QStringLiteral("window_geometry"),
                                QString::fromLatin1(saveGeometry().toBase64()));
     QMainWindow::closeEvent(event);
+}
+
+void MainWindow::showMe(const QString& deckId, const QString& cardId) {
+    const study::Deck* deck = context_.library ? context_.library->deck(deckId) : nullptr;
+    const study::Card* card = deck ? deck->card(cardId) : nullptr;
+    if (!card || !card->hasScenario()) return;
+    QString error;
+    const auto config = pd::app::scenarioConfig(card->scenarioJson,
+                                                QStringLiteral("card %1").arg(card->id), &error);
+    if (!config) {
+        QMessageBox::warning(this, tr("Show me"),
+                             tr("This card's scenario cannot run:\n%1").arg(error));
+        return;
+    }
+    if (!showMe_) showMe_ = new ShowMeWindow(this);
+    showMe_->setWindowFlag(Qt::Window);
+    QString title = card->prompt.simplified();
+    if (title.size() > 70) title = title.left(67) + QStringLiteral("…");
+    showMe_->showScenario(title, card->scenarioNote, *config);
+    showMe_->show();
+    showMe_->raise();
+    showMe_->activateWindow();
 }
 
 }  // namespace pd::ui

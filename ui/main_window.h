@@ -14,6 +14,7 @@ class HomePage;
 class StudyPage;
 class BrowserPage;
 class StatsPage;
+class ShowMeWindow;
 
 // The application window: a side bar (Decks, Browse, Statistics) beside the pages, the study
 // page for sessions, and the menus (import/export, settings, undo, shortcuts, about).
@@ -27,6 +28,7 @@ class MainWindow : public QMainWindow {
     Page currentPage() const;
     StudyPage* studyPage() const { return study_; }
     HomePage* homePage() const { return home_; }
+    ShowMeWindow* showMeWindow() const { return showMe_; }
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -40,6 +42,7 @@ class MainWindow : public QMainWindow {
     void openSettings();
     void showShortcuts();
     void showAbout();
+    void showMe(const QString& deckId, const QString& cardId);
 
     AppContext& context_;
     QStackedWidget* pages_ = nullptr;
@@ -49,6 +52,7 @@ class MainWindow : public QMainWindow {
     BrowserPage* browser_ = nullptr;
     StatsPage* stats_ = nullptr;
     QAction* undo_ = nullptr;
+    ShowMeWindow* showMe_ = nullptr;  // created on first use
 };
 
 }  // namespace pd::ui

@@ -323,7 +323,18 @@ void StudyPage::buildActionBar(QVBoxLayout* pageLayout) {
     checkButton_->setFocusPolicy(Qt::NoFocus);
     checkButton_->setMinimumHeight(40);
     connect(checkButton_, &QPushButton::clicked, this, &StudyPage::checkAnswer);
-    bl->addWidget(checkButton_, 0, Qt::AlignLeft);
+    showMeButton_ = new QPushButton(tr("Show me   M"), bar);
+    showMeButton_->setObjectName(QStringLiteral("showMe"));
+    showMeButton_->setFocusPolicy(Qt::NoFocus);
+    showMeButton_->setMinimumHeight(40);
+    showMeButton_->setToolTip(tr("Run this card's scenario on the engine and watch what happens"));
+    connect(showMeButton_, &QPushButton::clicked, this, &StudyPage::requestShowMe);
+    auto* checkRow = new QHBoxLayout;
+    checkRow->setSpacing(10);
+    checkRow->addWidget(checkButton_);
+    checkRow->addWidget(showMeButton_);
+    checkRow->addStretch(1);
+    bl->addLayout(checkRow);
 
     verdictBanner_ = new QFrame(bar);
     verdictBanner_->setObjectName(QStringLiteral("verdictBanner"));
@@ -398,6 +409,7 @@ void StudyPage::buildResultsView() {
 bool StudyPage::start(const QString& deckId, const study::SessionOptions& options) {
     const study::Deck* deck = context_.library ? context_.library->deck(deckId) : nullptr;
     if (!deck || !context_.store) return false;
+    deckId_ = deckId;
     examTimer_->stop();
     session_ = std::make_unique<study::StudySession>(*deck, *context_.store, context_.settings,
                                                      options, context_.now());
@@ -468,6 +480,7 @@ void StudyPage::showCurrent() {
     verdictBanner_->setVisible(false);
     gradeRow_->setVisible(false);
     nextButton_->setVisible(false);
+    updateShowMe();
     scroll_->verticalScrollBar()->setValue(0);
     answerTimer_.start();
 }
@@ -742,11 +755,29 @@ void StudyPage::keyPressEvent(QKeyEvent* event) {
         }
         return;
     }
+    if (key == Qt::Key_M) {
+        requestShowMe();
+        return;
+    }
     if (!revealed_ && (key == Qt::Key_G || key == Qt::Key_U || key == Qt::Key_S)) {
         setConfidence(key == Qt::Key_G ? 1 : key == Qt::Key_U ? 2 : 3);
         return;
     }
     QWidget::keyPressEvent(event);
+}
+
+// A mock exam is an exam: no runs that would hint at the answer.
+void StudyPage::updateShowMe() {
+    const bool available = session_ && !session_->finished() &&
+                           session_->current()->hasScenario() &&
+                           session_->mode() != StudyMode::MockExam;
+    showMeButton_->setVisible(available);
+}
+
+void StudyPage::requestShowMe() {
+    if (!session_ || session_->finished() || session_->mode() == StudyMode::MockExam) return;
+    const study::Card& card = *session_->current();
+    if (card.hasScenario()) emit showMeRequested(deckId_, card.id);
 }
 
 bool StudyPage::event(QEvent* event) {

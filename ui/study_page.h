@@ -3,6 +3,7 @@
 //   G U S      optional confidence before checking: guess, unsure, sure
 //   Enter/Space check the answer; after the reveal, accept the suggested grade
 //   1-4        after the reveal (review mode): Again, Hard, Good, Easy
+//   M          "Show me": run the card's scenario in the visualizer (cards with one)
 //   Ctrl+Z     undo the last answer     Esc  back to the decks
 #pragma once
 
@@ -51,6 +52,8 @@ class StudyPage : public QWidget {
   signals:
     void answered();        // the store changed
     void closeRequested();  // back to the decks
+    // The learner asked to see the current card's scenario run.
+    void showMeRequested(const QString& deckId, const QString& cardId);
 
   protected:
     void keyPressEvent(QKeyEvent* event) override;
@@ -99,6 +102,10 @@ class StudyPage : public QWidget {
     std::array<QPushButton*, 4> gradeButtons_{};
     QLabel* gradeHint_ = nullptr;
     QPushButton* nextButton_ = nullptr;
+    QPushButton* showMeButton_ = nullptr;
+    QString deckId_;
+    void requestShowMe();
+    void updateShowMe();
     QTimer* examTimer_ = nullptr;
 
     QLabel* resultsTitle_ = nullptr;

@@ -24,7 +24,7 @@ class TestStudyPage : public QObject {
     void practiceRevealsWithoutGrades();
     void mockExamGivesNoFeedbackThenScores();
     void escapeAsksToClose();
-    void noShowMeButtonYet();
+    void showMeOnScenarioCards();
 
   private:
     // The display position (0-based) of the card's option `index`.
@@ -225,11 +225,39 @@ void TestStudyPage::escapeAsksToClose() {
     QVERIFY(!page_->start(QStringLiteral("no-such-deck"), SessionOptions{}));
 }
 
-void TestStudyPage::noShowMeButtonYet() {
-    // "Show me" arrives with the visualizer; until then no card offers it.
-    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
-    for (QPushButton* b : page_->findChildren<QPushButton*>())
-        QVERIFY(!b->text().contains(QStringLiteral("Show me"), Qt::CaseInsensitive));
+void TestStudyPage::showMeOnScenarioCards() {
+    // One card with a scenario, one without.
+    QString withScenario =
+        pd::test::singleCard(QStringLiteral("has-run"), QStringLiteral("pipeline-parallelism"));
+    withScenario.chop(1);
+    withScenario += QStringLiteral(
+        R"(, "scenario": {"strategy": "pipeline", "devices": 2, "microbatches": 4, "batch": 8},
+        "scenario_note": "Look at the bubble."})");
+    const QString without =
+        pd::test::singleCard(QStringLiteral("no-run"), QStringLiteral("data-parallelism"));
+    QVERIFY(library_->importDeck(
+        *parseDeck(pd::test::deckJson({withScenario, without}, QStringLiteral("show-deck")),
+                   QStringLiteral("show.json"), {true})
+             .deck,
+        nullptr));
+    QVERIFY(page_->start(QStringLiteral("show-deck"), SessionOptions{}));
+    QSignalSpy requested(page_.get(), &StudyPage::showMeRequested);
+    for (int i = 0; i < 2; ++i) {
+        const QString id = page_->session()->current()->id;
+        auto* button = page_->findChild<QPushButton*>(QStringLiteral("showMe"));
+        QVERIFY(button);
+        QCOMPARE(button->isVisible(), id == QStringLiteral("has-run"));
+        press(Qt::Key_M);
+        if (id == QStringLiteral("has-run")) {
+            QCOMPARE(requested.count(), 1);
+            QCOMPARE(requested.first().at(0).toString(), QStringLiteral("show-deck"));
+            QCOMPARE(requested.first().at(1).toString(), QStringLiteral("has-run"));
+        }
+        press(Qt::Key_1);
+        press(Qt::Key_Return);
+        press(Qt::Key_Return);
+    }
+    QCOMPARE(requested.count(), 1);  // the card without a scenario asked for nothing
 }
 
 QTEST_MAIN(TestStudyPage)

@@ -1,0 +1,103 @@
+// "Show me" end to end, offscreen: the run starts, progress arrives, the result is shown;
+// cancel works and leaves the window usable; a pinned run is compared; an OOM is explained.
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "run_controller.h"
+#include "show_me_window.h"
+#include "visualizer/visualizer_panel.h"
+
+using pd::ui::ShowMeWindow;
+
+namespace {
+pd::RunConfig pipeline_scenario(int steps) {
+    pd::RunConfig c;
+    c.strategy = pd::StrategyKind::pipeline;
+    c.devices = 2;
+    c.layers = 2;
+    c.width = 32;
+    c.batch = 16;
+    c.microbatches = 4;
+    c.steps = steps;
+    c.clock = pd::ClockMode::device;
+    return c;
+}
+}  // namespace
+
+class TestShowMeWindow : public QObject {
+    Q_OBJECT
+  private slots:
+    void runs_the_scenario_and_shows_it() {
+        ShowMeWindow window;
+        QSignalSpy progress(window.controller(), &pd::app::RunController::progress);
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        window.showScenario(QStringLiteral("GPipe bubbles"), QStringLiteral("Look at the grey."),
+                            pipeline_scenario(3));
+        QVERIFY(window.windowTitle().contains(QStringLiteral("GPipe bubbles")));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QVERIFY(progress.count() >= 3);
+        QVERIFY2(window.status().contains(QStringLiteral("3 steps measured")),
+                 qPrintable(window.status()));
+        QVERIFY(window.findChild<QProgressBar*>()->isHidden());
+    }
+
+    void cancel_leaves_the_window_usable() {
+        ShowMeWindow window;
+        QSignalSpy progress(window.controller(), &pd::app::RunController::progress);
+        QSignalSpy cancelled(window.controller(), &pd::app::RunController::cancelled);
+        window.showScenario(QStringLiteral("long"), QString(), pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 3, 60000);
+        QPushButton* cancel = nullptr;
+        for (auto* b : window.findChildren<QPushButton*>())
+            if (b->text() == QStringLiteral("Cancel")) cancel = b;
+        QVERIFY(cancel && cancel->isVisible() == !window.isHidden());
+        QTest::mouseClick(cancel, Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 60000);
+        QVERIFY(window.status().contains(QStringLiteral("cancelled")));
+        // Still responsive: a new run goes through.
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        window.run(pipeline_scenario(2));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+    }
+
+    void pinned_run_is_compared() {
+        ShowMeWindow window;
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        window.showScenario(QStringLiteral("compare"), QString(), pipeline_scenario(2));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        window.pinCurrentRun();
+        QVERIFY(window.hasPinnedRun());
+        pd::RunConfig one_f = pipeline_scenario(2);
+        one_f.schedule = pd::PipelineSchedule::one_f_one_b;
+        window.run(one_f);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        QVERIFY(window.visualizer()->hasComparison());
+        window.clearPinnedRun();
+        QVERIFY(!window.visualizer()->hasComparison());
+    }
+
+    void out_of_memory_is_explained() {
+        ShowMeWindow window;
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        pd::RunConfig c = pipeline_scenario(2);
+        c.capacity_bytes = 2048;
+        window.showScenario(QStringLiteral("oom"), QString(), c);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QVERIFY2(window.status().contains(QStringLiteral("Out of memory")),
+                 qPrintable(window.status()));
+    }
+
+    void refused_scenario_says_why() {
+        ShowMeWindow window;
+        pd::RunConfig c = pipeline_scenario(2);
+        c.microbatches = 3;
+        window.showScenario(QStringLiteral("bad"), QString(), c);
+        QVERIFY2(window.status().contains(QStringLiteral("cannot run")),
+                 qPrintable(window.status()));
+    }
+};
+
+QTEST_MAIN(TestShowMeWindow)
+#include "test_show_me_window.moc"

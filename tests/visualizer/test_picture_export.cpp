@@ -1,0 +1,129 @@
+// Exports of a real run: PNG at twice the logical size, SVG and PDF files that are what
+// they claim to be, a comparison of two runs, and errors that say what went wrong.
+#include <QFile>
+#include <QImageReader>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "pd/metrics.h"
+#include "visualizer/picture_export.h"
+#include "visualizer_test_support.h"
+
+using namespace pd::vis;
+
+class TestPictureExport : public QObject {
+    Q_OBJECT
+
+    pd::RunConfig config_ = test::small_pipeline();
+    std::shared_ptr<const pd::RunResult> result_;
+    QTemporaryDir dir_;
+
+    QByteArray head(const QString& path, int n) {
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly)) return {};
+        return f.read(n);
+    }
+
+  private slots:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        result_ = test::run_engine(config_);
+        QCOMPARE(result_->status, pd::RunStatus::ok);
+    }
+
+    void pngIsTwiceTheLogicalSize() {
+        const QString path = dir_.filePath(QStringLiteral("timeline.png"));
+        QString error;
+        PictureOptions o;
+        o.width = 1000;
+        QVERIFY2(export_picture(path, config_, result_, &error, o), qPrintable(error));
+        QImageReader reader(path);
+        QCOMPARE(reader.format(), QByteArray("png"));
+        const QSizeF logical = picture_size({{config_, result_}}, o);
+        QCOMPARE(logical.width(), 1000.0);
+        QCOMPARE(reader.size(), (logical * 2).toSize());
+        const QImage image = reader.read();
+        QVERIFY(!image.isNull());
+        // Not a blank page: the forward teal is somewhere in it.
+        const QColor teal = TimelinePalette::light_theme().forward;
+        bool found = false;
+        for (int y = 0; y < image.height() && !found; y += 2)
+            for (int x = 0; x < image.width() && !found; x += 2)
+                found = image.pixelColor(x, y) == teal;
+        QVERIFY(found);
+    }
+
+    void svgAndPdf_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QByteArray>("magic");
+        QTest::newRow("svg") << QStringLiteral("timeline.svg") << QByteArray("<?xml");
+        QTest::newRow("pdf") << QStringLiteral("timeline.pdf") << QByteArray("%PDF");
+        QTest::newRow("upper-case extension")
+            << QStringLiteral("TIMELINE.PDF") << QByteArray("%PDF");
+    }
+    void svgAndPdf() {
+        QFETCH(QString, name);
+        QFETCH(QByteArray, magic);
+        const QString path = dir_.filePath(name);
+        QString error;
+        QVERIFY2(export_picture(path, config_, result_, &error), qPrintable(error));
+        QVERIFY(head(path, 5).startsWith(magic));
+        if (magic == "<?xml") {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QByteArray all = f.readAll();
+            QVERIFY(all.contains("<svg"));
+            QVERIFY(all.contains("forward"));  // the legend is text, not pixels
+        }
+        QVERIFY(QFileInfo(path).size() > 1000);
+    }
+
+    void dark_and_comparison() {
+        auto one_f_one_b = test::small_pipeline(pd::PipelineSchedule::one_f_one_b);
+        auto second = test::run_engine(one_f_one_b);
+        PictureOptions o;
+        o.theme = ThemeChoice::dark;
+        o.note = QStringLiteral("GPipe against 1F1B");
+        const std::vector<PictureRun> runs{{config_, result_}, {one_f_one_b, second}};
+        const QSizeF both = picture_size(runs, o);
+        const QSizeF one = picture_size({runs.front()}, o);
+        QVERIFY(both.height() > one.height() * 1.5);
+        const QImage image = render_picture(runs, o, 2.0);
+        QCOMPARE(image.size(), (both * 2).toSize());
+        QVERIFY(image.pixelColor(4, 4).lightness() < 80);  // dark background
+        QString error;
+        QVERIFY2(export_picture(dir_.filePath(QStringLiteral("compare.png")), runs, o, &error),
+                 qPrintable(error));
+    }
+
+    void outOfMemoryRunExports() {
+        pd::RunConfig c = test::small_dp();
+        c.capacity_bytes = 64 * 1024;
+        auto r = test::run_engine(c);
+        QCOMPARE(r->status, pd::RunStatus::out_of_memory);
+        QString error;
+        QVERIFY2(export_picture(dir_.filePath(QStringLiteral("oom.png")), c, r, &error),
+                 qPrintable(error));
+    }
+
+    void errorsSayWhy() {
+        QString error;
+        QVERIFY(!export_picture(dir_.filePath(QStringLiteral("timeline.bmp")), config_, result_,
+                                &error));
+        QVERIFY(error.contains(QStringLiteral(".png")));
+        error.clear();
+        const QString missing = dir_.filePath(QStringLiteral("no/such/dir/t.png"));
+        QVERIFY(!export_picture(missing, config_, result_, &error));
+        QVERIFY(error.contains(missing));
+        error.clear();
+        QVERIFY(!export_picture(dir_.filePath(QStringLiteral("no/such/dir/t.svg")), config_,
+                                result_, &error));
+        QVERIFY(!error.isEmpty());
+        error.clear();
+        QVERIFY(!export_picture(dir_.filePath(QStringLiteral("t.png")), config_, nullptr, &error));
+        QVERIFY(!error.isEmpty());
+    }
+};
+
+QTEST_MAIN(TestPictureExport)
+#include "test_picture_export.moc"

@@ -1,0 +1,277 @@
+// The timeline drawn from a real run: colours where events are, grey in the bubble, merged
+// sub-pixel boxes, the playback cursor hiding the future, and hover/click/wheel.
+#include <QPainter>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "synthetic_trace.h"
+#include "visualizer/timeline_view.h"
+#include "visualizer_test_support.h"
+
+using pd::vis::TimelinePalette;
+using pd::vis::TimelineView;
+
+namespace {
+
+// Colours compared with a little tolerance for antialiasing at box edges.
+bool near(QColor a, QColor b) {
+    return qAbs(a.red() - b.red()) <= 6 && qAbs(a.green() - b.green()) <= 6 &&
+           qAbs(a.blue() - b.blue()) <= 6;
+}
+
+const pd::TraceEvent* first_event(const pd::Trace& t, int device, pd::EventKind kind, int step) {
+    for (const auto& e : t.events)
+        if (e.device == device && e.kind == kind && e.step == step) return &e;
+    return nullptr;
+}
+
+// The widest drawn box of a kind in a step on a device's compute lane: the real run's
+// timings vary with machine load, and a wide box keeps the sample clear of borders.
+const pd::vis::TimelineBox* widest_box(const TimelineView& t, int device, pd::EventKind kind,
+                                       int step) {
+    const pd::vis::TimelineBox* best = nullptr;
+    const auto& events = t.data().trace().events;
+    for (const auto& b : t.data().lane(device, pd::StreamKind::compute).boxes)
+        if (b.kind == kind && events[static_cast<std::size_t>(b.first_event)].step == step &&
+            (!best || b.end_ns - b.start_ns > best->end_ns - best->start_ns))
+            best = &b;
+    return best;
+}
+
+double mid(const pd::vis::TimelineBox& b) {
+    return 0.5 * static_cast<double>(b.start_ns + b.end_ns);
+}
+
+}  // namespace
+
+class TestTimelineView : public QObject {
+    Q_OBJECT
+
+    std::shared_ptr<const pd::RunResult> gpipe_;
+    pd::RunMetrics metrics_;
+
+    struct Picture {
+        QImage image;
+        TimelineView::View view;
+        TimelineView::PaintStats stats;
+    };
+    Picture render(const TimelineView& t, std::optional<std::int64_t> cursor = std::nullopt) {
+        Picture p;
+        p.view = t.currentView(QSizeF(1200, t.preferredHeight()));
+        p.view.palette = TimelinePalette::light_theme();
+        p.view.cursor_ns = cursor;
+        p.image = QImage(p.view.size.toSize(), QImage::Format_ARGB32_Premultiplied);
+        QPainter painter(&p.image);
+        p.stats = t.paint(painter, p.view);
+        return p;
+    }
+    // A pixel inside device's compute lane at trace time t, `dy` below the lane's top (clear
+    // of the micro-batch label in the middle).
+    QPoint at(const TimelineView& t, const Picture& p, double trace_ns, int device, double dy) {
+        const double x = p.view.mapping.x_of(trace_ns - static_cast<double>(p.view.origin_ns));
+        const QRectF lane = t.laneRect(device, pd::StreamKind::compute, p.view.size);
+        return {static_cast<int>(x), static_cast<int>(lane.top() + dy)};
+    }
+
+  private slots:
+    void initTestCase() {
+        const pd::RunConfig config = pd::vis::test::small_pipeline();
+        gpipe_ = pd::vis::test::run_engine(config);
+        QCOMPARE(gpipe_->status, pd::RunStatus::ok);
+        metrics_ = pd::compute_metrics(gpipe_->trace, config);
+        QVERIFY(metrics_.bubble.has_value());
+    }
+
+    void lanesAreSortedAndSearchable() {
+        TimelineView t;
+        t.setRun(gpipe_, metrics_.bubble);
+        const auto& data = t.data();
+        QCOMPARE(data.devices(), 2);
+        QVERIFY(data.step_count() >= 2);
+        QVERIFY(!data.flows().empty());
+        for (const auto& lane : data.lanes()) {
+            for (std::size_t k = 1; k < lane.boxes.size(); ++k)
+                QVERIFY(lane.boxes[k - 1].start_ns <= lane.boxes[k].start_ns);
+            // The binary search returns exactly the boxes a linear scan finds.
+            const double t0 =
+                static_cast<double>(data.begin_ns() + (data.end_ns() - data.begin_ns()) / 3);
+            const double t1 = t0 + static_cast<double>(data.end_ns() - data.begin_ns()) / 5;
+            const auto [b, e] = data.visible_boxes(lane, t0, t1);
+            for (std::size_t k = 0; k < lane.boxes.size(); ++k) {
+                const bool overlaps = static_cast<double>(lane.boxes[k].end_ns) >= t0 &&
+                                      static_cast<double>(lane.boxes[k].start_ns) <= t1;
+                if (overlaps)
+                    QVERIFY2(k >= b && k < e, "a visible box is outside the searched range");
+            }
+        }
+    }
+
+    void forwardColourAtAForwardEventAndGreyInTheBubble() {
+        TimelineView t;
+        t.setRun(gpipe_, metrics_.bubble);
+        t.fitStep(1);
+        Picture p = render(t);
+        const pd::Trace& trace = gpipe_->trace;
+        const pd::TraceEvent* f0 = first_event(trace, 0, pd::EventKind::forward, 1);
+        const pd::vis::TimelineBox* box = widest_box(t, 0, pd::EventKind::forward, 1);
+        QVERIFY(f0 && box);
+        const QPoint fwd = at(t, p, mid(*box), 0, 3);
+        QVERIFY2(near(p.image.pixelColor(fwd), p.view.palette.forward),
+                 qPrintable(QStringLiteral("expected forward colour at %1,%2, got %3")
+                                .arg(fwd.x())
+                                .arg(fwd.y())
+                                .arg(p.image.pixelColor(fwd).name())));
+        // Stage 1 has nothing to do until the first activations arrive: that is the bubble.
+        const pd::TraceEvent* f1 = first_event(trace, 1, pd::EventKind::forward, 1);
+        QVERIFY(f1);
+        // The idle gap before it: from the last of stage 1's work that ended earlier.
+        std::int64_t gap_begin = f0->start_ns;
+        for (const auto& b : t.data().lane(1, pd::StreamKind::compute).boxes)
+            if (b.end_ns <= f1->start_ns) gap_begin = std::max(gap_begin, b.end_ns);
+        const double bubble_t = 0.5 * static_cast<double>(gap_begin + f1->start_ns);
+        QVERIFY2(p.view.mapping.x_of(static_cast<double>(f1->start_ns - gap_begin)) -
+                         p.view.mapping.x_of(0) >
+                     6,
+                 "the bubble is too narrow to sample at this size");
+        const QPoint bubble = at(t, p, bubble_t, 1, 3);
+        QVERIFY2(near(p.image.pixelColor(bubble), p.view.palette.idle),
+                 qPrintable(QStringLiteral("expected idle grey at %1,%2, got %3")
+                                .arg(bubble.x())
+                                .arg(bubble.y())
+                                .arg(p.image.pixelColor(bubble).name())));
+        QVERIFY(p.stats.labels > 0);  // micro-batch numbers fit at this zoom
+    }
+
+    void interleavedChunksAreToldApart() {
+        pd::RunConfig c = pd::vis::test::small_pipeline(pd::PipelineSchedule::interleaved);
+        c.chunks = 2;
+        c.layers = 4;
+        const auto r = pd::vis::test::run_engine(c);
+        QCOMPARE(r->status, pd::RunStatus::ok);
+        const auto m = pd::compute_metrics(r->trace, c);
+        TimelineView t;
+        t.setRun(r, m.bubble, {}, m.stage_boundaries);
+        QVERIFY(t.data().interleaved());
+        QCOMPARE(t.data().chunks_of(0), (std::vector<int>{0, 2}));
+        int second = 0;
+        for (const auto& b : t.data().lane(0, pd::StreamKind::compute).boxes)
+            second += b.round == 1;
+        QVERIFY(second > 0);
+        // Without boundaries nothing is guessed.
+        t.setRun(r, m.bubble);
+        QVERIFY(!t.data().interleaved());
+    }
+
+    void darkThemeUsesItsOwnColours() {
+        TimelineView t;
+        t.setRun(gpipe_, metrics_.bubble);
+        t.setTheme(pd::vis::ThemeChoice::dark);
+        QVERIFY(t.palette().dark);
+        QVERIFY(t.palette().forward != TimelinePalette::light_theme().forward);
+        QVERIFY(t.palette().background.lightness() < 80);
+    }
+
+    void cursorHidesEventsAfterIt() {
+        TimelineView t;
+        t.setRun(gpipe_, metrics_.bubble);
+        t.fitStep(1);
+        const pd::vis::TimelineBox* fwd_box = widest_box(t, 0, pd::EventKind::forward, 1);
+        const pd::vis::TimelineBox* bwd_box = widest_box(t, 0, pd::EventKind::backward, 1);
+        QVERIFY(fwd_box && bwd_box);
+        // GPipe: stage 0 runs every forward, then every backward. Cursor in between.
+        std::int64_t last_forward_end = 0, first_backward_start = bwd_box->start_ns;
+        for (const auto& b : t.data().lane(0, pd::StreamKind::compute).boxes) {
+            const int step = gpipe_->trace.events[static_cast<std::size_t>(b.first_event)].step;
+            if (step != 1) continue;
+            if (b.kind == pd::EventKind::forward)
+                last_forward_end = std::max(last_forward_end, b.end_ns);
+            if (b.kind == pd::EventKind::backward)
+                first_backward_start = std::min(first_backward_start, b.start_ns);
+        }
+        QVERIFY(last_forward_end <= first_backward_start);
+        const std::int64_t cursor = (last_forward_end + first_backward_start) / 2 - t.origin();
+        Picture p = render(t, cursor);
+        const QPoint fwd = at(t, p, mid(*fwd_box), 0, 3);
+        const QPoint bwd = at(t, p, mid(*bwd_box), 0, 3);
+        QVERIFY(near(p.image.pixelColor(fwd), p.view.palette.forward));
+        QVERIFY2(near(p.image.pixelColor(bwd), p.view.palette.background),
+                 qPrintable(p.image.pixelColor(bwd).name()));
+        // Without a cursor the backward box is there.
+        Picture all = render(t);
+        QVERIFY(near(all.image.pixelColor(bwd), all.view.palette.backward));
+        QVERIFY(all.stats.boxes > p.stats.boxes);
+    }
+
+    void subPixelBoxesAreMerged() {
+        TimelineView t;
+        t.setRun(pd::vis::test::synthetic_result(40000, 4));
+        QCOMPARE(t.data().event_count(), std::size_t{40000});
+        t.fitAll();
+        TimelineView::View v = t.currentView(QSizeF(800, 400));
+        v.mapping = TimelineView::fittedMapping(static_cast<double>(t.data().begin_ns()),
+                                                static_cast<double>(t.data().end_ns()), 800);
+        v.origin_ns = 0;
+        QImage image(800, 400, QImage::Format_ARGB32_Premultiplied);
+        QPainter painter(&image);
+        const auto stats = t.paint(painter, v);
+        const double plot_width = 800 - TimelineView::kLeftMargin - TimelineView::kRightMargin;
+        const int lanes = 4 * pd::kStreamsPerDevice;
+        QVERIFY(stats.boxes > 0);
+        QVERIFY2(stats.boxes <= lanes * plot_width,
+                 qPrintable(
+                     QStringLiteral("%1 boxes painted for %2 lanes").arg(stats.boxes).arg(lanes)));
+        QVERIFY(stats.boxes < 40000 / 4);
+        // Zoomed in, boxes are drawn one by one with their labels.
+        v.mapping = TimelineView::fittedMapping(0, 200000, 800);
+        image.fill(Qt::white);
+        const auto zoomed = t.paint(painter, v);
+        QVERIFY(zoomed.labels > 0);
+    }
+
+    void hoverClickAndWheel() {
+        TimelineView t;
+        t.resize(1200, static_cast<int>(t.preferredHeight()) + 20);
+        t.setRun(gpipe_, metrics_.bubble);
+        t.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&t));
+        t.fitStep(1);
+        QImage shot = t.grab().toImage();
+        Picture here;
+        here.image = shot.convertToFormat(QImage::Format_ARGB32);
+        here.view = t.currentView();
+        const pd::vis::TimelineBox* box = widest_box(t, 0, pd::EventKind::forward, 1);
+        QVERIFY(box);
+        const QPoint pos = at(t, here, mid(*box), 0, 5);
+        QSignalSpy clicked(&t, &TimelineView::eventClicked);
+        QTest::mouseClick(&t, Qt::LeftButton, {}, pos);
+        QCOMPARE(clicked.count(), 1);
+        const auto e = clicked.first().first().value<pd::TraceEvent>();
+        QCOMPARE(e.kind, pd::EventKind::forward);
+        QCOMPARE(e.device, 0);
+        QCOMPARE(t.selectedEvent() >= 0, true);
+
+        // One wheel notch zooms in by 1.25x and keeps the time under the pointer.
+        QSignalSpy mapped(&t, &TimelineView::mappingChanged);
+        const double before_t = t.mapping().t_of(pos.x());
+        const double before_scale = t.mapping().ns_per_px;
+        QWheelEvent wheel(QPointF(pos), QPointF(t.mapToGlobal(pos)), QPoint(), QPoint(0, 120),
+                          Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(&t, &wheel);
+        QCOMPARE(mapped.count(), 1);
+        QVERIFY(qAbs(t.mapping().ns_per_px - before_scale / 1.25) < 1e-6 * before_scale);
+        QVERIFY(qAbs(t.mapping().t_of(pos.x()) - before_t) < 1.0);
+
+        // Dragging pans by the distance moved.
+        const double start = t.mapping().start_ns;
+        QTest::mousePress(&t, Qt::LeftButton, {}, pos);
+        QMouseEvent move(QEvent::MouseMove, QPointF(pos + QPoint(100, 0)),
+                         QPointF(t.mapToGlobal(pos + QPoint(100, 0))), Qt::NoButton, Qt::LeftButton,
+                         Qt::NoModifier);
+        QApplication::sendEvent(&t, &move);
+        QTest::mouseRelease(&t, Qt::LeftButton, {}, pos + QPoint(100, 0));
+        QVERIFY(qAbs(t.mapping().start_ns - (start - 100 * t.mapping().ns_per_px)) < 1.0);
+    }
+};
+
+QTEST_MAIN(TestTimelineView)
+#include "test_timeline_view.moc"

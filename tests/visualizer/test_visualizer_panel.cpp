@@ -1,0 +1,140 @@
+// The composite panel: one run, a comparison on a shared time axis, actions and their
+// shortcuts, and exports through the same path as the headless export.
+#include <QAction>
+#include <QClipboard>
+#include <QFile>
+#include <QGuiApplication>
+#include <QImageReader>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "visualizer/playback.h"
+#include "visualizer/timeline_view.h"
+#include "visualizer/visualizer_panel.h"
+#include "visualizer_test_support.h"
+
+using namespace pd::vis;
+
+class TestVisualizerPanel : public QObject {
+    Q_OBJECT
+
+    pd::RunConfig gpipe_config_ = test::small_pipeline(pd::PipelineSchedule::gpipe);
+    pd::RunConfig f1b_config_ = test::small_pipeline(pd::PipelineSchedule::one_f_one_b);
+    std::shared_ptr<const pd::RunResult> gpipe_, f1b_;
+    QTemporaryDir dir_;
+
+  private slots:
+    void initTestCase() {
+        gpipe_ = test::run_engine(gpipe_config_);
+        f1b_ = test::run_engine(f1b_config_);
+        QVERIFY(dir_.isValid());
+    }
+
+    void actionsAndShortcuts() {
+        VisualizerPanel panel;
+        QVERIFY(!panel.exportScreenshotAction()->isEnabled());  // nothing to export yet
+        QCOMPARE(panel.exportScreenshotAction()->shortcut(),
+                 QKeySequence(QStringLiteral("Ctrl+Shift+S")));
+        panel.setRun(gpipe_config_, gpipe_);
+        QVERIFY(panel.exportScreenshotAction()->isEnabled());
+        QVERIFY(panel.exportTraceAction()->isEnabled());
+        QVERIFY(panel.copyImageAction()->isEnabled());
+        QVERIFY(!panel.hasComparison());
+        panel.setRun(gpipe_config_, nullptr);
+        QVERIFY(!panel.exportScreenshotAction()->isEnabled());
+    }
+
+    void comparisonSharesTheTimeAxis() {
+        VisualizerPanel panel;
+        panel.resize(1300, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(gpipe_config_, gpipe_);
+        panel.setComparison(f1b_config_, f1b_);
+        QVERIFY(panel.hasComparison());
+        QVERIFY(panel.comparisonTimeline()->isVisible());
+        TimelineView* a = panel.timeline();
+        TimelineView* b = panel.comparisonTimeline();
+        QCOMPARE(a->mapping(), b->mapping());
+        // Each ruler counts from the start of its own step 1.
+        QCOMPARE(a->origin(), a->stepRange(1).first);
+        QCOMPARE(b->origin(), b->stepRange(1).first);
+        // Zooming one zooms the other.
+        a->zoomBy(2.0);
+        QCOMPARE(a->mapping(), b->mapping());
+        b->zoomBy(0.5);
+        QCOMPARE(a->mapping(), b->mapping());
+        panel.fitAll();
+        QCOMPARE(a->origin(), std::int64_t{0});
+        QCOMPARE(a->mapping(), b->mapping());
+        panel.clearComparison();
+        QVERIFY(!panel.hasComparison());
+        QVERIFY(!panel.comparisonTimeline()->isVisible());
+    }
+
+    void clickShowsDetails() {
+        VisualizerPanel panel;
+        panel.setRun(gpipe_config_, gpipe_);
+        QSignalSpy selected(&panel, &VisualizerPanel::eventSelected);
+        pd::TraceEvent e;
+        for (const auto& ev : gpipe_->trace.events)
+            if (ev.kind == pd::EventKind::backward) e = ev;
+        emit panel.timeline()->eventClicked(e);
+        QCOMPARE(selected.count(), 1);
+    }
+
+    void cancelledRunWithAnEmptyTrace() {
+        auto cancelled = std::make_shared<pd::RunResult>();
+        cancelled->status = pd::RunStatus::cancelled;
+        cancelled->error = "run cancelled";
+        VisualizerPanel panel;
+        panel.resize(900, 600);
+        panel.setRun(gpipe_config_, cancelled);
+        panel.fitAll();
+        panel.playback()->play();
+        panel.playback()->advance(1000);
+        QString error;
+        QVERIFY2(panel.exportPicture(dir_.filePath(QStringLiteral("cancelled.png")), &error),
+                 qPrintable(error));
+        QVERIFY(!panel.renderImage().isNull());
+    }
+
+    void exportsThroughThePanel() {
+        VisualizerPanel panel;
+        panel.resize(1200, 800);
+        panel.setNote(QStringLiteral("Look at the bubble."));
+        panel.setRun(gpipe_config_, gpipe_);
+        panel.setComparison(f1b_config_, f1b_);
+        QString error;
+        const QString png = dir_.filePath(QStringLiteral("panel.png"));
+        QVERIFY2(panel.exportPicture(png, &error), qPrintable(error));
+        QImageReader reader(png);
+        QCOMPARE(reader.size().width(), static_cast<int>(panel.pictureOptions().width * 2));
+        for (const char* ext : {"svg", "pdf"}) {
+            const QString path = dir_.filePath(QStringLiteral("panel.%1").arg(QLatin1String(ext)));
+            QVERIFY2(panel.exportPicture(path, &error), qPrintable(error));
+            QVERIFY(QFileInfo(path).size() > 1000);
+        }
+        const QImage image = panel.renderImage();
+        QCOMPARE(image.devicePixelRatio(), 2.0);
+        QVERIFY(!image.isNull());
+
+        panel.copyImageAction()->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->image().size(), image.size());
+
+        const QString trace = dir_.filePath(QStringLiteral("trace.json"));
+        QVERIFY2(panel.exportTrace(trace, &error), qPrintable(error));
+        QFile f(trace);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonDocument doc = QJsonDocument::fromJson(f.readAll());
+        QVERIFY(doc.isObject());
+        QVERIFY(doc.object().value(QStringLiteral("traceEvents")).isArray());
+        QVERIFY(!panel.exportTrace(dir_.filePath(QStringLiteral("no/dir/trace.json")), &error));
+    }
+};
+
+QTEST_MAIN(TestVisualizerPanel)
+#include "test_visualizer_panel.moc"

@@ -1,0 +1,79 @@
+// "Show me": runs a card's scenario off the GUI thread and plays back what happened, with the
+// card's note above the timeline, progress and Cancel, the what-if knobs, and a pinned run to
+// compare against on a shared time axis.
+#pragma once
+
+#include <QMainWindow>
+#include <memory>
+#include <optional>
+
+#include "pd/run.h"
+#include "pd/run_config.h"
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+
+namespace pd::app {
+class RunController;
+}
+namespace pd::vis {
+class VisualizerPanel;
+}
+
+namespace pd::ui {
+
+class WhatIfPanel;
+
+class ShowMeWindow : public QMainWindow {
+    Q_OBJECT
+  public:
+    explicit ShowMeWindow(QWidget* parent = nullptr);
+    ~ShowMeWindow() override;
+
+    // Shows the card's scenario and starts running it.
+    void showScenario(const QString& title, const QString& note, const pd::RunConfig& config);
+
+    pd::app::RunController* controller() const { return controller_; }
+    pd::vis::VisualizerPanel* visualizer() const { return visualizer_; }
+    WhatIfPanel* whatIf() const { return what_if_; }
+    QString status() const;
+    bool hasPinnedRun() const { return pinned_.has_value(); }
+
+  public slots:
+    void run(const pd::RunConfig& config);
+    void cancel();
+    void pinCurrentRun();
+    void clearPinnedRun();
+
+  signals:
+    // A run's picture is on screen (the result of `config`).
+    void runShown(const pd::RunConfig& config);
+
+  private:
+    struct Shown {
+        pd::RunConfig config;
+        std::shared_ptr<const pd::RunResult> result;
+    };
+    void onStarted(const pd::RunConfig& config);
+    void onProgress(int done, int total, const QString& phase, double loss);
+    void onFinished(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
+    void onCancelled();
+    void onRejected(const QString& message);
+    void setStatus(const QString& text, bool problem);
+    void updateActions();
+
+    pd::app::RunController* controller_;
+    pd::vis::VisualizerPanel* visualizer_;
+    WhatIfPanel* what_if_;
+    QLabel* status_;
+    QProgressBar* progress_;
+    QPushButton* cancel_;
+    QAction* pin_;
+    QAction* unpin_;
+    std::optional<Shown> current_;
+    std::optional<Shown> pinned_;
+};
+
+}  // namespace pd::ui

@@ -1,0 +1,281 @@
+#include "visualizer/memory_bars.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QEvent>
+#include <QGraphicsLayout>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QValueAxis>
+#include <algorithm>
+#include <cmath>
+
+#include "visualizer/format.h"
+
+namespace pd::vis {
+
+namespace {
+
+QString category_text(std::size_t c) {
+    switch (static_cast<pd::MemoryCategory>(c)) {
+        case pd::MemoryCategory::parameters:
+            return QStringLiteral("parameters");
+        case pd::MemoryCategory::gradients:
+            return QStringLiteral("gradients");
+        case pd::MemoryCategory::optimizer_state:
+            return QStringLiteral("optimizer state");
+        case pd::MemoryCategory::activations:
+            return QStringLiteral("activations");
+        case pd::MemoryCategory::communication:
+            return QStringLiteral("communication");
+        case pd::MemoryCategory::workspace:
+            return QStringLiteral("workspace");
+    }
+    return {};
+}
+
+}  // namespace
+
+MemoryBarsView::MemoryBarsView(QWidget* parent) : QChartView(parent) {
+    setRenderHint(QPainter::Antialiasing);
+    // The view's own chart: setChart() with a new one would orphan this one (a leak).
+    QChart* c = chart();
+    c->legend()->setAlignment(Qt::AlignBottom);
+    c->legend()->setShowToolTips(true);  // labels elided in a narrow chart stay readable
+    c->setMargins(QMargins(4, 4, 4, 4));
+    c->layout()->setContentsMargins(0, 0, 0, 0);
+    c->setBackgroundRoundness(0);
+    setMinimumSize(280, 200);
+}
+
+void MemoryBarsView::setRun(std::shared_ptr<const pd::RunResult> result,
+                            const pd::RunMetrics& metrics) {
+    result_ = std::move(result);
+    if (result_) {
+        peak_ = peak_memory(*result_, metrics);
+        timeline_ = MemoryTimeline(*result_);
+    } else {
+        peak_ = {};
+        timeline_ = {};
+    }
+    rebuild();
+}
+
+void MemoryBarsView::setMode(Mode mode) {
+    if (mode_ == mode) return;
+    mode_ = mode;
+    show(mode_ == Mode::peak ? peak_ : timeline_.at(cursor_ns_));
+}
+
+void MemoryBarsView::setCursorTime(std::int64_t t_ns) {
+    cursor_ns_ = t_ns;
+    if (mode_ == Mode::at_cursor) show(timeline_.at(t_ns));
+}
+
+void MemoryBarsView::setTheme(ThemeChoice theme) {
+    theme_ = theme;
+    applyPalette(TimelinePalette::choose(theme_, palette()));
+}
+
+void MemoryBarsView::setTitlePrefix(const QString& prefix) {
+    prefix_ = prefix;
+    show(shown_);
+}
+
+void MemoryBarsView::resizeEvent(QResizeEvent* event) {
+    // A wide chart lists categories in a row beneath; a narrow one in a column beside it,
+    // where the names are not cut short.
+    chart()->legend()->setAlignment(width() < 720 ? Qt::AlignRight : Qt::AlignBottom);
+    QChartView::resizeEvent(event);
+}
+
+void MemoryBarsView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange && theme_ == ThemeChoice::follow_palette)
+        applyPalette(TimelinePalette::choose(theme_, palette()));
+    QChartView::changeEvent(event);
+}
+
+void MemoryBarsView::rebuild() {
+    QChart* c = chart();
+    c->removeAllSeries();
+    for (QAbstractAxis* a : c->axes()) {
+        c->removeAxis(a);
+        delete a;
+    }
+    series_ = nullptr;
+    capacity_line_ = nullptr;
+    sets_.clear();
+    const int n = static_cast<int>(peak_.bytes.size());
+    if (n == 0) return;
+
+    // One axis for peak and playback alike, so bars grow and shrink against a fixed scale.
+    double max_total = 1;
+    double max_capacity = 0;
+    for (int d = 0; d < n; ++d) {
+        double t = peak_.total(d);
+        if (peak_.oom && peak_.oom->device == d)
+            t += static_cast<double>(peak_.oom->requested_bytes);
+        max_total = std::max(max_total, t);
+        max_capacity = std::max(max_capacity, peak_.capacity[static_cast<std::size_t>(d)]);
+    }
+    // The capacity line is drawn only when it is on the same scale as the bars; a 4 GiB
+    // budget above 2 MiB of use would squash every bar to a sliver.
+    const bool capacity_on_chart = max_capacity > 0 && max_capacity <= 2.5 * max_total;
+    const double top = std::max(max_total, capacity_on_chart ? max_capacity : 0.0) * 1.12;
+    scale_ = 1;
+    unit_ = QStringLiteral("B");
+    for (const auto& [s, name] : {std::pair{1024.0 * 1024 * 1024, "GiB"},
+                                  std::pair{1024.0 * 1024, "MiB"}, std::pair{1024.0, "KiB"}}) {
+        if (top >= s) {
+            scale_ = s;
+            unit_ = QLatin1String(name);
+            break;
+        }
+    }
+
+    series_ = new QStackedBarSeries();
+    for (std::size_t cat = 0; cat < pd::kMemoryCategoryCount; ++cat) {
+        auto* set = new QBarSet(category_text(cat));
+        for (int d = 0; d < n; ++d) *set << 0.0;
+        series_->append(set);
+        sets_.append(set);
+    }
+    if (peak_.oom) {
+        auto* failed = new QBarSet(QStringLiteral("request that failed (OOM)"));
+        for (int d = 0; d < n; ++d) *failed << 0.0;
+        series_->append(failed);
+        sets_.append(failed);
+    }
+    series_->setBarWidth(0.6);
+    c->addSeries(series_);
+
+    axis_x_ = new QBarCategoryAxis();
+    QStringList names;
+    // Short category names keep bars readable when two charts share the width.
+    for (int d = 0; d < n; ++d) names << QString::number(d);
+    axis_x_->append(names);
+    axis_x_->setTitleText(QStringLiteral("device"));
+    c->addAxis(axis_x_, Qt::AlignBottom);
+    series_->attachAxis(axis_x_);
+    axis_y_ = new QValueAxis();
+    axis_y_->setRange(0, top / scale_);
+    axis_y_->setLabelFormat(QStringLiteral("%.1f"));
+    axis_y_->setTitleText(unit_);
+    axis_y_->setTickCount(5);
+    axis_y_->applyNiceNumbers();
+    c->addAxis(axis_y_, Qt::AlignLeft);
+    series_->attachAxis(axis_y_);
+
+    QString cap_text;
+    if (capacity_on_chart) {
+        capacity_line_ = new QLineSeries();
+        capacity_line_->setName(QStringLiteral("capacity"));
+        // Category axes place device d at x = d; the line spans every bar.
+        for (int d = 0; d < n; ++d) {
+            const double cap = peak_.capacity[static_cast<std::size_t>(d)] / scale_;
+            capacity_line_->append(d - 0.45, cap);
+            capacity_line_->append(d + 0.45, cap);
+        }
+        c->addSeries(capacity_line_);
+        capacity_line_->attachAxis(axis_x_);
+        capacity_line_->attachAxis(axis_y_);
+    } else if (max_capacity > 0) {
+        cap_text =
+            QStringLiteral(
+                "<br><span style=\"font-weight:normal\">capacity %1 per device (off scale)</span>")
+                .arg(bytes_text(max_capacity));
+    }
+    capacity_note_ = cap_text;
+    applyPalette(TimelinePalette::choose(theme_, palette()));
+    show(mode_ == Mode::peak ? peak_ : timeline_.at(cursor_ns_));
+}
+
+void MemoryBarsView::show(const MemorySnapshot& s) {
+    shown_ = s;
+    if (!series_) return;
+    const int n = static_cast<int>(s.bytes.size());
+    for (int d = 0; d < n && d < static_cast<int>(peak_.bytes.size()); ++d) {
+        const bool over = s.over_capacity(d);
+        for (std::size_t cat = 0; cat < pd::kMemoryCategoryCount; ++cat) {
+            QBarSet* set = sets_[static_cast<qsizetype>(cat)];
+            const double v = s.bytes[static_cast<std::size_t>(d)][cat] / scale_;
+            if (set->at(d) != v) set->replace(d, v);
+            // Past capacity the whole bar turns red (the selected colour of each set).
+            set->setBarSelected(d, over);
+        }
+        if (sets_.size() > static_cast<qsizetype>(pd::kMemoryCategoryCount)) {
+            QBarSet* failed = sets_.back();
+            const double v = s.oom && s.oom->device == d
+                                 ? static_cast<double>(s.oom->requested_bytes) / scale_
+                                 : 0.0;
+            if (failed->at(d) != v) failed->replace(d, v);
+        }
+    }
+    chart()->setTitle(prefix_ +
+                      (mode_ == Mode::peak ? QStringLiteral("Peak memory by category")
+                                           : QStringLiteral("Memory live at the cursor")) +
+                      capacity_note_);
+}
+
+void MemoryBarsView::applyPalette(const TimelinePalette& pal) {
+    QChart* c = chart();
+    c->setBackgroundBrush(pal.background);
+    c->setPlotAreaBackgroundVisible(false);
+    c->setTitleBrush(pal.text);
+    QFont title = c->titleFont();
+    title.setPixelSize(13);
+    title.setBold(true);
+    c->setTitleFont(title);
+    c->legend()->setLabelColor(pal.text);
+    QFont legend_font = c->legend()->font();
+    legend_font.setPixelSize(11);
+    c->legend()->setFont(legend_font);
+    for (QAbstractAxis* a : c->axes()) {
+        a->setLabelsBrush(pal.text);
+        a->setTitleBrush(pal.muted);
+        a->setLinePenColor(pal.grid);
+        a->setGridLineColor(pal.grid);
+        QFont f = a->labelsFont();
+        f.setPixelSize(11);
+        a->setLabelsFont(f);
+    }
+    const QColor reds[2] = {pal.oom, pal.oom.lighter(135)};
+    for (qsizetype i = 0; i < sets_.size(); ++i) {
+        QBarSet* set = sets_[i];
+        if (i < static_cast<qsizetype>(pd::kMemoryCategoryCount)) {
+            set->setColor(pal.memory_color(static_cast<pd::MemoryCategory>(i)));
+            set->setBorderColor(pal.background);
+            // Alternating shades keep the categories apart inside a red bar.
+            set->setSelectedColor(reds[i % 2]);
+        } else {
+            set->setColor(Qt::transparent);
+            set->setBorderColor(pal.oom);
+            set->setBrush(QBrush(pal.oom, Qt::BDiagPattern));
+            set->setSelectedColor(pal.oom);
+        }
+    }
+    if (capacity_line_) {
+        QPen pen(pal.text, 2, Qt::DashLine);
+        capacity_line_->setPen(pen);
+    }
+}
+
+void MemoryBarsView::renderChart(QPainter& painter, const QRectF& target,
+                                 const TimelinePalette& palette) {
+    const ThemeChoice saved = theme_;
+    applyPalette(palette);
+    QChart* c = chart();
+    const QSizeF saved_size = c->size();
+    c->resize(target.size());
+    // Lay the chart out now: an export has no event loop turn between resize and render.
+    if (c->layout()) c->layout()->activate();
+    scene()->setSceneRect(QRectF(QPointF(0, 0), target.size()));
+    c->setPos(0, 0);
+    scene()->render(&painter, target, QRectF(QPointF(0, 0), target.size()));
+    c->resize(saved_size);
+    theme_ = saved;
+    applyPalette(TimelinePalette::choose(theme_, this->palette()));
+}
+
+}  // namespace pd::vis

@@ -1,0 +1,71 @@
+// Memory per device as stacked bars by category (Qt Charts), with each device's capacity as
+// a line and bars past it in red: the peak over the run, or what is live at the playback
+// cursor.
+#pragma once
+
+#include <QChartView>
+#include <QList>
+#include <memory>
+
+#include "pd/metrics.h"
+#include "pd/run.h"
+#include "visualizer/memory_snapshot.h"
+#include "visualizer/timeline_palette.h"
+
+class QBarSet;
+class QBarCategoryAxis;
+class QLineSeries;
+class QStackedBarSeries;
+class QValueAxis;
+
+namespace pd::vis {
+
+class MemoryBarsView : public QChartView {
+    Q_OBJECT
+
+  public:
+    enum class Mode { peak, at_cursor };
+
+    explicit MemoryBarsView(QWidget* parent = nullptr);
+
+    void setRun(std::shared_ptr<const pd::RunResult> result, const pd::RunMetrics& metrics);
+    void setMode(Mode mode);
+    Mode mode() const { return mode_; }
+    // Trace time of the playback cursor (used in at_cursor mode).
+    void setCursorTime(std::int64_t t_ns);
+    void setTheme(ThemeChoice theme);
+    // Put before the chart title ("A: ") in compare mode.
+    void setTitlePrefix(const QString& prefix);
+    const MemorySnapshot& snapshot() const { return shown_; }
+    // The chart alone, for exports: same colours and data as on screen.
+    void renderChart(QPainter& painter, const QRectF& target, const TimelinePalette& palette);
+    QSize sizeHint() const override { return {420, 260}; }
+
+  protected:
+    void changeEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
+  private:
+    void rebuild();
+    void show(const MemorySnapshot& s);
+    void applyPalette(const TimelinePalette& palette);
+
+    std::shared_ptr<const pd::RunResult> result_;
+    MemorySnapshot peak_;
+    MemoryTimeline timeline_;
+    MemorySnapshot shown_;
+    Mode mode_ = Mode::peak;
+    std::int64_t cursor_ns_ = 0;
+    ThemeChoice theme_ = ThemeChoice::follow_palette;
+    double scale_ = 1.0;  // bytes per axis unit
+    QString unit_;
+    QString prefix_;
+    QString capacity_note_;
+    QStackedBarSeries* series_ = nullptr;
+    QList<QBarSet*> sets_;  // one per category, then the failed request
+    QLineSeries* capacity_line_ = nullptr;
+    QBarCategoryAxis* axis_x_ = nullptr;
+    QValueAxis* axis_y_ = nullptr;
+};
+
+}  // namespace pd::vis

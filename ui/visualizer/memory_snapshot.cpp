@@ -1,0 +1,88 @@
+#include "visualizer/memory_snapshot.h"
+
+#include <algorithm>
+
+namespace pd::vis {
+
+double MemorySnapshot::total(int device) const {
+    double sum = 0;
+    for (double b : bytes[static_cast<std::size_t>(device)]) sum += b;
+    return sum;
+}
+
+bool MemorySnapshot::over_capacity(int device) const {
+    double t = total(device);
+    if (oom && oom->device == device) t += static_cast<double>(oom->requested_bytes);
+    const auto d = static_cast<std::size_t>(device);
+    return d < capacity.size() && t > capacity[d];
+}
+
+MemorySnapshot peak_memory(const pd::RunResult& result, const pd::RunMetrics& metrics) {
+    MemorySnapshot s;
+    const int n = std::max<int>(result.trace.devices, static_cast<int>(metrics.devices.size()));
+    s.bytes.resize(static_cast<std::size_t>(n));
+    for (const auto& d : metrics.devices) {
+        if (d.device < 0 || d.device >= n) continue;
+        for (std::size_t c = 0; c < pd::kMemoryCategoryCount; ++c)
+            s.bytes[static_cast<std::size_t>(d.device)][c] = static_cast<double>(d.peak_bytes[c]);
+    }
+    for (int d = 0; d < n; ++d)
+        s.capacity.push_back(
+            d < static_cast<int>(result.trace.capacity_bytes.size())
+                ? static_cast<double>(result.trace.capacity_bytes[static_cast<std::size_t>(d)])
+                : 0.0);
+    if (result.oom && result.oom->device >= 0 && result.oom->device < n) {
+        s.oom = result.oom;
+        // The peak of a run that died is what was live when the request failed.
+        if (s.total(result.oom->device) < static_cast<double>(result.oom->live_bytes)) {
+            auto& row = s.bytes[static_cast<std::size_t>(result.oom->device)];
+            row[static_cast<std::size_t>(pd::MemoryCategory::workspace)] +=
+                static_cast<double>(result.oom->live_bytes) - s.total(result.oom->device);
+        }
+    }
+    return s;
+}
+
+MemoryTimeline::MemoryTimeline(const pd::RunResult& result) {
+    const auto& t = result.trace;
+    int n = t.devices;
+    for (const auto& m : t.memory) n = std::max(n, m.device + 1);
+    series_.resize(static_cast<std::size_t>(n));
+    for (const auto& m : t.memory) {
+        if (m.device < 0) continue;
+        series_[static_cast<std::size_t>(m.device)][static_cast<std::size_t>(m.category)].push_back(
+            {m.t_ns, static_cast<double>(m.bytes)});
+        end_ns_ = std::max(end_ns_, m.t_ns);
+    }
+    for (auto& dev : series_)
+        for (auto& cat : dev)
+            std::stable_sort(cat.begin(), cat.end(),
+                             [](const Sample& a, const Sample& b) { return a.t_ns < b.t_ns; });
+    for (int d = 0; d < n; ++d)
+        capacity_.push_back(d < static_cast<int>(t.capacity_bytes.size())
+                                ? static_cast<double>(t.capacity_bytes[static_cast<std::size_t>(d)])
+                                : 0.0);
+    for (const auto& e : t.events)
+        if (e.kind == pd::EventKind::oom) end_ns_ = std::max(end_ns_, e.start_ns);
+    oom_ = result.oom;
+}
+
+MemorySnapshot MemoryTimeline::at(std::int64_t t_ns) const {
+    MemorySnapshot s;
+    s.capacity = capacity_;
+    s.bytes.resize(series_.size());
+    for (std::size_t d = 0; d < series_.size(); ++d)
+        for (std::size_t c = 0; c < pd::kMemoryCategoryCount; ++c) {
+            const auto& v = series_[d][c];
+            // The last sample at or before t holds the live bytes.
+            const auto it =
+                std::upper_bound(v.begin(), v.end(), t_ns,
+                                 [](std::int64_t t, const Sample& x) { return t < x.t_ns; });
+            s.bytes[d][c] = it == v.begin() ? 0.0 : std::prev(it)->bytes;
+        }
+    // The failed request shows once the cursor has reached the end of the run.
+    if (oom_ && t_ns >= end_ns_) s.oom = oom_;
+    return s;
+}
+
+}  // namespace pd::vis

@@ -1,0 +1,46 @@
+// Bytes per device and memory category at one moment (peak over the run, or live at the
+// playback cursor), with each device's capacity and the allocation that did not fit.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "pd/metrics.h"
+#include "pd/run.h"
+
+namespace pd::vis {
+
+struct MemorySnapshot {
+    std::vector<std::array<double, pd::kMemoryCategoryCount>> bytes;  // [device][category]
+    std::vector<double> capacity;                                     // per device
+    // The out-of-memory request on its device: drawn on top of the bar, past capacity.
+    std::optional<pd::OomInfo> oom;
+    double total(int device) const;
+    // Live bytes plus a failed request, compared with capacity.
+    bool over_capacity(int device) const;
+};
+
+// Peaks per category as metrics measured them (each category's own peak).
+MemorySnapshot peak_memory(const pd::RunResult& result, const pd::RunMetrics& metrics);
+
+// Live bytes at a time, found by binary search over the run's memory samples.
+class MemoryTimeline {
+  public:
+    MemoryTimeline() = default;
+    explicit MemoryTimeline(const pd::RunResult& result);
+    MemorySnapshot at(std::int64_t t_ns) const;
+
+  private:
+    struct Sample {
+        std::int64_t t_ns;
+        double bytes;
+    };
+    std::vector<std::array<std::vector<Sample>, pd::kMemoryCategoryCount>> series_;
+    std::vector<double> capacity_;
+    std::optional<pd::OomInfo> oom_;
+    std::int64_t end_ns_ = 0;
+};
+
+}  // namespace pd::vis

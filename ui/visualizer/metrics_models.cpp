@@ -1,0 +1,153 @@
+#include "visualizer/metrics_models.h"
+
+#include "visualizer/format.h"
+
+namespace pd::vis {
+
+void DeviceMetricsModel::setMetrics(const pd::RunMetrics& metrics) {
+    beginResetModel();
+    metrics_ = metrics;
+    endResetModel();
+}
+
+int DeviceMetricsModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(metrics_.devices.size());
+}
+
+int DeviceMetricsModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant DeviceMetricsModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const auto& d = metrics_.devices[static_cast<std::size_t>(index.row())];
+    if (role == Qt::TextAlignmentRole)
+        return QVariant::fromValue(Qt::Alignment(index.column() == Device
+                                                     ? Qt::AlignLeft | Qt::AlignVCenter
+                                                     : Qt::AlignRight | Qt::AlignVCenter));
+    if (role == Qt::ToolTipRole && index.column() == ModelState)
+        return QStringLiteral("Parameters + gradients + optimizer state, measured (analytic)");
+    if (role != Qt::DisplayRole) return {};
+    switch (index.column()) {
+        case Device:
+            return QStringLiteral("device %1").arg(d.device);
+        case Busy:
+            return percent_text(d.busy_fraction);
+        case Idle:
+            return duration_text(d.idle_s * 1e9);
+        case CommExposed:
+            return duration_text(d.exposed_comm_s * 1e9);
+        case CommOverlapped:
+            return duration_text(d.overlapped_comm_s * 1e9);
+        case PeakMemory:
+            return bytes_text(static_cast<double>(d.peak_total_bytes));
+        case ModelState: {
+            for (const auto& s : metrics_.model_state)
+                if (s.device == d.device)
+                    return QStringLiteral("%1 (%2)").arg(
+                        bytes_text(
+                            static_cast<double>(s.parameters + s.gradients + s.optimizer_state)),
+                        bytes_text(s.analytic_parameters + s.analytic_gradients +
+                                   s.analytic_optimizer_state));
+            return QStringLiteral("—");
+        }
+        default:
+            return {};
+    }
+}
+
+QVariant DeviceMetricsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    switch (section) {
+        case Device:
+            return QStringLiteral("Device");
+        case Busy:
+            return QStringLiteral("Busy");
+        case Idle:
+            return QStringLiteral("Idle");
+        case CommExposed:
+            return QStringLiteral("Comm exposed");
+        case CommOverlapped:
+            return QStringLiteral("Comm overlapped");
+        case PeakMemory:
+            return QStringLiteral("Peak memory");
+        case ModelState:
+            return QStringLiteral("Model state (analytic)");
+        default:
+            return {};
+    }
+}
+
+void CollectiveMetricsModel::setMetrics(const pd::RunMetrics& metrics) {
+    beginResetModel();
+    rows_ = metrics.collectives;
+    endResetModel();
+}
+
+int CollectiveMetricsModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int CollectiveMetricsModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant CollectiveMetricsModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const auto& c = rows_[static_cast<std::size_t>(index.row())];
+    if (role == Qt::TextAlignmentRole)
+        return QVariant::fromValue(Qt::Alignment(index.column() == Op
+                                                     ? Qt::AlignLeft | Qt::AlignVCenter
+                                                     : Qt::AlignRight | Qt::AlignVCenter));
+    if (role != Qt::DisplayRole) return {};
+    switch (index.column()) {
+        case Op:
+            return qs(c.op);
+        case Ranks:
+            return c.ranks;
+        case Bytes:
+            return bytes_text(static_cast<double>(c.bytes));
+        case Calls:
+            return c.count;
+        case MeanTime:
+            return duration_text(c.mean_time_s * 1e9);
+        case AlgBw:
+            return gbps_text(c.algbw_gbps);
+        case BusBw:
+            return gbps_text(c.busbw_gbps);
+        default:
+            return {};
+    }
+}
+
+QVariant CollectiveMetricsModel::headerData(int section, Qt::Orientation orientation,
+                                            int role) const {
+    if (orientation != Qt::Horizontal) return {};
+    if (role == Qt::ToolTipRole && (section == AlgBw || section == BusBw))
+        return QStringLiteral(
+            "algbw = bytes / time; busbw = algbw × 2(n−1)/n for all-reduce, "
+            "(n−1)/n for reduce-scatter and all-gather (nccl-tests)");
+    if (role != Qt::DisplayRole) return {};
+    switch (section) {
+        case Op:
+            return QStringLiteral("Collective");
+        case Ranks:
+            return QStringLiteral("Ranks");
+        case Bytes:
+            return QStringLiteral("Bytes/call");
+        case Calls:
+            return QStringLiteral("Calls");
+        case MeanTime:
+            return QStringLiteral("Mean time");
+        case AlgBw:
+            return QStringLiteral("algbw");
+        case BusBw:
+            return QStringLiteral("busbw");
+        default:
+            return {};
+    }
+}
+
+}  // namespace pd::vis

@@ -1,0 +1,88 @@
+#include "visualizer/metrics_panel.h"
+
+#include <QGridLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "visualizer/metrics_models.h"
+#include "visualizer/metrics_text.h"
+
+namespace pd::vis {
+
+namespace {
+
+QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
+    auto* t = new QTableView(parent);
+    t->setModel(model);
+    t->verticalHeader()->hide();
+    t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    t->horizontalHeader()->setStretchLastSection(true);
+    t->setSelectionMode(QAbstractItemView::NoSelection);
+    t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    t->setAlternatingRowColors(true);
+    t->setWordWrap(false);
+    return t;
+}
+
+}  // namespace
+
+MetricsPanel::MetricsPanel(QWidget* parent)
+    : QWidget(parent),
+      heading_(new QLabel(this)),
+      lines_box_(new QWidget(this)),
+      devices_(new DeviceMetricsModel(this)),
+      collectives_(new CollectiveMetricsModel(this)) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    QFont f = heading_->font();
+    f.setBold(true);
+    heading_->setFont(f);
+    heading_->setWordWrap(true);
+    layout->addWidget(heading_);
+    lines_ = new QGridLayout(lines_box_);
+    lines_->setContentsMargins(0, 0, 0, 0);
+    lines_->setHorizontalSpacing(12);
+    lines_->setVerticalSpacing(2);
+    lines_->setColumnStretch(1, 1);
+    layout->addWidget(lines_box_);
+    device_table_ = make_table(devices_, this);
+    collective_table_ = make_table(collectives_, this);
+    layout->addWidget(device_table_, 2);
+    layout->addWidget(collective_table_, 1);
+}
+
+void MetricsPanel::clear() {
+    while (QLayoutItem* item = lines_->takeAt(0)) {
+        delete item->widget();
+        delete item;
+    }
+    heading_->clear();
+    devices_->setMetrics({});
+    collectives_->setMetrics({});
+}
+
+void MetricsPanel::setRun(const pd::RunConfig& config, const pd::RunResult& result,
+                          const pd::RunMetrics& metrics, const QString& heading) {
+    clear();
+    heading_->setText(heading);
+    int row = 0;
+    for (const MetricLine& line : summary_lines(config, result, metrics)) {
+        auto* label = new QLabel(line.label, lines_box_);
+        auto* value = new QLabel(line.value, lines_box_);
+        label->setToolTip(line.tip);
+        value->setToolTip(line.tip);
+        value->setWordWrap(true);
+        value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        label->setForegroundRole(QPalette::PlaceholderText);
+        lines_->addWidget(label, row, 0, Qt::AlignTop);
+        lines_->addWidget(value, row, 1, Qt::AlignTop);
+        ++row;
+    }
+    devices_->setMetrics(metrics);
+    collectives_->setMetrics(metrics);
+    collective_table_->setVisible(!metrics.collectives.empty());
+}
+
+}  // namespace pd::vis

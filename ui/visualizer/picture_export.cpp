@@ -1,0 +1,266 @@
+#include "visualizer/picture_export.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QFontMetricsF>
+#include <QGuiApplication>
+#include <QPageSize>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSvgGenerator>
+#include <algorithm>
+
+#include "pd/metrics.h"
+#include "visualizer/memory_bars.h"
+#include "visualizer/metrics_text.h"
+#include "visualizer/timeline_view.h"
+
+namespace pd::vis {
+
+namespace {
+
+constexpr double kNoteHeight = 24.0;
+constexpr double kBandMinHeight = 270.0;
+constexpr double kLineHeight = 17.0;
+constexpr double kGap = 10.0;
+
+// Everything one run contributes to a picture, built once per export.
+struct Prepared {
+    const PictureRun* run = nullptr;
+    pd::RunMetrics metrics;
+    std::unique_ptr<TimelineView> timeline;
+    std::vector<MetricLine> lines;
+    QString prefix;  // "A: ", "B: " when runs are compared
+};
+
+std::vector<Prepared> prepare(const std::vector<PictureRun>& runs) {
+    std::vector<Prepared> out;
+    const QString letters = QStringLiteral("ABCDEFGH");
+    for (const auto& r : runs) {
+        if (!r.result) continue;
+        Prepared p;
+        p.run = &r;
+        if (runs.size() > 1 && out.size() < static_cast<std::size_t>(letters.size()))
+            p.prefix = QStringLiteral("%1: ").arg(letters.at(static_cast<qsizetype>(out.size())));
+        p.metrics = pd::compute_metrics(r.result->trace, r.config);
+        p.timeline = std::make_unique<TimelineView>();
+        p.timeline->setRun(r.result, p.metrics.bubble, p.prefix + run_title(r.config),
+                           p.metrics.stage_boundaries);
+        p.lines = summary_lines(r.config, *r.result, p.metrics);
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+double band_height(const Prepared& p) {
+    return std::max(kBandMinHeight, 26 + kLineHeight * static_cast<double>(p.lines.size()) + 8);
+}
+
+double note_height(const PictureOptions& o) {
+    return o.note.isEmpty() ? 0.0 : kNoteHeight;
+}
+
+QSizeF size_of(const std::vector<Prepared>& prepared, const PictureOptions& o) {
+    double h = note_height(o);
+    for (std::size_t i = 0; i < prepared.size(); ++i)
+        h += prepared[i].timeline->preferredHeight(true, i == 0) + kGap;
+    if (o.memory || o.metrics)
+        for (const auto& p : prepared) h += band_height(p) + kGap;
+    return {o.width, std::max(h, 100.0)};
+}
+
+// The shared axis: the options' mapping, or one step of the first run with every run's
+// origin at the start of that step.
+void shared_axis(const std::vector<Prepared>& prepared, const PictureOptions& o,
+                 TimeMapping& mapping, std::vector<std::int64_t>& origins) {
+    origins.assign(prepared.size(), 0);
+    if (o.mapping) {
+        mapping = *o.mapping;
+        for (std::size_t i = 0; i < prepared.size() && i < o.origins.size(); ++i)
+            origins[i] = o.origins[i];
+        return;
+    }
+    double span = 1000;
+    for (std::size_t i = 0; i < prepared.size(); ++i) {
+        const TimelineView& t = *prepared[i].timeline;
+        const auto [t0, t1] = t.stepRange(t.defaultStep());
+        origins[i] = t.data().step_count() > 0 ? t0 : 0;
+        span = std::max(span, static_cast<double>(t1 - origins[i]));
+    }
+    mapping = TimelineView::fittedMapping(0, span, o.width);
+}
+
+void paint_metrics(QPainter& p, const Prepared& prep, const QRectF& r, const TimelinePalette& pal) {
+    QFont f;
+    f.setPixelSize(13);
+    f.setBold(true);
+    p.setFont(f);
+    p.setPen(pal.text);
+    p.drawText(QRectF(r.left(), r.top(), r.width(), 20), Qt::AlignLeft | Qt::AlignVCenter,
+               QStringLiteral("Metrics — %1%2").arg(prep.prefix, run_title(prep.run->config)));
+    f.setPixelSize(12);
+    f.setBold(false);
+    p.setFont(f);
+    const QFontMetricsF fm(f, p.device());
+    double label_w = 0;
+    for (const auto& l : prep.lines) label_w = std::max(label_w, fm.horizontalAdvance(l.label));
+    double y = r.top() + 26;
+    for (const auto& l : prep.lines) {
+        p.setPen(pal.muted);
+        p.drawText(QRectF(r.left(), y, label_w + 4, kLineHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   l.label);
+        p.setPen(pal.text);
+        const double vx = r.left() + label_w + 14;
+        p.drawText(QRectF(vx, y, r.right() - vx, kLineHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   fm.elidedText(l.value, Qt::ElideRight, r.right() - vx));
+        y += kLineHeight;
+    }
+}
+
+}  // namespace
+
+QSizeF picture_size(const std::vector<PictureRun>& runs, const PictureOptions& options) {
+    return size_of(prepare(runs), options);
+}
+
+namespace {
+
+void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const PictureOptions& o) {
+    const QSizeF size = size_of(prepared, o);
+    const TimelinePalette pal = TimelinePalette::choose(o.theme, QPalette());
+    p.fillRect(QRectF(QPointF(0, 0), size), pal.background);
+    TimeMapping mapping;
+    std::vector<std::int64_t> origins;
+    shared_axis(prepared, o, mapping, origins);
+
+    double y = 0;
+    if (!o.note.isEmpty()) {
+        QFont f;
+        f.setPixelSize(13);
+        f.setItalic(true);
+        p.setFont(f);
+        p.setPen(pal.text);
+        p.drawText(QRectF(8, 2, o.width - 16, kNoteHeight - 4), Qt::AlignLeft | Qt::AlignVCenter,
+                   QFontMetricsF(f, p.device()).elidedText(o.note, Qt::ElideRight, o.width - 16));
+        y += kNoteHeight;
+    }
+    for (std::size_t i = 0; i < prepared.size(); ++i) {
+        const TimelineView& t = *prepared[i].timeline;
+        TimelineView::View v;
+        // Runs after the first share its legend: same colours, less to read.
+        v.legend = i == 0;
+        v.size = QSizeF(o.width, t.preferredHeight(true, v.legend));
+        v.mapping = mapping;
+        v.origin_ns = origins[i];
+        v.cursor_ns = o.cursor_ns;
+        v.palette = pal;
+        p.save();
+        p.translate(0, y);
+        t.paint(p, v);
+        p.restore();
+        y += v.size.height() + kGap;
+    }
+    if (!o.memory && !o.metrics) return;
+    for (const auto& prep : prepared) {
+        const double h = band_height(prep);
+        const double memory_w = o.metrics ? std::min(620.0, o.width * 0.42) : o.width - 16;
+        if (o.memory) {
+            MemoryBarsView bars;
+            bars.setRun(prep.run->result, prep.metrics);
+            bars.setTitlePrefix(prep.prefix);
+            bars.renderChart(p, QRectF(8, y, memory_w, h), pal);
+        }
+        if (o.metrics) {
+            const double x = o.memory ? 8 + memory_w + 16 : 8;
+            paint_metrics(p, prep, QRectF(x, y + 4, o.width - x - 8, h - 4), pal);
+        }
+        y += h + kGap;
+    }
+}
+
+QImage render_prepared(const std::vector<Prepared>& prepared, const PictureOptions& options,
+                       double dpr) {
+    const QSizeF size = size_of(prepared, options);
+    QImage image((size * dpr).toSize(), QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(dpr);
+    image.fill(Qt::transparent);
+    QPainter p(&image);
+    p.setRenderHint(QPainter::TextAntialiasing);
+    paint_prepared(p, prepared, options);
+    p.end();
+    return image;
+}
+
+}  // namespace
+
+void paint_picture(QPainter& p, const std::vector<PictureRun>& runs, const PictureOptions& o) {
+    paint_prepared(p, prepare(runs), o);
+}
+
+QImage render_picture(const std::vector<PictureRun>& runs, const PictureOptions& options,
+                      double dpr) {
+    return render_prepared(prepare(runs), options, dpr);
+}
+
+bool export_picture(const QString& path, const std::vector<PictureRun>& runs,
+                    const PictureOptions& options, QString* error) {
+    auto fail = [&](const QString& message) {
+        if (error) *error = message;
+        return false;
+    };
+    if (runs.empty() || !runs.front().result)
+        return fail(QStringLiteral("there is no run to export"));
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != QStringLiteral("png") && suffix != QStringLiteral("svg") &&
+        suffix != QStringLiteral("pdf"))
+        return fail(
+            QStringLiteral("unknown picture format '%1': use .png, .svg or .pdf").arg(suffix));
+    const auto prepared = prepare(runs);
+    const QSizeF size = size_of(prepared, options);
+    if (suffix == QStringLiteral("png")) {
+        const QImage image = render_prepared(prepared, options, 2.0);
+        if (!image.save(path, "PNG")) return fail(QStringLiteral("cannot write %1").arg(path));
+        return true;
+    }
+    if (suffix == QStringLiteral("svg")) {
+        // QSvgGenerator does not report a file it cannot open: check first.
+        QFile probe(path);
+        if (!probe.open(QIODevice::WriteOnly))
+            return fail(QStringLiteral("cannot write %1: %2").arg(path, probe.errorString()));
+        probe.close();
+        QSvgGenerator svg;
+        svg.setFileName(path);
+        svg.setSize(size.toSize());
+        svg.setViewBox(QRectF(QPointF(0, 0), size));
+        svg.setTitle(QStringLiteral("ParallelDeck timeline"));
+        QPainter p;
+        if (!p.begin(&svg)) return fail(QStringLiteral("cannot write %1").arg(path));
+        paint_prepared(p, prepared, options);
+        p.end();
+        return true;
+    }
+    if (suffix == QStringLiteral("pdf")) {
+        QPdfWriter pdf(path);
+        // 96 dpi makes one painter unit one logical pixel, as on screen.
+        pdf.setResolution(96);
+        pdf.setPageSize(QPageSize(size * 72.0 / 96.0, QPageSize::Point, QStringLiteral("timeline"),
+                                  QPageSize::ExactMatch));
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        pdf.setTitle(QStringLiteral("ParallelDeck timeline"));
+        QPainter p;
+        if (!p.begin(&pdf)) return fail(QStringLiteral("cannot write %1").arg(path));
+        paint_prepared(p, prepared, options);
+        p.end();
+        return true;
+    }
+    return true;
+}
+
+bool export_picture(const QString& path, const pd::RunConfig& config,
+                    std::shared_ptr<const pd::RunResult> result, QString* error,
+                    const PictureOptions& options) {
+    return export_picture(path, std::vector<PictureRun>{{config, std::move(result)}}, options,
+                          error);
+}
+
+}  // namespace pd::vis

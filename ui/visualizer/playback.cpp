@@ -1,0 +1,134 @@
+#include "visualizer/playback.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QStyle>
+#include <QToolButton>
+#include <algorithm>
+#include <cmath>
+
+#include "visualizer/format.h"
+
+namespace pd::vis {
+
+namespace {
+constexpr int kSliderSteps = 10000;
+}
+
+PlaybackClock::PlaybackClock(QObject* parent) : QObject(parent) {
+    timer_.setInterval(16);  // about 60 frames a second
+    connect(&timer_, &QTimer::timeout, this, &PlaybackClock::tick);
+}
+
+void PlaybackClock::setRange(std::int64_t begin_ns, std::int64_t end_ns, double step_ns) {
+    pause();
+    begin_ = begin_ns;
+    end_ = std::max(end_ns, begin_ns);
+    step_ns_ = step_ns > 0 ? step_ns : std::max(1.0, static_cast<double>(end_ - begin_));
+    cursor_ = end_;  // a fresh run shows everything until the learner presses play
+    emit cursorChanged(cursor_);
+}
+
+double PlaybackClock::traceNsPerSecond() const {
+    return step_ns_ / kSecondsPerStepAt1x * speed_;
+}
+
+void PlaybackClock::play() {
+    if (playing_) return;
+    if (cursor_ >= end_) setCursor(begin_);  // replay from the start
+    playing_ = true;
+    elapsed_.start();
+    timer_.start();
+    emit playingChanged(true);
+}
+
+void PlaybackClock::pause() {
+    if (!playing_) return;
+    playing_ = false;
+    timer_.stop();
+    emit playingChanged(false);
+}
+
+void PlaybackClock::toggle() {
+    playing_ ? pause() : play();
+}
+
+void PlaybackClock::setSpeed(double speed) {
+    speed_ = std::clamp(speed, 0.25, 8.0);
+}
+
+void PlaybackClock::setCursor(std::int64_t display_ns) {
+    const std::int64_t c = std::clamp(display_ns, begin_, end_);
+    if (c == cursor_) return;
+    cursor_ = c;
+    emit cursorChanged(cursor_);
+}
+
+void PlaybackClock::advance(double real_ms) {
+    const double step = traceNsPerSecond() * real_ms / 1000.0;
+    setCursor(cursor_ + static_cast<std::int64_t>(std::llround(step)));
+    if (cursor_ >= end_) pause();
+}
+
+void PlaybackClock::tick() {
+    const double ms = static_cast<double>(elapsed_.restart());
+    advance(ms);
+}
+
+PlaybackBar::PlaybackBar(PlaybackClock* clock, QWidget* parent)
+    : QWidget(parent),
+      clock_(clock),
+      play_(new QToolButton(this)),
+      speed_(new QComboBox(this)),
+      slider_(new QSlider(Qt::Horizontal, this)),
+      time_(new QLabel(this)) {
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    play_->setToolTip(
+        tr("Play / pause: the cursor sweeps the timeline and events appear as it passes"));
+    play_->setAutoRaise(true);
+    play_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    for (double s : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0})
+        speed_->addItem(QStringLiteral("%1×").arg(s), s);
+    speed_->setCurrentIndex(2);
+    speed_->setToolTip(tr("Playback speed; at 1× one training step takes %1 s")
+                           .arg(PlaybackClock::kSecondsPerStepAt1x));
+    slider_->setRange(0, kSliderSteps);
+    slider_->setToolTip(tr("Scrub through the run"));
+    time_->setMinimumWidth(150);
+    layout->addWidget(play_);
+    layout->addWidget(speed_);
+    layout->addWidget(slider_, 1);
+    layout->addWidget(time_);
+
+    connect(play_, &QToolButton::clicked, clock_, &PlaybackClock::toggle);
+    connect(speed_, &QComboBox::currentIndexChanged, this,
+            [this](int i) { clock_->setSpeed(speed_->itemData(i).toDouble()); });
+    connect(slider_, &QSlider::valueChanged, this, [this](int v) {
+        const double span = static_cast<double>(clock_->end() - clock_->begin());
+        clock_->setCursor(clock_->begin() + static_cast<std::int64_t>(span * v / kSliderSteps));
+    });
+    connect(clock_, &PlaybackClock::cursorChanged, this, &PlaybackBar::sync);
+    connect(clock_, &PlaybackClock::playingChanged, this, &PlaybackBar::sync);
+    sync();
+}
+
+void PlaybackBar::sync() {
+    const bool playing = clock_->isPlaying();
+    play_->setIcon(style()->standardIcon(playing ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+    play_->setText(playing ? tr("Pause") : tr("Play"));
+    const double span = std::max(1.0, static_cast<double>(clock_->end() - clock_->begin()));
+    {
+        const QSignalBlocker block(slider_);
+        slider_->setValue(static_cast<int>(std::lround(
+            static_cast<double>(clock_->cursor() - clock_->begin()) / span * kSliderSteps)));
+    }
+    time_->setText(tr("%1 of %2")
+                       .arg(duration_text(static_cast<double>(clock_->cursor() - clock_->begin())),
+                            duration_text(span)));
+}
+
+}  // namespace pd::vis

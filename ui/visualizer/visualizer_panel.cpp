@@ -1,0 +1,469 @@
+#include "visualizer/visualizer_panel.h"
+
+#include <QAction>
+#include <QClipboard>
+#include <QComboBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QGuiApplication>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "pd/exports.h"
+#include "visualizer/event_text.h"
+#include "visualizer/memory_bars.h"
+#include "visualizer/metrics_panel.h"
+#include "visualizer/metrics_text.h"
+#include "visualizer/playback.h"
+#include "visualizer/ring_diagram.h"
+#include "visualizer/timeline_view.h"
+
+namespace pd::vis {
+
+VisualizerPanel::VisualizerPanel(QWidget* parent)
+    : QWidget(parent),
+      note_(new QLabel(this)),
+      step_box_(new QSpinBox(this)),
+      timeline_(new TimelineView(this)),
+      compare_timeline_(new TimelineView(this)),
+      clock_(new PlaybackClock(this)),
+      playback_bar_(new PlaybackBar(clock_, this)),
+      details_(new QLabel(this)),
+      memory_mode_(new QComboBox(this)),
+      memory_(new MemoryBarsView(this)),
+      compare_memory_(new MemoryBarsView(this)),
+      ring_(new RingDiagram(this)),
+      compare_ring_(new RingDiagram(this)),
+      metrics_(new MetricsPanel(this)),
+      compare_metrics_(new MetricsPanel(this)) {
+    buildActions();
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->setSpacing(4);
+
+    note_->setWordWrap(true);
+    note_->setTextFormat(Qt::PlainText);
+    note_->setObjectName(QStringLiteral("visualizerNote"));
+    QFont nf = note_->font();
+    nf.setPointSizeF(nf.pointSizeF() * 1.1);
+    note_->setFont(nf);
+    note_->hide();
+    layout->addWidget(note_);
+
+    auto* bar = new QToolBar(this);
+    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    bar->addAction(fit_step_);
+    step_box_->setPrefix(tr("step "));
+    step_box_->setToolTip(tr("The training step that \"Fit step\" shows"));
+    bar->addWidget(step_box_);
+    bar->addAction(fit_all_);
+    bar->addSeparator();
+    bar->addAction(export_screenshot_);
+    bar->addAction(export_trace_);
+    bar->addAction(copy_image_);
+    layout->addWidget(bar);
+
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split_ = split;
+    auto* top = new QWidget(split);
+    auto* top_layout = new QVBoxLayout(top);
+    top_layout->setContentsMargins(0, 0, 0, 0);
+    top_layout->setSpacing(2);
+    top_layout->addWidget(timeline_, 1);
+    top_layout->addWidget(compare_timeline_, 1);
+    top_layout->addWidget(playback_bar_);
+    details_->setTextFormat(Qt::RichText);
+    details_->setWordWrap(true);
+    details_->setText(
+        tr("Hover over a box for its details; click to keep them here. Wheel zooms at "
+           "the pointer, drag pans."));
+    details_->setMinimumHeight(details_->fontMetrics().lineSpacing() * 3);
+    details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    top_layout->addWidget(details_);
+    compare_timeline_->hide();
+    compare_timeline_->setLegendVisible(false);
+    top_layout->addStretch(0);
+
+    auto* bottom = new QWidget(split);
+    auto* bottom_layout = new QHBoxLayout(bottom);
+    bottom_layout->setContentsMargins(0, 0, 0, 0);
+    auto* memory_box = new QWidget(bottom);
+    auto* memory_layout = new QVBoxLayout(memory_box);
+    memory_layout->setContentsMargins(0, 0, 0, 0);
+    memory_mode_->addItem(tr("Memory: peak over the run"));
+    memory_mode_->addItem(tr("Memory: live at the playback cursor"));
+    memory_layout->addWidget(memory_mode_);
+    // Compared runs' bars sit side by side, at the same height, so they read as a pair.
+    auto* charts = new QHBoxLayout();
+    charts->addWidget(memory_, 1);
+    charts->addWidget(compare_memory_, 1);
+    memory_layout->addLayout(charts, 1);
+    compare_memory_->hide();
+    bottom_layout->addWidget(memory_box, 3);
+    auto* ring_box = new QWidget(bottom);
+    auto* ring_layout = new QVBoxLayout(ring_box);
+    ring_layout->setContentsMargins(0, 0, 0, 0);
+    ring_layout->addWidget(ring_, 1);
+    ring_layout->addWidget(compare_ring_, 1);
+    compare_ring_->hide();
+    bottom_layout->addWidget(ring_box, 0);
+    auto* metrics_box = new QWidget(bottom);
+    auto* metrics_layout = new QHBoxLayout(metrics_box);
+    metrics_layout->setContentsMargins(0, 0, 0, 0);
+    metrics_layout->addWidget(metrics_, 1);
+    metrics_layout->addWidget(compare_metrics_, 1);
+    compare_metrics_->hide();
+    auto* scroll = new QScrollArea(bottom);
+    scroll->setWidget(metrics_box);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    bottom_layout->addWidget(scroll, 4);
+    split->addWidget(top);
+    split->addWidget(bottom);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setChildrenCollapsible(false);
+    connect(split, &QSplitter::splitterMoved, this, [this] { split_moved_by_user_ = true; });
+    layout->addWidget(split, 1);
+
+    for (TimelineView* t : {timeline_, compare_timeline_}) {
+        connect(
+            t, &TimelineView::mappingChanged, this,
+            [this, t](const TimeMapping& m, std::int64_t origin) { shareMapping(m, origin, t); });
+        connect(t, &TimelineView::eventClicked, this, [this, t](const pd::TraceEvent& e) {
+            showDetails(e, t->origin());
+            emit eventSelected(e);
+        });
+        connect(t, &TimelineView::eventHovered, this, [this, t](int index) {
+            if (index >= 0)
+                showDetails(t->data().trace().events[static_cast<std::size_t>(index)], t->origin());
+        });
+    }
+    connect(clock_, &PlaybackClock::cursorChanged, this, &VisualizerPanel::onCursor);
+    connect(clock_, &PlaybackClock::playingChanged, this, [this](bool playing) {
+        play_pause_->setText(playing ? tr("Pause") : tr("Play"));
+        // Playing is about what happens over time, so memory follows the cursor.
+        if (playing) memory_mode_->setCurrentIndex(1);
+        // Stopping at the end shows the whole run again.
+        if (!playing) onCursor(clock_->cursor());
+    });
+    connect(playback_bar_->slider(), &QAbstractSlider::sliderPressed, this,
+            [this] { memory_mode_->setCurrentIndex(1); });
+    connect(memory_mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        const auto mode = i == 1 ? MemoryBarsView::Mode::at_cursor : MemoryBarsView::Mode::peak;
+        memory_->setMode(mode);
+        compare_memory_->setMode(mode);
+    });
+}
+
+VisualizerPanel::~VisualizerPanel() = default;
+
+void VisualizerPanel::buildActions() {
+    export_screenshot_ = new QAction(tr("Export timeline screenshot…"), this);
+    export_screenshot_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    export_screenshot_->setToolTip(
+        tr("Save the timeline with its memory bars and metrics as PNG (2×), "
+           "SVG or PDF (Ctrl+Shift+S)"));
+    export_trace_ = new QAction(tr("Export trace…"), this);
+    export_trace_->setToolTip(tr("Save the Chrome Trace Event JSON; open it in ui.perfetto.dev"));
+    copy_image_ = new QAction(tr("Copy image"), this);
+    copy_image_->setToolTip(tr("Copy the picture to the clipboard"));
+    fit_step_ = new QAction(tr("Fit step"), this);
+    fit_step_->setToolTip(tr("Show one training step; the ruler counts from its start"));
+    fit_all_ = new QAction(tr("Fit all"), this);
+    fit_all_->setToolTip(tr("Show the whole run"));
+    play_pause_ = new QAction(tr("Play"), this);
+    play_pause_->setShortcut(QKeySequence(Qt::Key_Space));
+    play_pause_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    for (QAction* a :
+         {export_screenshot_, export_trace_, copy_image_, fit_step_, fit_all_, play_pause_}) {
+        a->setEnabled(a == fit_step_ || a == fit_all_ || a == play_pause_ ? true : false);
+        addAction(a);
+    }
+    connect(export_screenshot_, &QAction::triggered, this,
+            &VisualizerPanel::chooseAndExportPicture);
+    connect(export_trace_, &QAction::triggered, this, &VisualizerPanel::chooseAndExportTrace);
+    connect(copy_image_, &QAction::triggered, this, &VisualizerPanel::copyImage);
+    connect(fit_step_, &QAction::triggered, this, &VisualizerPanel::fitStep);
+    connect(fit_all_, &QAction::triggered, this, &VisualizerPanel::fitAll);
+    connect(play_pause_, &QAction::triggered, clock_, &PlaybackClock::toggle);
+}
+
+void VisualizerPanel::setRun(const pd::RunConfig& config,
+                             std::shared_ptr<const pd::RunResult> result) {
+    runs_[1].reset();
+    if (result)
+        runs_[0] = Shown{config, result, pd::compute_metrics(result->trace, config)};
+    else
+        runs_[0].reset();
+    showRun(0);
+    showRun(1);
+    for (QAction* a : {export_screenshot_, export_trace_, copy_image_})
+        a->setEnabled(runs_[0].has_value());
+    step_box_->setRange(0, std::max(0, timeline_->data().step_count() - 1));
+    step_box_->setValue(timeline_->defaultStep());
+    fitStep();
+    sizeSplit();
+}
+
+void VisualizerPanel::setComparison(const pd::RunConfig& config,
+                                    std::shared_ptr<const pd::RunResult> result) {
+    if (!result) return clearComparison();
+    runs_[1] = Shown{config, result, pd::compute_metrics(result->trace, config)};
+    showRun(1);
+    fitStep();
+    sizeSplit();
+}
+
+void VisualizerPanel::clearComparison() {
+    runs_[1].reset();
+    showRun(0);  // drops the "A:" from titles
+    showRun(1);
+    fitStep();
+    sizeSplit();
+}
+
+void VisualizerPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // Until the learner drags the splitter, the timelines keep their natural height.
+    if (!split_moved_by_user_) sizeSplit();
+}
+
+void VisualizerPanel::sizeSplit() {
+    double top = timeline_->preferredHeight(true, true) + playback_bar_->sizeHint().height() +
+                 details_->minimumHeight() + 16;
+    if (runs_[1]) top += compare_timeline_->preferredHeight(true, false);
+    const int total = split_->height() > 0 ? split_->height() : height();
+    const int top_px = static_cast<int>(top);
+    split_->setSizes({top_px, std::max(240, total - top_px)});
+}
+
+bool VisualizerPanel::hasComparison() const {
+    return runs_[1].has_value();
+}
+
+void VisualizerPanel::setNote(const QString& note) {
+    note_->setText(note);
+    note_->setVisible(!note.isEmpty());
+}
+
+void VisualizerPanel::setTheme(ThemeChoice theme) {
+    theme_ = theme;
+    for (TimelineView* t : {timeline_, compare_timeline_}) t->setTheme(theme);
+    for (MemoryBarsView* m : {memory_, compare_memory_}) m->setTheme(theme);
+    for (RingDiagram* r : {ring_, compare_ring_}) r->setTheme(theme);
+}
+
+void VisualizerPanel::showRun(int index) {
+    TimelineView* t = index == 0 ? timeline_ : compare_timeline_;
+    MemoryBarsView* m = index == 0 ? memory_ : compare_memory_;
+    RingDiagram* r = index == 0 ? ring_ : compare_ring_;
+    MetricsPanel* p = index == 0 ? metrics_ : compare_metrics_;
+    const auto& shown = runs_[index];
+    if (!shown) {
+        t->setRun(nullptr);
+        m->setRun(nullptr, {});
+        r->setRun(nullptr);
+        p->clear();
+        if (index == 1) {
+            for (QWidget* w : std::initializer_list<QWidget*>{t, m, r, p}) w->hide();
+        }
+        return;
+    }
+    const QString title =
+        (runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString()) + run_title(shown->config);
+    t->setRun(shown->result, shown->metrics.bubble, title, shown->metrics.stage_boundaries);
+    t->setMaximumHeight(static_cast<int>(t->preferredHeight(true, t->legendVisible()) * 1.3));
+    m->setRun(shown->result, shown->metrics);
+    m->setTitlePrefix(runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString());
+    r->setRun(shown->result);
+    r->setVisible(r->hasRingSteps());
+    p->setRun(shown->config, *shown->result, shown->metrics, title);
+    if (index == 1) {
+        // A's title gains its "A:" now that there is a B.
+        if (runs_[0])
+            timeline_->setRun(runs_[0]->result, runs_[0]->metrics.bubble,
+                              tr("A: ") + run_title(runs_[0]->config),
+                              runs_[0]->metrics.stage_boundaries);
+        memory_->setTitlePrefix(tr("A: "));
+        if (runs_[0])
+            metrics_->setRun(runs_[0]->config, *runs_[0]->result, runs_[0]->metrics,
+                             tr("A: ") + run_title(runs_[0]->config));
+        for (QWidget* w : std::initializer_list<QWidget*>{t, m, p}) w->show();
+    }
+}
+
+void VisualizerPanel::fitStep() {
+    if (!runs_[0]) return;
+    const int step = step_box_->value();
+    // Every run starts its ruler at the start of the same step, on one shared scale.
+    std::int64_t span = 1000;
+    std::int64_t origins[2] = {0, 0};
+    TimelineView* views[2] = {timeline_, compare_timeline_};
+    for (int i = 0; i < 2; ++i) {
+        if (!runs_[i]) continue;
+        const auto [t0, t1] = views[i]->stepRange(step);
+        origins[i] = views[i]->data().step_count() > 0 ? t0 : 0;
+        span = std::max(span, t1 - origins[i]);
+    }
+    const double width = timeline_->width() > 0 ? timeline_->width() : 1200.0;
+    const TimeMapping m = TimelineView::fittedMapping(0, static_cast<double>(span), width);
+    for (int i = 0; i < 2; ++i) views[i]->setMapping(m, origins[i]);
+    updatePlaybackRange();
+}
+
+void VisualizerPanel::fitAll() {
+    if (!runs_[0]) return;
+    std::int64_t t0 = timeline_->runRange().first, t1 = timeline_->runRange().second;
+    if (runs_[1]) {
+        t0 = std::min(t0, compare_timeline_->runRange().first);
+        t1 = std::max(t1, compare_timeline_->runRange().second);
+    }
+    const double width = timeline_->width() > 0 ? timeline_->width() : 1200.0;
+    const TimeMapping m =
+        TimelineView::fittedMapping(static_cast<double>(t0), static_cast<double>(t1), width);
+    timeline_->setMapping(m, 0);
+    compare_timeline_->setMapping(m, 0);
+    updatePlaybackRange();
+}
+
+void VisualizerPanel::shareMapping(const TimeMapping& mapping, std::int64_t origin,
+                                   const TimelineView* source) {
+    if (syncing_) return;
+    syncing_ = true;
+    TimelineView* other = source == timeline_ ? compare_timeline_ : timeline_;
+    // Zoom and pan keep each run's own origin: only the scale and offset are shared.
+    if (other->isVisible() || other == timeline_) other->setMapping(mapping, other->origin());
+    syncing_ = false;
+    (void)origin;
+}
+
+void VisualizerPanel::updatePlaybackRange() {
+    if (!runs_[0]) return;
+    std::int64_t b = timeline_->runRange().first - timeline_->origin();
+    std::int64_t e = timeline_->runRange().second - timeline_->origin();
+    if (runs_[1]) {
+        b = std::min(b, compare_timeline_->runRange().first - compare_timeline_->origin());
+        e = std::max(e, compare_timeline_->runRange().second - compare_timeline_->origin());
+    }
+    const double step_ns = std::max(runs_[0]->metrics.median_step_time_s * 1e9, 1e3);
+    clock_->setRange(b, e, step_ns);
+}
+
+void VisualizerPanel::onCursor(std::int64_t display_ns) {
+    // At the end of the range everything has happened: show it all, without a cursor line.
+    const bool at_end = display_ns >= clock_->end() && !clock_->isPlaying();
+    for (TimelineView* t : {timeline_, compare_timeline_})
+        t->setPlaybackCursor(at_end ? std::nullopt : std::optional<std::int64_t>(display_ns));
+    memory_->setCursorTime(display_ns + timeline_->origin());
+    ring_->setCursorTime(display_ns + timeline_->origin());
+    if (runs_[1]) {
+        compare_memory_->setCursorTime(display_ns + compare_timeline_->origin());
+        compare_ring_->setCursorTime(display_ns + compare_timeline_->origin());
+    }
+    // Follow the cursor while playing: page forward when it leaves the view.
+    if (clock_->isPlaying()) {
+        TimeMapping m = timeline_->mapping();
+        const double plot_w = std::max(
+            1.0, timeline_->width() - TimelineView::kLeftMargin - TimelineView::kRightMargin);
+        const double t = static_cast<double>(display_ns);
+        if (t > m.end_ns(plot_w) || t < m.start_ns) {
+            m.start_ns = t - 0.1 * plot_w * m.ns_per_px;
+            timeline_->setMapping(m, timeline_->origin());
+            compare_timeline_->setMapping(m, compare_timeline_->origin());
+        }
+    }
+}
+
+void VisualizerPanel::showDetails(const pd::TraceEvent& e, std::int64_t origin) {
+    details_->setText(
+        describe_event(e, origin).replace(QStringLiteral("<br>"), QStringLiteral(" · ")));
+}
+
+PictureOptions VisualizerPanel::pictureOptions() const {
+    PictureOptions o;
+    o.width = std::max(1000, timeline_->width());
+    o.theme =
+        TimelinePalette::choose(theme_, palette()).dark ? ThemeChoice::dark : ThemeChoice::light;
+    TimeMapping m = timeline_->mapping();
+    // The picture may be wider than the widget: keep the same visible time range.
+    const double widget_plot =
+        std::max(1.0, timeline_->width() - TimelineView::kLeftMargin - TimelineView::kRightMargin);
+    const double picture_plot = o.width - TimelineView::kLeftMargin - TimelineView::kRightMargin;
+    if (timeline_->width() > 0) m.ns_per_px *= widget_plot / picture_plot;
+    m.left_px = TimelineView::kLeftMargin;
+    o.mapping = m;
+    o.origins = {timeline_->origin(), compare_timeline_->origin()};
+    o.cursor_ns = timeline_->playbackCursor();
+    o.note = note_->text();
+    return o;
+}
+
+bool VisualizerPanel::exportPicture(const QString& path, QString* error) const {
+    std::vector<PictureRun> runs;
+    for (const auto& r : runs_)
+        if (r) runs.push_back({r->config, r->result});
+    return export_picture(path, runs, pictureOptions(), error);
+}
+
+bool VisualizerPanel::exportTrace(const QString& path, QString* error) const {
+    if (!runs_[0]) {
+        if (error) *error = tr("there is no run to export");
+        return false;
+    }
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+        if (error) *error = tr("cannot write %1: %2").arg(path, f.errorString());
+        return false;
+    }
+    const std::string json = pd::chrome_trace_json(runs_[0]->result->trace);
+    if (f.write(json.data(), static_cast<qint64>(json.size())) !=
+        static_cast<qint64>(json.size())) {
+        if (error) *error = tr("cannot write %1: %2").arg(path, f.errorString());
+        return false;
+    }
+    return true;
+}
+
+QImage VisualizerPanel::renderImage() const {
+    std::vector<PictureRun> runs;
+    for (const auto& r : runs_)
+        if (r) runs.push_back({r->config, r->result});
+    if (runs.empty()) return {};
+    return render_picture(runs, pictureOptions(), 2.0);
+}
+
+void VisualizerPanel::chooseAndExportPicture() {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export timeline screenshot"), QStringLiteral("timeline.png"),
+        tr("PNG image, 2× (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+    if (path.isEmpty()) return;
+    QString error;
+    emit message(exportPicture(path, &error) ? tr("Saved %1").arg(path)
+                                             : tr("Export failed: %1").arg(error));
+}
+
+void VisualizerPanel::chooseAndExportTrace() {
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export trace"), QStringLiteral("trace.json"),
+                                     tr("Chrome Trace Event JSON (*.json)"));
+    if (path.isEmpty()) return;
+    QString error;
+    emit message(exportTrace(path, &error) ? tr("Saved %1 (open it in ui.perfetto.dev)").arg(path)
+                                           : tr("Export failed: %1").arg(error));
+}
+
+void VisualizerPanel::copyImage() {
+    const QImage image = renderImage();
+    if (image.isNull()) return;
+    QGuiApplication::clipboard()->setImage(image);
+    emit message(tr("Copied the timeline picture"));
+}
+
+}  // namespace pd::vis

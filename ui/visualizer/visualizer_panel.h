@@ -1,0 +1,129 @@
+// The visualizer for one run (or two, compared on a shared time axis): timeline, playback,
+// memory bars, ring diagram, metrics and event details, with screenshot and trace export.
+#pragma once
+
+#include <QImage>
+#include <QString>
+#include <QWidget>
+#include <memory>
+#include <optional>
+
+#include "pd/metrics.h"
+#include "pd/run.h"
+#include "visualizer/picture_export.h"
+#include "visualizer/time_mapping.h"
+#include "visualizer/timeline_palette.h"
+
+class QAction;
+class QComboBox;
+class QLabel;
+class QSpinBox;
+class QSplitter;
+
+namespace pd::vis {
+
+class TimelineView;
+class MemoryBarsView;
+class MetricsPanel;
+class PlaybackClock;
+class PlaybackBar;
+class RingDiagram;
+
+class VisualizerPanel : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit VisualizerPanel(QWidget* parent = nullptr);
+    ~VisualizerPanel() override;
+
+    // Shows one run; clears any comparison. A null result clears the panel.
+    void setRun(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
+    // Shows a second run below the first on the same time axis, metrics side by side.
+    void setComparison(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
+    void clearComparison();
+    bool hasComparison() const;
+    // The card's note on what to look at, shown above the timeline (empty hides it).
+    void setNote(const QString& note);
+    void setTheme(ThemeChoice theme);
+
+    // Exports what the panel shows now (its zoom, playback cursor and theme): .png at 2x,
+    // .svg or .pdf by extension. Same painting path as export_picture.
+    bool exportPicture(const QString& path, QString* error) const;
+    // Chrome Trace Event JSON of the (first) run, for Perfetto.
+    bool exportTrace(const QString& path, QString* error) const;
+    QImage renderImage() const;  // what "Copy image" puts on the clipboard (2x)
+    PictureOptions pictureOptions() const;
+
+    // For menus and toolbars of the window that hosts the panel.
+    QAction* exportScreenshotAction() const { return export_screenshot_; }  // Ctrl+Shift+S
+    QAction* exportTraceAction() const { return export_trace_; }
+    QAction* copyImageAction() const { return copy_image_; }
+    QAction* fitStepAction() const { return fit_step_; }
+    QAction* fitAllAction() const { return fit_all_; }
+    QAction* playPauseAction() const { return play_pause_; }
+
+    TimelineView* timeline() const { return timeline_; }
+    TimelineView* comparisonTimeline() const { return compare_timeline_; }
+    MemoryBarsView* memoryBars() const { return memory_; }
+    MetricsPanel* metricsPanel() const { return metrics_; }
+    PlaybackClock* playback() const { return clock_; }
+    RingDiagram* ringDiagram() const { return ring_; }
+
+  public slots:
+    void fitStep();
+    void fitAll();
+
+  protected:
+    void resizeEvent(QResizeEvent* event) override;
+
+  signals:
+    void eventSelected(const pd::TraceEvent& event);
+    // A line for the host's status bar ("Saved timeline.png").
+    void message(const QString& text);
+
+  private:
+    struct Shown {
+        pd::RunConfig config;
+        std::shared_ptr<const pd::RunResult> result;
+        pd::RunMetrics metrics;
+    };
+    void buildActions();
+    void showRun(int index);  // 0: main run, 1: comparison
+    void shareMapping(const TimeMapping& mapping, std::int64_t origin, const TimelineView* source);
+    void updatePlaybackRange();
+    void onCursor(std::int64_t display_ns);
+    void showDetails(const pd::TraceEvent& event, std::int64_t origin);
+    void chooseAndExportPicture();
+    void chooseAndExportTrace();
+    void copyImage();
+    void sizeSplit();  // the timelines get their natural height, the rest goes below
+
+    std::optional<Shown> runs_[2];
+    ThemeChoice theme_ = ThemeChoice::follow_palette;
+    bool syncing_ = false;
+    bool split_moved_by_user_ = false;
+
+    QSplitter* split_ = nullptr;
+    QLabel* note_;
+    QSpinBox* step_box_;
+    TimelineView* timeline_;
+    TimelineView* compare_timeline_;
+    PlaybackClock* clock_;
+    PlaybackBar* playback_bar_;
+    QLabel* details_;
+    QComboBox* memory_mode_;
+    MemoryBarsView* memory_;
+    MemoryBarsView* compare_memory_;
+    RingDiagram* ring_;
+    RingDiagram* compare_ring_;
+    MetricsPanel* metrics_;
+    MetricsPanel* compare_metrics_;
+    QAction* export_screenshot_ = nullptr;
+    QAction* export_trace_ = nullptr;
+    QAction* copy_image_ = nullptr;
+    QAction* fit_step_ = nullptr;
+    QAction* fit_all_ = nullptr;
+    QAction* play_pause_ = nullptr;
+};
+
+}  // namespace pd::vis
