@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "synthetic_trace.h"
+#include "visualizer/event_text.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer_test_support.h"
 
@@ -160,6 +161,25 @@ class TestTimelineView : public QObject {
         // Without boundaries nothing is guessed.
         t.setRun(r, m.bubble);
         QVERIFY(!t.data().interleaved());
+    }
+
+    void tooltipSaysWhatAndWhere() {
+        pd::TraceEvent e;
+        e.device = 1;
+        e.stream = pd::StreamKind::comm;
+        e.kind = pd::EventKind::send;
+        e.label = "activations";
+        e.microbatch = 3;
+        e.peer = 2;
+        e.bytes = 2048;
+        e.start_ns = 1500;
+        e.end_ns = 4000;
+        const QString text = pd::vis::describe_event(e, 1000);
+        for (const char* wanted : {"send", "activations", "device 1", "comm stream",
+                                   "micro-batch 3", "duration 2.50 µs", "2.0 KiB", "to device 2"})
+            QVERIFY2(text.contains(QString::fromUtf8(wanted)), wanted);
+        e.kind = pd::EventKind::recv;
+        QVERIFY(pd::vis::describe_event(e, 0).contains(QStringLiteral("from device 2")));
     }
 
     void darkThemeUsesItsOwnColours() {

@@ -332,9 +332,14 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
             tr.clock == pd::ClockMode::device
                 ? QStringLiteral("Clock: device — each device timed as if it had its own core")
                 : QStringLiteral("Clock: wall — real timestamps of real concurrency");
-        clock += QStringLiteral("   ·   Link model: %1 µs latency + %2 GB/s")
-                     .arg(tr.link.latency_us, 0, 'g', 3)
-                     .arg(tr.link.gbps, 0, 'g', 3);
+        // The link model only shapes transfers under the device clock; under the wall clock
+        // a transfer takes what the real copy took.
+        if (tr.clock == pd::ClockMode::device)
+            clock += QStringLiteral("   ·   Link model: %1 µs latency + %2 GB/s")
+                         .arg(tr.link.latency_us, 0, 'g', 3)
+                         .arg(tr.link.gbps, 0, 'g', 3);
+        else
+            clock += QStringLiteral("   ·   Transfers: real in-memory copies (no link model)");
         if (data_.result() && data_.result()->status != pd::RunStatus::ok)
             clock += QStringLiteral("   ·   run stopped: %1")
                          .arg(qs(pd::name_of(data_.result()->status)));
