@@ -1,5 +1,7 @@
 #include "review_store.h"
 
+#include <cmath>
+
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -12,6 +14,7 @@
 #include <QTimeZone>
 #include <QUuid>
 #include <QVariant>
+#include <cmath>
 #include <limits>
 
 namespace pd::study {
@@ -53,22 +56,45 @@ FsrsTimePoint fromUs(qint64 us) {
         std::chrono::duration_cast<FsrsClock::duration>(std::chrono::microseconds(us)));
 }
 
+// A stored schedule that does not parse into a usable FSRS state (a damaged row, a hand
+// edit) is treated as absent: the card starts over as new instead of feeding NaN or a zero
+// stability into the scheduler.
 std::optional<CardSchedule> scheduleFromJson(const QString& text) {
     if (text.isEmpty()) return std::nullopt;
-    const QJsonObject o = QJsonDocument::fromJson(text.toUtf8()).object();
+    QJsonParseError parseError{};
+    const QJsonDocument doc = QJsonDocument::fromJson(text.toUtf8(), &parseError);
+    if (parseError.error != QJsonParseError::NoError || !doc.isObject()) return std::nullopt;
+    const QJsonObject o = doc.object();
     CardSchedule s;
-    s.fsrs.state = static_cast<CardState>(o.value(QStringLiteral("state")).toInt(1));
+    const int state = o.value(QStringLiteral("state")).toInt(0);
+    if (state < static_cast<int>(CardState::Learning) ||
+        state > static_cast<int>(CardState::Relearning))
+        return std::nullopt;
+    s.fsrs.state = static_cast<CardState>(state);
     s.fsrs.step = o.contains(QStringLiteral("step"))
                       ? std::optional<int>(o.value(QStringLiteral("step")).toInt())
                       : std::nullopt;
-    if (o.contains(QStringLiteral("stability")))
-        s.fsrs.stability = o.value(QStringLiteral("stability")).toDouble();
-    if (o.contains(QStringLiteral("difficulty")))
-        s.fsrs.difficulty = o.value(QStringLiteral("difficulty")).toDouble();
-    s.fsrs.due = fromUs(o.value(QStringLiteral("due_us")).toString().toLongLong());
-    if (o.contains(QStringLiteral("last_review_us")))
+    if (o.contains(QStringLiteral("stability"))) {
+        const QJsonValue v = o.value(QStringLiteral("stability"));
+        if (!v.isDouble() || !(v.toDouble() >= kFsrsStabilityMin) || !std::isfinite(v.toDouble()))
+            return std::nullopt;
+        s.fsrs.stability = v.toDouble();
+    }
+    if (o.contains(QStringLiteral("difficulty"))) {
+        const QJsonValue v = o.value(QStringLiteral("difficulty"));
+        if (!v.isDouble() || !(v.toDouble() >= kFsrsMinDifficulty) ||
+            !(v.toDouble() <= kFsrsMaxDifficulty))
+            return std::nullopt;
+        s.fsrs.difficulty = v.toDouble();
+    }
+    bool ok = false;
+    s.fsrs.due = fromUs(o.value(QStringLiteral("due_us")).toString().toLongLong(&ok));
+    if (!ok) return std::nullopt;
+    if (o.contains(QStringLiteral("last_review_us"))) {
         s.fsrs.lastReview =
-            fromUs(o.value(QStringLiteral("last_review_us")).toString().toLongLong());
+            fromUs(o.value(QStringLiteral("last_review_us")).toString().toLongLong(&ok));
+        if (!ok) return std::nullopt;
+    }
     s.reps = o.value(QStringLiteral("reps")).toInt();
     s.lapses = o.value(QStringLiteral("lapses")).toInt();
     return s;

@@ -17,6 +17,8 @@ class TestReviewStore : public QObject {
     void migratesVersionOneDatabase();
     void refusesNewerSchema();
     void roundTrip();
+    void damagedScheduleStartsOver_data();
+    void damagedScheduleStartsOver();
     void undoRestoresPreviousSchedule();
     void practiceLeavesScheduleAlone();
     void settingsPersist();
@@ -157,6 +159,51 @@ void TestReviewStore::roundTrip() {
     QVERIFY(!e.before);
     QVERIFY(e.after && *e.after == after);
     QCOMPARE(store.schedules(QStringLiteral("deck")).size(), 1);
+}
+
+void TestReviewStore::damagedScheduleStartsOver_data() {
+    QTest::addColumn<QString>("json");
+    QTest::addRow("not json") << QStringLiteral("{stability: 3");
+    QTest::addRow("unknown state") << QStringLiteral(R"({"state": 9, "due_us": "0"})");
+    QTest::addRow("zero stability")
+        << QStringLiteral(R"({"state": 2, "stability": 0, "difficulty": 5, "due_us": "0"})");
+    QTest::addRow("text stability")
+        << QStringLiteral(R"({"state": 2, "stability": "x", "difficulty": 5, "due_us": "0"})");
+    QTest::addRow("difficulty past 10")
+        << QStringLiteral(R"({"state": 2, "stability": 3, "difficulty": 12, "due_us": "0"})");
+    QTest::addRow("no due time") << QStringLiteral(
+        R"({"state": 2, "stability": 3, "difficulty": 5})");
+}
+
+void TestReviewStore::damagedScheduleStartsOver() {
+    QFETCH(QString, json);
+    const QDateTime t = pd::test::startTime();
+    {
+        ReviewStore store;
+        QVERIFY(store.open(path(), nullptr));
+        QVERIFY(store.recordReview(entry(QStringLiteral("card-a"), t, std::nullopt,
+                                         scheduleAt(t.addDays(4), 4.5))) > 0);
+        QVERIFY(store.schedule({QStringLiteral("deck"), QStringLiteral("card-a")}));
+    }
+    {  // damage the row from outside, as a hand edit or a broken disk would
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("damage"));
+        db.setDatabaseName(path());
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        q.prepare(QStringLiteral("UPDATE card_state SET schedule = ? WHERE card_id = 'card-a'"));
+        q.addBindValue(json);
+        QVERIFY(q.exec());
+        QCOMPARE(q.numRowsAffected(), 1);
+        q.finish();
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("damage"));
+    ReviewStore store;
+    QVERIFY(store.open(path(), nullptr));
+    // Unusable state is not handed to FSRS: the card reads as never reviewed.
+    QVERIFY(!store.schedule({QStringLiteral("deck"), QStringLiteral("card-a")}));
+    QVERIFY(store.schedules(QStringLiteral("deck")).isEmpty());
 }
 
 void TestReviewStore::undoRestoresPreviousSchedule() {
