@@ -124,31 +124,58 @@ void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool 
     });
 }
 
+// Activations flow forward into chunk k under activation_tag(k); their gradients flow back
+// into chunk k under gradient_tag(k), so each stream stays in order between two devices.
+void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, int from_chunk,
+                                   bool activations) {
+    Device& dev = *rank.device;
+    Communicator& pp = mesh_->pp_group(dev.id());
+    const int from = mesh_->device({rank.coord.dp, from_chunk % pp_, rank.coord.tp});
+    const std::size_t count =
+        static_cast<std::size_t>(rows_per_mb_) * static_cast<std::size_t>(env_.shape.width);
+    Chunk* c = &chunk;
+    dev.comm().enqueue([c, &dev, &pp, from, count, step, mb, activations] {
+        Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+        // A received activation is kept for backward; a received gradient is scratch.
+        carry =
+            Buffer(dev.memory(),
+                   activations ? MemoryCategory::activations : MemoryCategory::workspace, count);
+        pp.recv(dev.id(), from, carry.data(), count, step,
+                (activations ? "activations mb" : "gradients mb") + std::to_string(mb), false,
+                activations ? activation_tag(c->global) : gradient_tag(c->global));
+    });
+    dev.compute().wait(dev.comm().record(), step);
+}
+
+void MeshParallel::enqueue_send(Rank& rank, Chunk& chunk, int step, int mb, int to_chunk,
+                                bool activations) {
+    Device& dev = *rank.device;
+    Communicator& pp = mesh_->pp_group(dev.id());
+    const int to = mesh_->device({rank.coord.dp, to_chunk % pp_, rank.coord.tp});
+    Chunk* c = &chunk;
+    dev.comm().wait(dev.compute().record(), step);
+    dev.comm().enqueue([c, &dev, &pp, to, to_chunk, step, mb, activations] {
+        Buffer out = std::move(c->carry[static_cast<std::size_t>(mb)]);  // freed once sent
+        pp.send(dev.id(), to, out.data(), out.size(), step,
+                (activations ? "activations mb" : "gradients mb") + std::to_string(mb),
+                activations ? activation_tag(to_chunk) : gradient_tag(to_chunk));
+    });
+}
+
 void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     Device& dev = *rank.device;
     const int first = chunk.layout->unit_begin();
     const int last = chunk.layout->unit_end();
     const int stage = rank.coord.pp;
     const int rows = rows_per_mb_;
-    const std::size_t width = static_cast<std::size_t>(env_.shape.width);
     const int sample0 = rank.coord.dp * (env_.config.batch / dp_) + mb * rows;
-    Communicator& pp = mesh_->pp_group(dev.id());
     Chunk* c = &chunk;
     // The data loader feeds the first chunk (inputs) and the last (labels).
     std::shared_ptr<const HostBatch> batch;
     if (first == 0 || last == env_.layout.units) batch = env_.load_batch(step, sample0, rows);
 
-    if (chunk.global > 0) {  // the previous chunk's output arrives on the comm stream
-        const int from = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
-        dev.comm().enqueue([this, c, &dev, &pp, from, rows, width, step, mb] {
-            c->carry[static_cast<std::size_t>(mb)] = Buffer(
-                dev.memory(), MemoryCategory::activations, static_cast<std::size_t>(rows) * width);
-            pp.recv(dev.id(), from, c->carry[static_cast<std::size_t>(mb)].data(),
-                    c->carry[static_cast<std::size_t>(mb)].size(), step,
-                    "activations mb" + std::to_string(mb), false, activation_tag(c->global));
-        });
-        dev.compute().wait(dev.comm().record(), step);
-    }
+    if (chunk.global > 0)  // the previous chunk's output arrives on the comm stream
+        enqueue_receive(rank, chunk, step, mb, chunk.global - 1, true);
     for (int unit = first; unit < last; ++unit) {
         TraceEvent ev;
         ev.kind = EventKind::forward;
@@ -179,15 +206,8 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
         // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.
         if (sharded) enqueue_tp_sum(rank, chunk, ev, true);
     }
-    if (chunk.global < pp_ * v_ - 1) {  // hand the output to the next chunk
-        const int to = mesh_->device({rank.coord.dp, (chunk.global + 1) % pp_, rank.coord.tp});
-        dev.comm().wait(dev.compute().record(), step);
-        dev.comm().enqueue([c, &dev, &pp, to, step, mb] {
-            Buffer out = std::move(c->carry[static_cast<std::size_t>(mb)]);
-            pp.send(dev.id(), to, out.data(), out.size(), step,
-                    "activations mb" + std::to_string(mb), activation_tag(c->global + 1));
-        });
-    }
+    if (chunk.global < pp_ * v_ - 1)  // hand the output to the next chunk
+        enqueue_send(rank, chunk, step, mb, chunk.global + 1, true);
 }
 
 void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) {
@@ -195,21 +215,10 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) 
     const int first = chunk.layout->unit_begin();
     const int last = chunk.layout->unit_end();
     const int stage = rank.coord.pp;
-    const std::size_t count =
-        static_cast<std::size_t>(rows_per_mb_) * static_cast<std::size_t>(env_.shape.width);
-    Communicator& pp = mesh_->pp_group(dev.id());
     Chunk* c = &chunk;
 
-    if (chunk.global < pp_ * v_ - 1) {  // the next chunk's input gradient arrives
-        const int from = mesh_->device({rank.coord.dp, (chunk.global + 1) % pp_, rank.coord.tp});
-        dev.comm().enqueue([c, &dev, &pp, from, count, step, mb] {
-            Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-            carry = Buffer(dev.memory(), MemoryCategory::workspace, count);
-            pp.recv(dev.id(), from, carry.data(), count, step, "gradients mb" + std::to_string(mb),
-                    false, gradient_tag(c->global));
-        });
-        dev.compute().wait(dev.comm().record(), step);
-    }
+    if (chunk.global < pp_ * v_ - 1)  // the next chunk's input gradient arrives
+        enqueue_receive(rank, chunk, step, mb, chunk.global + 1, false);
     for (int unit = last - 1; unit >= first; --unit) {
         TraceEvent ev;
         ev.kind = EventKind::backward;
@@ -232,15 +241,8 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) 
         // Megatron's f in backward: sum the column-parallel input gradients.
         if (sharded) enqueue_tp_sum(rank, chunk, ev, false);
     }
-    if (chunk.global > 0) {  // the input gradient goes back to the previous chunk
-        const int to = mesh_->device({rank.coord.dp, (chunk.global - 1) % pp_, rank.coord.tp});
-        dev.comm().wait(dev.compute().record(), step);
-        dev.comm().enqueue([c, &dev, &pp, to, step, mb] {
-            Buffer grad = std::move(c->carry[static_cast<std::size_t>(mb)]);
-            pp.send(dev.id(), to, grad.data(), grad.size(), step,
-                    "gradients mb" + std::to_string(mb), gradient_tag(c->global - 1));
-        });
-    }
+    if (chunk.global > 0)  // the input gradient goes back to the previous chunk
+        enqueue_send(rank, chunk, step, mb, chunk.global - 1, false);
 }
 
 void MeshParallel::enqueue_step(int step) {

@@ -33,6 +33,11 @@ class MeshParallel : public Strategy {
     struct Rank;
     void enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb);
     void enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb);
+    // Point to point between neighbouring chunks on the comm stream; compute waits for a
+    // receive, a send waits for compute.
+    void enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, int from_chunk,
+                         bool activations);
+    void enqueue_send(Rank& rank, Chunk& chunk, int step, int mb, int to_chunk, bool activations);
     // Tensor parallelism between a block's two phases: all-reduce the partial result over
     // the tp group on the comm stream, then finish the block on the compute stream.
     void enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward);
