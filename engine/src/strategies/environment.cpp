@@ -13,6 +13,20 @@ ModelShape shape_of(const RunConfig& c) {
 }
 }  // namespace
 
+TraceEvent unit_event(EventKind kind, int unit, int units, int step, int microbatch, int stage) {
+    TraceEvent ev;
+    ev.kind = kind;
+    ev.step = step;
+    ev.microbatch = microbatch;
+    ev.stage = stage;
+    ev.layer = unit;
+    const bool forward = kind == EventKind::forward;
+    ev.label = unit == 0           ? "input"
+               : unit == units - 1 ? (forward ? "head + loss" : "head")
+                                   : "block";
+    return ev;
+}
+
 RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
     : config(cfg),
       ctx(context),

@@ -177,14 +177,9 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     if (chunk.global > 0)  // the previous chunk's output arrives on the comm stream
         enqueue_receive(rank, chunk, step, mb, chunk.global - 1, true);
     for (int unit = first; unit < last; ++unit) {
-        TraceEvent ev;
-        ev.kind = EventKind::forward;
-        ev.step = step;
-        ev.microbatch = mb;
-        ev.stage = stage;
-        ev.layer = unit;
+        const TraceEvent ev =
+            unit_event(EventKind::forward, unit, env_.layout.units, step, mb, stage);
         const bool head = unit == env_.layout.units - 1;
-        ev.label = unit == 0 ? "input" : head ? "head + loss" : "block";
         const bool sharded = tp_ > 1 && unit > 0 && !head;
         dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, batch, sharded] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
@@ -220,14 +215,9 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) 
     if (chunk.global < pp_ * v_ - 1)  // the next chunk's input gradient arrives
         enqueue_receive(rank, chunk, step, mb, chunk.global + 1, false);
     for (int unit = last - 1; unit >= first; --unit) {
-        TraceEvent ev;
-        ev.kind = EventKind::backward;
-        ev.step = step;
-        ev.microbatch = mb;
-        ev.stage = stage;
-        ev.layer = unit;
+        const TraceEvent ev =
+            unit_event(EventKind::backward, unit, env_.layout.units, step, mb, stage);
         const bool head = unit == env_.layout.units - 1;
-        ev.label = unit == 0 ? "input" : head ? "head" : "block";
         const bool sharded = tp_ > 1 && unit > 0 && !head;
         dev.compute().launch(ev, [c, unit, first, mb, sharded] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];

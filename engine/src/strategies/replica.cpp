@@ -35,13 +35,8 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
     const float grad_scale = 1.0f / static_cast<float>(env_.config.batch);
     const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, first, rows);
     for (int unit = 0; unit < units; ++unit) {
-        TraceEvent ev;
-        ev.kind = EventKind::forward;
-        ev.step = step;
-        ev.microbatch = 0;
-        ev.layer = unit;
-        ev.label = unit == 0 ? "input" : unit == units - 1 ? "head + loss" : "block";
-        compute.launch(ev, [this, unit, batch, grad_scale] {
+        compute.launch(unit_event(EventKind::forward, unit, units, step, 0), [this, unit, batch,
+                                                                              grad_scale] {
             if (unit == 0) {
                 // Strategies that free gradients between steps (ZeRO-2) get them back here.
                 if (grads_.empty())
@@ -58,13 +53,7 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
         });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
-        TraceEvent ev;
-        ev.kind = EventKind::backward;
-        ev.step = step;
-        ev.microbatch = 0;
-        ev.layer = unit;
-        ev.label = unit == 0 ? "input" : unit == units - 1 ? "head" : "block";
-        compute.launch(ev, [this, unit] {
+        compute.launch(unit_event(EventKind::backward, unit, units, step, 0), [this, unit] {
             const std::size_t begin = env_.layout.unit_begin(unit);
             activation_ =
                 executor_.backward(unit, params_.data() + begin, grads_.data() + begin,

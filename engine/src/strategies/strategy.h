@@ -23,6 +23,11 @@ struct HostBatch {
     int rows = 0;
 };
 
+// The trace event of one unit's forward or backward for one micro-batch ("input", "block",
+// "head + loss" / "head"), shared so every strategy labels its timeline the same way.
+TraceEvent unit_event(EventKind kind, int unit, int units, int step, int microbatch,
+                      int stage = -1);
+
 // Everything a strategy builds on, owned by the runner for the length of one run.
 struct RunEnvironment {
     RunEnvironment(const RunConfig& cfg, RunContext& context);

@@ -196,17 +196,6 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         });
         return dev.comm().record();
     };
-    auto unit_event = [&](EventKind kind, int u) {
-        TraceEvent ev;
-        ev.kind = kind;
-        ev.step = step;
-        ev.microbatch = 0;
-        ev.layer = u;
-        ev.label = u == 0           ? "input"
-                   : u == units - 1 ? (kind == EventKind::forward ? "head + loss" : "head")
-                                    : "block";
-        return ev;
-    };
 
     const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, rank.r * rows, rows);
     std::vector<EventPtr> forward_done(static_cast<std::size_t>(units));
@@ -215,19 +204,20 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         // two units are whole at any time.
         if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
         dev.compute().wait(gather(u, "forward"), step);
-        dev.compute().launch(unit_event(EventKind::forward, u), [this, &rank, u, rows, batch] {
-            if (u == 0) {
-                rank.loss_sum = 0.0;
-                rank.carry = rank.executor->make_activation(batch->x.size());
-                std::copy(batch->x.begin(), batch->x.end(), rank.carry.data());
-            }
-            Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
-            rank.carry = rank.executor->forward(
-                u, full.data(), std::move(rank.carry), rows,
-                rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
-                1.0f / static_cast<float>(env_.config.batch), rank.loss_sum);
-            full.reset();
-        });
+        dev.compute().launch(unit_event(EventKind::forward, u, units, step, 0),
+                             [this, &rank, u, rows, batch] {
+                                 if (u == 0) {
+                                     rank.loss_sum = 0.0;
+                                     rank.carry = rank.executor->make_activation(batch->x.size());
+                                     std::copy(batch->x.begin(), batch->x.end(), rank.carry.data());
+                                 }
+                                 Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+                                 rank.carry = rank.executor->forward(
+                                     u, full.data(), std::move(rank.carry), rows,
+                                     rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
+                                     1.0f / static_cast<float>(env_.config.batch), rank.loss_sum);
+                                 full.reset();
+                             });
         forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
     }
 
@@ -236,7 +226,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
     EventPtr gathered = gather(units - 1, "backward");
     for (int u = units - 1; u >= 0; --u) {
         dev.compute().wait(gathered, step);
-        dev.compute().launch(unit_event(EventKind::backward, u), [&rank, &mem, u] {
+        dev.compute().launch(unit_event(EventKind::backward, u, units, step, 0), [&rank, &mem, u] {
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
             grads = Buffer(mem, MemoryCategory::gradients, full.size());
