@@ -93,6 +93,23 @@ class TestMemoryAndFailures : public QObject {
         QVERIFY(r.error.find("cancelled") != std::string::npos);
     }
 
+    // A failure on the host side (here the caller's progress callback) ends the run with that
+    // error, not a generic one, and keeps what was recorded.
+    void host_side_failure_is_reported() {
+        RunConfig c = small_config(StrategyKind::dp, 2);
+        c.steps = 10;
+        Run run(c);
+        const RunResult r = run.execute([](const RunProgress& p) {
+            if (p.phase == "training" && p.steps_done == 2)
+                throw std::runtime_error("progress display broke");
+        });
+        QCOMPARE(r.status, RunStatus::failed);
+        QVERIFY2(r.error.find("progress display broke") != std::string::npos, r.error.c_str());
+        QCOMPARE(r.steps_completed, 2);
+        QVERIFY(!r.trace.events.empty());
+        QVERIFY(r.final_parameters.empty());
+    }
+
     void cancel_before_start() {
         Run run(small_config(StrategyKind::single, 1));
         run.cancel();

@@ -79,6 +79,9 @@ void classify_failure(RunContext& ctx, RunResult& result) {
     } catch (const std::exception& e) {
         result.status = RunStatus::failed;
         result.error = e.what();
+    } catch (...) {
+        result.status = RunStatus::failed;
+        result.error = "unknown error";
     }
 }
 
@@ -111,30 +114,41 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 env.synchronize_all();
             }
         } drain{env};
-        report(0, 0.0, "setup");
-        strategy->enqueue_setup();
-        env.synchronize_all();
-        for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
-            strategy->enqueue_step(step);
+        try {
+            report(0, 0.0, "setup");
+            strategy->enqueue_setup();
             env.synchronize_all();
-            if (ctx.aborted()) break;
-            const double loss = strategy->step_loss();
-            result.trace.steps.push_back({step, loss});
-            result.steps_completed = step + 1;
-            report(step + 1, loss, "training");
+            for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
+                strategy->enqueue_step(step);
+                env.synchronize_all();
+                if (ctx.aborted()) break;
+                const double loss = strategy->step_loss();
+                result.trace.steps.push_back({step, loss});
+                result.steps_completed = step + 1;
+                report(step + 1, loss, "training");
+            }
+            if (!ctx.aborted()) result.final_parameters = strategy->parameters();
+        } catch (...) {
+            // A host-side failure (or a throwing progress callback): record it as the run's
+            // error, let the streams drain, and keep the trace recorded so far.
+            ctx.abort(std::current_exception());
+            env.synchronize_all();
         }
-        if (!ctx.aborted()) result.final_parameters = strategy->parameters();
         collect_trace(env, result.trace);
-    } catch (const std::exception&) {
+    } catch (...) {
         ctx.abort(std::current_exception());
     }
     {
         std::lock_guard lock(ctx_mutex_);
         ctx_ = nullptr;
     }
+    try {
+        report(result.steps_completed,
+               result.trace.steps.empty() ? 0.0 : result.trace.steps.back().loss, "done");
+    } catch (...) {
+        ctx.abort(std::current_exception());  // only counts if nothing failed before
+    }
     if (ctx.aborted()) classify_failure(ctx, result);
-    report(result.steps_completed,
-           result.trace.steps.empty() ? 0.0 : result.trace.steps.back().loss, "done");
     return result;
 }
 
