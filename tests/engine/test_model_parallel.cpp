@@ -164,7 +164,7 @@ class TestModelParallel : public QObject {
             RunConfig c = pipeline(4, 8, s, v);
             c.layers = 8;
             c.width = 256;
-            c.batch = 128;
+            c.batch = 256;  // 32 rows per micro-batch: compute dominates per-op overheads
             c.steps = 6;  // the measured bubble is the median over steps
             c.optimizer = OptimizerKind::sgd;
             c.clock = ClockMode::device;
