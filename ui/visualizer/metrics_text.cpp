@@ -12,7 +12,9 @@ QString run_title(const pd::RunConfig& config) {
     const bool pipelined = config.strategy == pd::StrategyKind::pipeline ||
                            (config.strategy == pd::StrategyKind::hybrid && config.mesh.pp > 1);
     if (pipelined) strategy += QStringLiteral(" ") + qs(pd::name_of(config.schedule));
-    parts << strategy << QStringLiteral("%1 devices").arg(config.devices);
+    parts << strategy
+          << (config.devices == 1 ? QStringLiteral("1 device")
+                                  : QStringLiteral("%1 devices").arg(config.devices));
     if (config.strategy == pd::StrategyKind::hybrid)
         parts << QStringLiteral("dp %1 × pp %2 × tp %3")
                      .arg(config.mesh.dp)
@@ -36,36 +38,43 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                        .arg(result.steps_completed)
                        .arg(config.steps),
                    {}});
-    out.push_back({QStringLiteral("Step time"), duration_text(m.median_step_time_s * 1e9),
-                   QStringLiteral("Median over the run's training steps")});
-    out.push_back({QStringLiteral("Throughput"),
-                   QStringLiteral("%1 samples/s").arg(m.samples_per_s, 0, 'f', 0),
-                   QStringLiteral("Global batch / median step time")});
-    if (!m.steps.empty())
-        out.push_back({QStringLiteral("Loss"),
-                       QStringLiteral("%1 → %2")
-                           .arg(m.steps.front().loss, 0, 'f', 3)
-                           .arg(m.final_loss, 0, 'f', 3),
-                       QStringLiteral("First step → last step")});
-    if (!m.devices.empty()) {
-        double busy = 0, idle = 0;
-        for (const auto& d : m.devices) {
-            busy += d.busy_fraction;
-            idle += d.idle_s;
+    if (m.steps.empty()) {
+        // Nothing completed, nothing to time: say so instead of printing zeros.
+        out.push_back({QStringLiteral("Measured"), QStringLiteral("no training step completed"),
+                       QStringLiteral("Step time, throughput and busy time need a finished step")});
+    } else {
+        out.push_back({QStringLiteral("Step time"), duration_text(m.median_step_time_s * 1e9),
+                       QStringLiteral("Median over the run's training steps")});
+        out.push_back({QStringLiteral("Throughput"),
+                       QStringLiteral("%1 samples/s").arg(m.samples_per_s, 0, 'f', 0),
+                       QStringLiteral("Global batch / median step time")});
+        if (!m.steps.empty())
+            out.push_back({QStringLiteral("Loss"),
+                           QStringLiteral("%1 → %2")
+                               .arg(m.steps.front().loss, 0, 'f', 3)
+                               .arg(m.final_loss, 0, 'f', 3),
+                           QStringLiteral("First step → last step")});
+        if (!m.devices.empty()) {
+            double busy = 0, idle = 0;
+            for (const auto& d : m.devices) {
+                busy += d.busy_fraction;
+                idle += d.idle_s;
+            }
+            out.push_back(
+                {QStringLiteral("Busy (mean)"),
+                 QStringLiteral("%1 · idle %2 per device")
+                     .arg(percent_text(busy / static_cast<double>(m.devices.size())),
+                          duration_text(idle / static_cast<double>(m.devices.size()) * 1e9)),
+                 QStringLiteral("Compute-stream time in forward, backward and optimizer work")});
         }
         out.push_back(
-            {QStringLiteral("Busy (mean)"),
-             QStringLiteral("%1 · idle %2 per device")
-                 .arg(percent_text(busy / static_cast<double>(m.devices.size())),
-                      duration_text(idle / static_cast<double>(m.devices.size()) * 1e9)),
-             QStringLiteral("Compute-stream time in forward, backward and optimizer work")});
+            {QStringLiteral("Communication"),
+             QStringLiteral("exposed %1 · overlapped %2")
+                 .arg(duration_text(m.exposed_comm_s * 1e9),
+                      duration_text(m.overlapped_comm_s * 1e9)),
+             QStringLiteral("Summed over devices. Exposed: communication not hidden behind compute "
+                            "(HTA's definition); overlapped: running while compute runs.")});
     }
-    out.push_back(
-        {QStringLiteral("Communication"),
-         QStringLiteral("exposed %1 · overlapped %2")
-             .arg(duration_text(m.exposed_comm_s * 1e9), duration_text(m.overlapped_comm_s * 1e9)),
-         QStringLiteral("Summed over devices. Exposed: communication not hidden behind compute "
-                        "(HTA's definition); overlapped: running while compute runs.")});
     if (m.bubble)
         out.push_back(
             {QStringLiteral("Pipeline bubble"),

@@ -69,7 +69,7 @@ void classify_failure(RunContext& ctx, RunResult& result) {
     } catch (const OutOfMemory& e) {
         result.status = RunStatus::out_of_memory;
         result.oom = e.info();
-        result.error = std::string(e.what()) + " (" + e.where() + ")";
+        result.error = e.what();  // names device, category and sizes; where it was raised is noise
     } catch (const Cancelled& e) {
         result.status = RunStatus::cancelled;
         result.error = e.what();
