@@ -70,6 +70,26 @@ class TestMetricsModels : public QObject {
         QVERIFY(run_title(config_).contains(QStringLiteral("3 devices")));
     }
 
+    // A run that stopped before its first step has nothing to time: no zeros presented as
+    // measurements.
+    void runWithoutStepsShowsNoTimings() {
+        pd::RunConfig c = config_;
+        c.capacity_bytes = 4096;
+        const auto r = test::run_engine(c);
+        QCOMPARE(r->status, pd::RunStatus::out_of_memory);
+        const auto m = pd::compute_metrics(r->trace, c);
+        QStringList labels;
+        for (const auto& l : summary_lines(c, *r, m)) labels << l.label;
+        QVERIFY(labels.contains(QStringLiteral("Measured")));
+        QVERIFY(!labels.contains(QStringLiteral("Step time")));
+        QVERIFY(!labels.contains(QStringLiteral("Throughput")));
+        pd::RunConfig one = c;
+        one.strategy = pd::StrategyKind::single;
+        one.devices = 1;
+        QVERIFY(run_title(one).contains(QStringLiteral("1 device")));
+        QVERIFY(!run_title(one).contains(QStringLiteral("1 devices")));
+    }
+
     void pipelineHasBubbleLine() {
         const auto c = test::small_pipeline();
         const auto r = test::run_engine(c);
