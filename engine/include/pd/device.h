@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <vector>
 
 #include "pd/memory_category.h"
@@ -15,12 +14,15 @@
 namespace pd {
 
 class RunContext;
+class DeviceBackend;
+class DeviceOps;
 
 // Accounts every live byte of one device by category. Allocation past capacity throws
 // OutOfMemory; every change is sampled with the calling stream's clock.
 class MemoryTracker {
   public:
-    MemoryTracker(int device, std::size_t capacity, const RunContext& ctx);
+    MemoryTracker(int device, std::size_t capacity, const RunContext& ctx, DeviceOps& ops);
+    MemoryTracker(int device, std::size_t capacity, const RunContext& ctx);  // host memory
 
     void allocate(MemoryCategory category, std::size_t bytes);
     void release(MemoryCategory category, std::size_t bytes) noexcept;
@@ -30,6 +32,8 @@ class MemoryTracker {
     std::size_t live_total() const;
     std::size_t peak(MemoryCategory category) const;
     std::vector<MemorySample> take_samples();
+    // Where this device's buffers live and its kernels run.
+    DeviceOps& ops() const { return ops_; }
 
   private:
     void sample_locked(MemoryCategory category);
@@ -37,6 +41,7 @@ class MemoryTracker {
     int device_;
     std::size_t capacity_;
     const RunContext& ctx_;
+    DeviceOps& ops_;
     mutable std::mutex mutex_;
     std::array<std::size_t, kMemoryCategoryCount> live_{};
     std::array<std::size_t, kMemoryCategoryCount> peak_{};
@@ -44,7 +49,8 @@ class MemoryTracker {
     std::vector<MemorySample> samples_;
 };
 
-// Float storage accounted on a device for as long as it lives.
+// Float storage in a device's memory (host memory on the CPU backend, GPU memory on CUDA),
+// accounted for as long as it lives. Its contents are reached through DeviceOps.
 class Buffer {
   public:
     Buffer() = default;
@@ -56,28 +62,31 @@ class Buffer {
     ~Buffer() { reset(); }
 
     void reset() noexcept;
-    float* data() { return data_.get(); }
-    const float* data() const { return data_.get(); }
+    float* data() { return data_; }
+    const float* data() const { return data_; }
     std::size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
-    std::span<float> span() { return {data_.get(), count_}; }
-    std::span<const float> span() const { return {data_.get(), count_}; }
+    // A copy of the contents in host memory (waits for the device).
+    std::vector<float> to_host() const;
 
   private:
     MemoryTracker* tracker_ = nullptr;
     MemoryCategory category_ = MemoryCategory::workspace;
     std::size_t count_ = 0;
-    std::unique_ptr<float[]> data_;
+    float* data_ = nullptr;
 };
 
 class Device {
   public:
-    Device(int id, std::size_t capacity, RunContext& ctx);
+    Device(int id, std::size_t capacity, RunContext& ctx);  // on the CPU backend
+    Device(int id, std::size_t capacity, RunContext& ctx, std::unique_ptr<DeviceBackend> backend);
     ~Device();
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
 
     int id() const { return id_; }
+    DeviceBackend& backend() { return *backend_; }
+    DeviceOps& ops() { return memory_.ops(); }
     MemoryTracker& memory() { return memory_; }
     const MemoryTracker& memory() const { return memory_; }
     Stream& compute() { return *compute_; }
@@ -86,6 +95,7 @@ class Device {
 
   private:
     int id_;
+    std::unique_ptr<DeviceBackend> backend_;  // outlives memory_ and the streams
     MemoryTracker memory_;
     std::unique_ptr<Stream> compute_;
     std::unique_ptr<Stream> comm_;

@@ -15,11 +15,14 @@ enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hyb
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 enum class ClockMode { wall, device, automatic };
 enum class OptimizerKind { sgd, adamw };
+enum class BackendKind { cpu, cuda };
 
 std::string_view name_of(StrategyKind s);
 std::string_view name_of(PipelineSchedule s);
 std::string_view name_of(ClockMode c);
 std::string_view name_of(OptimizerKind o);
+std::string_view name_of(BackendKind b);
+std::optional<BackendKind> backend_from_name(std::string_view name);
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
 inline constexpr const char* kStrategyNames =
@@ -67,6 +70,11 @@ struct RunConfig {
     int chunks = 1;        // interleaved: model chunks per device
     Mesh mesh;             // hybrid only; other strategies derive theirs (see effective_mesh)
     bool trace_enabled = true;
+    // Where the run executes. CUDA: one device per GPU, or several virtual devices sharing
+    // one when there are more devices than GPUs. TF32 matrix products are off by default so
+    // a GPU run matches the CPU run.
+    BackendKind backend = BackendKind::cpu;
+    bool tf32 = false;
     double collective_timeout_s = 30.0;
 
     double effective_lr() const;

@@ -21,6 +21,7 @@
 namespace pd {
 
 class RunContext;
+class StreamBackend;
 
 class Event {
   public:
@@ -31,7 +32,8 @@ class Event {
     mutable std::mutex mutex_;
     std::condition_variable cv_;
     bool fired_ = false;
-    std::int64_t t_ns_ = 0;  // the recording stream's clock when it fired
+    std::int64_t t_ns_ = 0;               // the recording stream's clock when it fired
+    std::shared_ptr<void> device_event_;  // the device queue's event (CUDA), else null
 };
 using EventPtr = std::shared_ptr<Event>;
 
@@ -39,7 +41,11 @@ class Stream {
   public:
     using Task = std::function<void()>;
 
-    Stream(int device, StreamKind kind, RunContext& ctx);
+    // `backend` is the device queue behind this stream (CUDA), null when the stream's own
+    // thread is the device (CPU). On a device queue, times are marks in the queue that the
+    // device's backend resolves once the run's streams synchronized.
+    Stream(int device, StreamKind kind, RunContext& ctx,
+           std::unique_ptr<StreamBackend> backend = nullptr);
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -95,6 +101,7 @@ class Stream {
     int device_;
     StreamKind kind_;
     RunContext& ctx_;
+    std::unique_ptr<StreamBackend> backend_;
 
     std::mutex mutex_;
     std::condition_variable work_cv_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/device_ops.h"
 #include "pd/error.h"
 #include "pd/run_context.h"
 
@@ -118,29 +119,23 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     event.bytes = (se - sb) * sizeof(float);
     event.start_ns = ring.stream.now_ns();
 
-    transport_.send(ring.self_device, ring.right_device, tag_, data + sb, se - sb,
-                    ring.stream.now_ns(), 0);
+    transport_.send(ring.self_device, ring.right_device, tag_, ring.device.ops(), data + sb,
+                    se - sb, ring.stream.now_ns(), 0);
     const std::string what = "device " + std::to_string(ring.self_device) + " " + event.label +
                              " step " + std::to_string(step_index) + " receiving from device " +
                              std::to_string(ring.left_device);
     Message message = transport_.recv(ring.left_device, ring.self_device, tag_, what);
     const std::size_t m = re - rb;
-    if (message.payload.size() != m)
-        throw Error(what + ": received " + std::to_string(message.payload.size()) +
+    if (message.payload->count != m)
+        throw Error(what + ": received " + std::to_string(message.payload->count) +
                         " elements, expected " + std::to_string(m),
                     __FILE__, __LINE__);
     // Device clock: the chunk cannot arrive before it left plus the link's cost.
     const auto& link = transport_.context().link();
     ring.stream.advance_to(message.sent_at_ns +
                            static_cast<std::int64_t>(link.transfer_ns(m * sizeof(float))));
-    float* dst = data + rb;
-    const float* src = message.payload.data();
-    if (combine == Combine::add) {
-        for (std::size_t i = 0; i < m; ++i) dst[i] += src[i];
-    } else {
-        std::copy_n(src, m, dst);
-    }
-    transport_.recycle(ring.left_device, ring.self_device, tag_, std::move(message.payload));
+    transport_.receive_into(ring.left_device, ring.self_device, tag_, ring.device.ops(), message,
+                            data + rb, combine == Combine::add);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }
@@ -224,9 +219,13 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             ring.stream.advance_to(
                 message.sent_at_ns +
                 static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
-            std::copy_n(message.payload.data(), std::min(count, message.payload.size()), data);
-            transport_.recycle(ring.left_device, ring.self_device, tag_,
-                               std::move(message.payload));
+            if (message.payload->count != count)
+                throw Error("device " + std::to_string(ring.self_device) + " broadcast: received " +
+                                std::to_string(message.payload->count) + " elements, expected " +
+                                std::to_string(count),
+                            __FILE__, __LINE__);
+            transport_.receive_into(ring.left_device, ring.self_device, tag_, ring.device.ops(),
+                                    message, data, false);
             event.end_ns = ring.stream.now_ns();
             ring.stream.add_event(std::move(event));
         }
@@ -240,8 +239,8 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             event.flow_id = transport_.context().next_flow_id();
             event.flow_source = true;
             event.start_ns = ring.stream.now_ns();
-            transport_.send(ring.self_device, ring.right_device, tag_, data, count,
-                            ring.stream.now_ns(), event.flow_id);
+            transport_.send(ring.self_device, ring.right_device, tag_, ring.device.ops(), data,
+                            count, ring.stream.now_ns(), event.flow_id);
             event.end_ns = ring.stream.now_ns();
             ring.stream.add_event(std::move(event));
         }
@@ -261,8 +260,8 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     event.flow_id = transport_.context().next_flow_id();
     event.flow_source = true;
     event.start_ns = ring.stream.now_ns();
-    transport_.send(device_id, peer_device, tag_ | subtag, data, count, ring.stream.now_ns(),
-                    event.flow_id);
+    transport_.send(device_id, peer_device, tag_ | subtag, ring.device.ops(), data, count,
+                    ring.stream.now_ns(), event.flow_id);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }
@@ -281,9 +280,9 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     Message message = transport_.recv(peer_device, device_id, tag_ | subtag,
                                       "device " + std::to_string(device_id) + " " + label +
                                           " receiving from device " + std::to_string(peer_device));
-    if (message.payload.size() != count)
+    if (message.payload->count != count)
         throw Error("device " + std::to_string(device_id) + " " + label + ": received " +
-                        std::to_string(message.payload.size()) + " elements, expected " +
+                        std::to_string(message.payload->count) + " elements, expected " +
                         std::to_string(count),
                     __FILE__, __LINE__);
     // Waiting for the sender is idle time; the recv itself is the transfer over the link.
@@ -293,12 +292,8 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     ring.stream.advance_to(
         message.sent_at_ns +
         static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
-    if (accumulate) {
-        for (std::size_t i = 0; i < count; ++i) data[i] += message.payload[i];
-    } else {
-        std::copy_n(message.payload.data(), count, data);
-    }
-    transport_.recycle(peer_device, device_id, tag_ | subtag, std::move(message.payload));
+    transport_.receive_into(peer_device, device_id, tag_ | subtag, ring.device.ops(), message, data,
+                            accumulate);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }

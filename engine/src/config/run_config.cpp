@@ -61,6 +61,16 @@ std::string_view name_of(OptimizerKind o) {
     return o == OptimizerKind::sgd ? "sgd" : "adamw";
 }
 
+std::string_view name_of(BackendKind b) {
+    return b == BackendKind::cpu ? "cpu" : "cuda";
+}
+
+std::optional<BackendKind> backend_from_name(std::string_view name) {
+    if (name == "cpu") return BackendKind::cpu;
+    if (name == "cuda") return BackendKind::cuda;
+    return std::nullopt;
+}
+
 double RunConfig::effective_lr() const {
     if (lr > 0) return lr;
     return optimizer == OptimizerKind::sgd ? 0.01 : 1e-3;
@@ -192,10 +202,16 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (!(c.link.gbps > 0) || !std::isfinite(c.link.gbps))
         fail("link_gbps", "must be more than 0 GB/s");
     if (!(c.collective_timeout_s > 0)) fail("timeout_s", "must be more than 0 seconds");
+    if (c.backend == BackendKind::cuda && c.clock == ClockMode::device)
+        fail("clock",
+             "'device' times CPU threads; a CUDA run is timed by CUDA events on each stream "
+             "(use wall or auto)");
+    if (c.tf32 && c.backend != BackendKind::cuda) fail("tf32", "applies to the CUDA backend only");
 }
 
 ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads) {
     if (config.clock != ClockMode::automatic) return config.clock;
+    if (config.backend == BackendKind::cuda) return ClockMode::wall;     // CUDA events
     const unsigned streams = static_cast<unsigned>(config.devices) * 2;  // compute + comm
     return streams <= std::max(1u, hardware_threads) ? ClockMode::wall : ClockMode::device;
 }

@@ -143,11 +143,19 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.mesh.tp = r.integer(0, 1 << 10);
         else if (key == "timeout_s")
             c.collective_timeout_s = r.number();
+        else if (key == "backend") {
+            const std::string name = r.text();
+            const auto kind = backend_from_name(name);
+            if (!kind) r.fail("unknown backend '" + name + "' (available: cpu, cuda)");
+            c.backend = *kind;
+        } else if (key == "tf32")
+            c.tf32 = r.boolean();
         else
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                "link_latency_us, link_gbps, timeout_s)");
+                "link_latency_us, link_gbps, timeout_s, schedule, microbatches, chunks, dp, "
+                "pp, tp, backend, tf32)");
     }
 }
 
@@ -179,6 +187,8 @@ std::string scenario_json(const RunConfig& c) {
     j["schedule"] = std::string(name_of(c.schedule));
     j["microbatches"] = c.effective_microbatches();
     j["chunks"] = c.chunks;
+    j["backend"] = std::string(name_of(c.backend));
+    if (c.tf32) j["tf32"] = true;
     if (c.strategy == StrategyKind::hybrid) {
         j["dp"] = c.mesh.dp;
         j["pp"] = c.mesh.pp;

@@ -64,7 +64,7 @@ void gelu_backward(const float* a, const float* dg, float* da, std::size_t n) {
     }
 }
 
-double softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes,
+double softmax_cross_entropy(const float* logits, const float* labels, int rows, int classes,
                              float scale, float* dlogits) {
     double total = 0.0;
     for (int r = 0; r < rows; ++r) {
@@ -74,10 +74,11 @@ double softmax_cross_entropy(const float* logits, const int* labels, int rows, i
         double sum = 0.0;
         for (int j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(z[j] - zmax));
         const double log_sum = std::log(sum);
-        total += log_sum - static_cast<double>(z[labels[r]] - zmax);
+        const int label = static_cast<int>(labels[r]);
+        total += log_sum - static_cast<double>(z[label] - zmax);
         for (int j = 0; j < classes; ++j) {
             const double p = std::exp(static_cast<double>(z[j] - zmax) - log_sum);
-            dz[j] = static_cast<float>((p - (j == labels[r] ? 1.0 : 0.0)) * scale);
+            dz[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * scale);
         }
     }
     return total;

@@ -22,8 +22,8 @@ void linear_backward(const float* x, const float* w, const float* dy, int rows, 
 void gelu_forward(const float* a, float* g, std::size_t n);
 void gelu_backward(const float* a, const float* dg, float* da, std::size_t n);
 
-// Softmax cross-entropy: returns the summed loss over rows; dlogits = (p - onehot) * scale.
-double softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes,
+// Softmax cross-entropy (labels are class indices stored as floats): returns the summed loss over rows; dlogits = (p - onehot) * scale.
+double softmax_cross_entropy(const float* logits, const float* labels, int rows, int classes,
                              float scale, float* dlogits);
 
 void add_inplace(float* y, const float* x, std::size_t n);

@@ -6,6 +6,9 @@
 // finishes with the reduced sum. Without tensor parallelism the sum is the partial itself.
 #pragma once
 
+#include <vector>
+
+#include "backend/device_ops.h"
 #include "model/shard_layout.h"
 #include "pd/device.h"
 #include "pd/model.h"
@@ -29,10 +32,11 @@ class MlpExecutor {
     bool is_head(int unit) const { return unit == units_ - 1; }
 
     // `params`/`grads` point at the unit's own local parameters (layout.unit_offset(unit)).
-    // Input projection and head complete in phase a; the head adds its summed loss to
-    // `loss_sum` and keeps dlogits (scaled by `grad_scale`) for backward.
+    // Input projection and head complete in phase a; the head adds its summed loss to the
+    // device scalar `loss_sum` (unless null) and keeps dlogits (scaled by `grad_scale`) for
+    // backward. `labels` are the host batch's, copied to the device by the head.
     Buffer forward_a(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
-                     const int* labels, float grad_scale, double& loss_sum);
+                     const int* labels, float grad_scale, double* loss_sum);
     Buffer forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved);
     // Accumulates parameter gradients; frees what forward saved. Returns the input gradient
     // (partial for a block), nothing for unit 0.
@@ -41,17 +45,20 @@ class MlpExecutor {
 
     // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
-                   const int* labels, float grad_scale, double& loss_sum);
+                   const int* labels, float grad_scale, double* loss_sum);
     Buffer backward(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
 
     Buffer make_activation(std::size_t count) {
         return Buffer(memory_, MemoryCategory::activations, count);
     }
+    // The batch's inputs, copied from the host into a new activation buffer.
+    Buffer upload_input(const std::vector<float>& host);
 
   private:
     ModelShape shape_;
     const ShardLayout& layout_;
     MemoryTracker& memory_;
+    DeviceOps& ops_;
     int units_;
 };
 

@@ -2,13 +2,18 @@
 
 #include <utility>
 
+#include "backend/device_backend.h"
 #include "pd/error.h"
 #include "pd/run_context.h"
 
 namespace pd {
 
+MemoryTracker::MemoryTracker(int device, std::size_t capacity, const RunContext& ctx,
+                             DeviceOps& ops)
+    : device_(device), capacity_(capacity), ctx_(ctx), ops_(ops) {}
+
 MemoryTracker::MemoryTracker(int device, std::size_t capacity, const RunContext& ctx)
-    : device_(device), capacity_(capacity), ctx_(ctx) {}
+    : MemoryTracker(device, capacity, ctx, shared_cpu_ops()) {}
 
 void MemoryTracker::allocate(MemoryCategory category, std::size_t bytes) {
     std::lock_guard lock(mutex_);
@@ -73,16 +78,27 @@ std::vector<MemorySample> MemoryTracker::take_samples() {
 Buffer::Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count)
     : category_(category) {
     tracker.allocate(category, count * sizeof(float));
+    try {
+        data_ = tracker.ops().allocate(count);  // zeroed
+    } catch (...) {
+        tracker.release(category, count * sizeof(float));
+        throw;
+    }
     tracker_ = &tracker;
     count_ = count;
-    data_ = std::make_unique<float[]>(count);  // zeroed
+}
+
+std::vector<float> Buffer::to_host() const {
+    std::vector<float> host(count_);
+    if (count_) tracker_->ops().download(host.data(), data_, count_);
+    return host;
 }
 
 Buffer::Buffer(Buffer&& other) noexcept
     : tracker_(std::exchange(other.tracker_, nullptr)),
       category_(other.category_),
       count_(std::exchange(other.count_, 0)),
-      data_(std::move(other.data_)) {}
+      data_(std::exchange(other.data_, nullptr)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
@@ -90,23 +106,31 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
         tracker_ = std::exchange(other.tracker_, nullptr);
         category_ = other.category_;
         count_ = std::exchange(other.count_, 0);
-        data_ = std::move(other.data_);
+        data_ = std::exchange(other.data_, nullptr);
     }
     return *this;
 }
 
 void Buffer::reset() noexcept {
-    if (tracker_) tracker_->release(category_, count_ * sizeof(float));
+    if (tracker_) {
+        tracker_->ops().release(data_);
+        tracker_->release(category_, count_ * sizeof(float));
+    }
     tracker_ = nullptr;
     count_ = 0;
-    data_.reset();
+    data_ = nullptr;
 }
 
 Device::Device(int id, std::size_t capacity, RunContext& ctx)
+    : Device(id, capacity, ctx, make_cpu_device_backend()) {}
+
+Device::Device(int id, std::size_t capacity, RunContext& ctx,
+               std::unique_ptr<DeviceBackend> backend)
     : id_(id),
-      memory_(id, capacity, ctx),
-      compute_(std::make_unique<Stream>(id, StreamKind::compute, ctx)),
-      comm_(std::make_unique<Stream>(id, StreamKind::comm, ctx)) {}
+      backend_(std::move(backend)),
+      memory_(id, capacity, ctx, backend_->ops()),
+      compute_(std::make_unique<Stream>(id, StreamKind::compute, ctx, backend_->make_stream())),
+      comm_(std::make_unique<Stream>(id, StreamKind::comm, ctx, backend_->make_stream())) {}
 
 Device::~Device() = default;
 

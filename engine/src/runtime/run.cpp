@@ -4,6 +4,7 @@
 #include <exception>
 #include <thread>
 
+#include "backend/device_backend.h"
 #include "pd/run_context.h"
 #include "strategies/strategy.h"
 
@@ -43,19 +44,28 @@ void collect_trace(RunEnvironment& env, Trace& trace) {
     trace.devices = env.config.devices;
     for (auto& d : env.devices) {
         trace.capacity_bytes.push_back(d->memory().capacity());
-        trace.device_names.push_back("device " + std::to_string(d->id()) + " (cpu)");
+        trace.device_names.push_back("device " + std::to_string(d->id()) + " (" +
+                                     d->backend().name() + ")");
+        std::vector<TraceEvent> events;
+        std::vector<CollectiveRecord> collectives;
         for (StreamKind kind : {StreamKind::compute, StreamKind::comm}) {
-            auto events = d->stream(kind).take_events();
-            std::stable_sort(
-                events.begin(), events.end(),
-                [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
-            trace.events.insert(trace.events.end(), std::make_move_iterator(events.begin()),
-                                std::make_move_iterator(events.end()));
-            auto collectives = d->stream(kind).take_collectives();
-            trace.collectives.insert(trace.collectives.end(), collectives.begin(),
-                                     collectives.end());
+            auto stream_events = d->stream(kind).take_events();
+            events.insert(events.end(), std::make_move_iterator(stream_events.begin()),
+                          std::make_move_iterator(stream_events.end()));
+            auto stream_collectives = d->stream(kind).take_collectives();
+            collectives.insert(collectives.end(), stream_collectives.begin(),
+                               stream_collectives.end());
         }
         auto samples = d->memory().take_samples();
+        // A GPU's times are marks in its queues until now.
+        d->backend().resolve_times(events, collectives, samples);
+        std::stable_sort(
+            events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) {
+                return a.stream < b.stream || (a.stream == b.stream && a.start_ns < b.start_ns);
+            });
+        trace.events.insert(trace.events.end(), std::make_move_iterator(events.begin()),
+                            std::make_move_iterator(events.end()));
+        trace.collectives.insert(trace.collectives.end(), collectives.begin(), collectives.end());
         trace.memory.insert(trace.memory.end(), samples.begin(), samples.end());
     }
     std::stable_sort(trace.memory.begin(), trace.memory.end(),

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include "backend/device_backend.h"
 #include "pd/error.h"
 #include "pd/run_context.h"
 
@@ -24,8 +25,8 @@ bool Event::fired() const {
     return fired_;
 }
 
-Stream::Stream(int device, StreamKind kind, RunContext& ctx)
-    : device_(device), kind_(kind), ctx_(ctx) {
+Stream::Stream(int device, StreamKind kind, RunContext& ctx, std::unique_ptr<StreamBackend> backend)
+    : device_(device), kind_(kind), ctx_(ctx), backend_(std::move(backend)) {
     worker_ = std::thread([this] { run_loop(); });
 }
 
@@ -57,8 +58,11 @@ void Stream::launch(TraceEvent event, Task body) {
 EventPtr Stream::record() {
     auto event = std::make_shared<Event>();
     enqueue([this, event] {
+        // The device's own event first: a waiter that sees `fired_` also finds it.
+        DeviceEvent device_event = backend_ ? backend_->record() : nullptr;
         {
             std::lock_guard lock(event->mutex_);
+            event->device_event_ = std::move(device_event);
             event->fired_ = true;
             event->t_ns_ = now_ns();
         }
@@ -79,6 +83,8 @@ void Stream::wait(EventPtr event, int step) {
                     " stream waiting on an event");
             ready_at = event->t_ns_;
         }
+        // A device queue waits on the device (the host has only enqueued up to the event).
+        if (backend_) backend_->wait(event->device_event_);
         idle_until(began, ready_at, "wait for event", step);
     });
 }
@@ -86,6 +92,14 @@ void Stream::wait(EventPtr event, int step) {
 void Stream::synchronize() {
     std::unique_lock lock(mutex_);
     idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+    lock.unlock();
+    if (backend_) {
+        try {
+            backend_->synchronize();
+        } catch (...) {
+            ctx_.abort(std::current_exception());
+        }
+    }
 }
 
 Stream* Stream::current() {
@@ -93,6 +107,7 @@ Stream* Stream::current() {
 }
 
 std::int64_t Stream::now_ns() const {
+    if (backend_) return ctx_.tracing() ? backend_->mark() : 0;
     if (ctx_.clock() == ClockMode::wall) return ctx_.wall_now_ns();
     return clock_ns_ + (thread_cpu_ns() - cpu_mark_ns_);
 }
@@ -112,6 +127,12 @@ void Stream::idle_until(std::int64_t began_ns, std::int64_t ready_at_ns, const s
     wait_event.kind = EventKind::wait;
     wait_event.label = label;
     wait_event.step = step;
+    if (backend_) {  // marks: the backend drops the waits that did not wait once resolved
+        wait_event.start_ns = began_ns;
+        wait_event.end_ns = now_ns();
+        add_event(std::move(wait_event));
+        return;
+    }
     if (ctx_.clock() == ClockMode::wall) {
         wait_event.start_ns = began_ns;
         wait_event.end_ns = now_ns();
@@ -147,6 +168,13 @@ std::vector<CollectiveRecord> Stream::take_collectives() {
 
 void Stream::run_loop() {
     tl_current_stream = this;
+    if (backend_) {
+        try {
+            backend_->bind_thread();
+        } catch (...) {
+            ctx_.abort(std::current_exception());
+        }
+    }
     cpu_mark_ns_ = thread_cpu_ns();
     std::unique_lock lock(mutex_);
     for (;;) {

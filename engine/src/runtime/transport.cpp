@@ -1,10 +1,15 @@
 #include "pd/transport.h"
 
-#include <algorithm>
-
+#include "backend/device_ops.h"
 #include "pd/run_context.h"
 
 namespace pd {
+
+Payload::Payload(DeviceOps& o, std::size_t n) : owner(o), data(o.allocate(n)), capacity(n) {}
+
+Payload::~Payload() {
+    owner.release(data);
+}
 
 Transport::Channel& Transport::channel(int src, int dst, std::uint64_t tag) {
     std::lock_guard lock(map_mutex_);
@@ -13,10 +18,10 @@ Transport::Channel& Transport::channel(int src, int dst, std::uint64_t tag) {
     return *slot;
 }
 
-void Transport::send(int src, int dst, std::uint64_t tag, const float* data, std::size_t count,
-                     std::int64_t sent_at_ns, std::uint64_t flow_id) {
+void Transport::send(int src, int dst, std::uint64_t tag, DeviceOps& sender, const float* data,
+                     std::size_t count, std::int64_t sent_at_ns, std::uint64_t flow_id) {
     Channel& ch = channel(src, dst, tag);
-    std::vector<float> payload;
+    std::unique_ptr<Payload> payload;
     {
         std::lock_guard lock(ch.mutex);
         if (!ch.spare.empty()) {
@@ -24,8 +29,14 @@ void Transport::send(int src, int dst, std::uint64_t tag, const float* data, std
             ch.spare.pop_back();
         }
     }
-    payload.resize(count);
-    std::copy_n(data, count, payload.data());
+    // A recycled payload may still be read by its last receiver: wait for that first.
+    if (payload && payload->consumed) sender.wait_event(payload->consumed);
+    if (!payload || payload->capacity < count || &payload->owner != &sender)
+        payload = std::make_unique<Payload>(sender, count);
+    payload->count = count;
+    if (count) sender.copy(payload->data, data, count);
+    payload->ready = sender.record_event();
+    payload->consumed = nullptr;
     {
         std::lock_guard lock(ch.mutex);
         ch.queue.push_back({std::move(payload), sent_at_ns, flow_id});
@@ -43,10 +54,27 @@ Message Transport::recv(int src, int dst, std::uint64_t tag, const std::string& 
     return message;
 }
 
-void Transport::recycle(int src, int dst, std::uint64_t tag, std::vector<float>&& payload) {
+void Transport::receive_into(int src, int dst, std::uint64_t tag, DeviceOps& receiver,
+                             Message& message, float* data, bool accumulate) {
+    Payload& p = *message.payload;
+    receiver.wait_event(p.ready);
+    if (p.count) {
+        if (accumulate)
+            receiver.add(data, p.data, p.count);
+        else
+            receiver.copy(data, p.data, p.count);
+    }
+    p.consumed = receiver.record_event();
+    // Kept however many: a channel holds at most as many payloads as it had messages in
+    // flight, and freeing one here would be on the receiver's queue, not its owner's.
     Channel& ch = channel(src, dst, tag);
     std::lock_guard lock(ch.mutex);
-    if (ch.spare.size() < 4) ch.spare.push_back(std::move(payload));
+    ch.spare.push_back(std::move(message.payload));
+}
+
+void Transport::clear() {
+    std::lock_guard lock(map_mutex_);
+    channels_.clear();
 }
 
 }  // namespace pd

@@ -66,7 +66,7 @@ double DataParallel::step_loss() const {
 }
 
 std::vector<float> DataParallel::parameters() const {
-    return {replicas_.front()->params().span().begin(), replicas_.front()->params().span().end()};
+    return replicas_.front()->params().to_host();
 }
 
 }  // namespace pd

@@ -35,9 +35,11 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
       task(shape, cfg.seed),
       optimizer(OptimizerSettings::from(cfg)),
       initial(initial_parameters(shape, cfg.seed)),
-      transport(context) {
+      transport(context),
+      backend(make_run_backend(cfg, context)) {
     for (int d = 0; d < cfg.devices; ++d)
-        devices.push_back(std::make_unique<Device>(d, cfg.capacity_bytes, context));
+        devices.push_back(
+            std::make_unique<Device>(d, cfg.capacity_bytes, context, backend->make_device(d)));
 }
 
 std::shared_ptr<const HostBatch> RunEnvironment::load_batch(int step, int first, int rows) const {
@@ -51,6 +53,7 @@ std::shared_ptr<const HostBatch> RunEnvironment::load_batch(int step, int first,
 
 RunEnvironment::~RunEnvironment() {
     synchronize_all();
+    transport.clear();  // its payloads live in the devices' memory
 }
 
 void RunEnvironment::synchronize_all() {

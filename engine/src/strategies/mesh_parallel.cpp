@@ -18,7 +18,7 @@ struct MeshParallel::Rank {
     Device* device = nullptr;
     DeviceMesh::Coord coord;
     std::vector<Chunk> chunks;  // local chunk j is global chunk j * pp + stage
-    double loss_sum = 0.0;
+    DeviceScalar loss;          // the step's summed loss, on the device
 };
 
 namespace {
@@ -52,6 +52,7 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
         auto rank = std::make_unique<Rank>();
         rank->device = device;
         rank->coord = mesh_->coord(device->id());
+        rank->loss = DeviceScalar(device->ops());
         for (int j = 0; j < v_; ++j) {
             Chunk chunk;
             chunk.global = j * pp_ + rank->coord.pp;
@@ -83,7 +84,9 @@ void MeshParallel::enqueue_setup() {
             MemoryTracker& mem = r->device->memory();
             for (Chunk& c : r->chunks) {
                 c.params = Buffer(mem, MemoryCategory::parameters, c.layout->size());
-                c.layout->scatter(env_.initial.data(), c.params.data());
+                std::vector<float> local(c.layout->size());
+                c.layout->scatter(env_.initial.data(), local.data());
+                mem.ops().upload(c.params.data(), local.data(), local.size());
                 c.grads = Buffer(mem, MemoryCategory::gradients, c.layout->size());
                 c.state = Buffer(mem, MemoryCategory::optimizer_state,
                                  c.layout->size() * static_cast<std::size_t>(
@@ -183,13 +186,9 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
         const bool sharded = tp_ > 1 && unit > 0 && !head;
         dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, batch, sharded] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-            if (unit == 0) {
-                carry = c->executor->make_activation(batch->x.size());
-                std::copy(batch->x.begin(), batch->x.end(), carry.data());
-            }
+            if (unit == 0) carry = c->executor->upload_input(batch->x);
             // Only one tensor-parallel rank counts the (replicated) loss.
-            double ignored = 0.0;
-            double& loss = rank.coord.tp == 0 ? rank.loss_sum : ignored;
+            double* loss = rank.coord.tp == 0 ? rank.loss.get() : nullptr;
             const float* p = c->params.data() + c->layout->unit_offset(unit);
             SavedUnit& saved =
                 c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
@@ -239,10 +238,9 @@ void MeshParallel::enqueue_step(int step) {
     for (auto& rank_ptr : ranks_) {
         Rank& rank = *rank_ptr;
         Device& dev = *rank.device;
-        dev.compute().enqueue([&rank] {
-            rank.loss_sum = 0.0;
-            for (Chunk& c : rank.chunks)
-                std::fill(c.grads.data(), c.grads.data() + c.grads.size(), 0.0f);
+        dev.compute().enqueue([&rank, &dev] {
+            rank.loss.zero();
+            for (Chunk& c : rank.chunks) dev.ops().fill_zero(c.grads.data(), c.grads.size());
         });
         for (const PipelineOp& op :
              pipeline_ops(env_.config.schedule, rank.coord.pp, pp_, m_, v_)) {
@@ -266,17 +264,17 @@ void MeshParallel::enqueue_step(int step) {
         ev.step = step;
         ev.stage = rank.coord.pp;
         ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
-        dev.compute().launch(ev, [this, &rank, step] {
+        dev.compute().launch(ev, [this, &rank, &dev, step] {
             for (Chunk& c : rank.chunks)
-                optimizer_update(env_.optimizer, step + 1, c.params.data(), c.grads.data(),
-                                 c.state.data(), c.params.size());
+                dev.ops().optimizer_update(env_.optimizer, step + 1, c.params.data(),
+                                           c.grads.data(), c.state.data(), c.params.size());
         });
     }
 }
 
 double MeshParallel::step_loss() const {
     double sum = 0.0;
-    for (const auto& r : ranks_) sum += r->loss_sum;
+    for (const auto& r : ranks_) sum += r->loss.read();
     return sum / static_cast<double>(env_.config.batch);
 }
 
@@ -284,7 +282,7 @@ std::vector<float> MeshParallel::parameters() const {
     std::vector<float> full(env_.layout.total, 0.0f);
     for (const auto& r : ranks_) {
         if (r->coord.dp != 0) continue;
-        for (const Chunk& c : r->chunks) c.layout->gather(c.params.data(), full.data());
+        for (const Chunk& c : r->chunks) c.layout->gather(c.params.to_host().data(), full.data());
     }
     return full;
 }

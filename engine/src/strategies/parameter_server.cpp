@@ -1,5 +1,7 @@
 #include "strategies/parameter_server.h"
 
+#include "backend/device_ops.h"
+
 #include <algorithm>
 
 namespace pd {
@@ -28,7 +30,7 @@ void ParameterServer::enqueue_step(int step) {
     // Server, comm stream: zero the gradient sum, then take each bucket from each worker in
     // the order backward produces them, adding as it arrives.
     server_dev.comm().enqueue([this] {
-        std::fill(server_->grads().data(), server_->grads().data() + server_->grads().size(), 0.0f);
+        server_->device().ops().fill_zero(server_->grads().data(), server_->grads().size());
     });
     for (const auto& b : buckets_) {
         for (int w = 0; w < workers; ++w) {
@@ -79,7 +81,7 @@ double ParameterServer::step_loss() const {
 }
 
 std::vector<float> ParameterServer::parameters() const {
-    return {server_->params().span().begin(), server_->params().span().end()};
+    return server_->params().to_host();
 }
 
 }  // namespace pd

@@ -1,14 +1,13 @@
 #include "strategies/replica.h"
 
-#include <algorithm>
-
 namespace pd {
 
 Replica::Replica(RunEnvironment& env, Device& device)
     : env_(env),
       device_(device),
       layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
-      executor_(env.shape, layout_, device.memory()) {
+      executor_(env.shape, layout_, device.memory()),
+      loss_(device.ops()) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
 }
 
@@ -19,7 +18,7 @@ void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
     device_.compute().launch(ev, [this, initialise, with_optimizer_state] {
         MemoryTracker& mem = device_.memory();
         params_ = Buffer(mem, MemoryCategory::parameters, env_.layout.total);
-        if (initialise) std::copy(env_.initial.begin(), env_.initial.end(), params_.data());
+        if (initialise) mem.ops().upload(params_.data(), env_.initial.data(), env_.initial.size());
         grads_ = Buffer(mem, MemoryCategory::gradients, env_.layout.total);
         if (with_optimizer_state)
             state_ = Buffer(
@@ -41,15 +40,14 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
                 // Strategies that free gradients between steps (ZeRO-2) get them back here.
                 if (grads_.empty())
                     grads_ = Buffer(device_.memory(), MemoryCategory::gradients, env_.layout.total);
-                std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
-                loss_sum_ = 0.0;
-                activation_ = executor_.make_activation(batch->x.size());
-                std::copy(batch->x.begin(), batch->x.end(), activation_.data());
+                device_.ops().fill_zero(grads_.data(), grads_.size());
+                loss_.zero();
+                activation_ = executor_.upload_input(batch->x);
             }
             const float* p = params_.data() + env_.layout.unit_begin(unit);
             activation_ = executor_.forward(unit, p, std::move(activation_), batch->rows,
                                             saved_[static_cast<std::size_t>(unit)],
-                                            batch->labels.data(), grad_scale, loss_sum_);
+                                            batch->labels.data(), grad_scale, loss_.get());
         });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
@@ -69,8 +67,8 @@ void Replica::enqueue_optimizer(int step) {
     ev.step = step;
     ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
     device_.compute().launch(ev, [this, step] {
-        optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(), state_.data(),
-                         params_.size());
+        device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(),
+                                       state_.data(), params_.size());
     });
 }
 

@@ -28,7 +28,7 @@ class Replica {
     Buffer& params() { return params_; }
     Buffer& grads() { return grads_; }
     const Buffer& params() const { return params_; }
-    double loss_sum() const { return loss_sum_; }
+    double loss_sum() const { return loss_.read(); }
 
   private:
     RunEnvironment& env_;
@@ -38,7 +38,7 @@ class Replica {
     Buffer params_, grads_, state_;
     std::vector<SavedUnit> saved_;
     Buffer activation_;  // the residual stream between units (or its gradient in backward)
-    double loss_sum_ = 0.0;
+    DeviceScalar loss_;  // the step's summed loss, on the device
 };
 
 // Gradient buckets in the order backward produces them (as DDP forms them): each bucket is a

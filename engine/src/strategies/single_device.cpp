@@ -19,7 +19,7 @@ double SingleDevice::step_loss() const {
 }
 
 std::vector<float> SingleDevice::parameters() const {
-    return {replica_.params().span().begin(), replica_.params().span().end()};
+    return replica_.params().to_host();
 }
 
 }  // namespace pd

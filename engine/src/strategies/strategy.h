@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/device_backend.h"
 #include "pd/communicator.h"
 #include "pd/device.h"
 #include "pd/model.h"
@@ -41,6 +42,7 @@ struct RunEnvironment {
     OptimizerSettings optimizer;
     std::vector<float> initial;  // the shared deterministic initial parameters
     Transport transport;
+    std::unique_ptr<RunBackend> backend;  // creates the devices; outlives them
     std::vector<std::unique_ptr<Device>> devices;
 
     Device& device(int i) { return *devices[static_cast<std::size_t>(i)]; }

@@ -21,7 +21,7 @@ struct Zero::Rank {
     std::vector<Buffer> unit_grads;
     std::vector<SavedUnit> saved;
     Buffer carry;
-    double loss_sum = 0.0;
+    DeviceScalar loss;  // zero3: the step's summed loss, on the device
 };
 
 Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.config.devices) {
@@ -55,6 +55,7 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
             rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
             rank->saved.resize(static_cast<std::size_t>(env.layout.units));
+            rank->loss = DeviceScalar(rank->device->ops());
         }
         ranks_.push_back(std::move(rank));
     }
@@ -89,12 +90,10 @@ void Zero::enqueue_setup() {
                 rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size);
                 for (std::size_t b = 0; b < buckets_.size(); ++b) {
                     const std::size_t begin = own_begin(buckets_[b], rank.r);
-                    std::copy(
-                        env_.initial.begin() + static_cast<std::ptrdiff_t>(begin),
-                        env_.initial.begin() +
-                            static_cast<std::ptrdiff_t>(own_end(buckets_[b], rank.r)),
+                    mem.ops().upload(
                         rank.shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
-                                                                 static_cast<std::size_t>(rank.r)]);
+                                                                 static_cast<std::size_t>(rank.r)],
+                        env_.initial.data() + begin, own_end(buckets_[b], rank.r) - begin);
                 }
             }
         });
@@ -127,8 +126,8 @@ void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
                                          : rank.shard_params.data() + off;
             const float* grads =
                 full_grads ? rank.replica->grads().data() + begin : rank.shard_grads.data() + off;
-            optimizer_update(env_.optimizer, step + 1, params, grads, rank.state.data() + k * off,
-                             count);
+            rank.device->ops().optimizer_update(env_.optimizer, step + 1, params, grads,
+                                                rank.state.data() + k * off, count);
         }
     });
 }
@@ -152,11 +151,10 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
                 }
                 comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
                 const std::size_t begin = own_begin(bucket, rank.r);
-                std::copy(
-                    replica.grads().data() + begin,
-                    replica.grads().data() + own_end(bucket, rank.r),
+                dev.ops().copy(
                     rank.shard_grads.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
-                                                            static_cast<std::size_t>(rank.r)]);
+                                                            static_cast<std::size_t>(rank.r)],
+                    replica.grads().data() + begin, own_end(bucket, rank.r) - begin);
             });
         }
     });
@@ -189,8 +187,8 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             const std::size_t off =
                 shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
                               static_cast<std::size_t>(rank.r)];
-            std::copy_n(rank.shard_params.data() + off, own_end(bucket, rank.r) - begin,
-                        full.data() + (begin - bucket.begin));
+            dev.ops().copy(full.data() + (begin - bucket.begin), rank.shard_params.data() + off,
+                           own_end(bucket, rank.r) - begin);
             comm_->all_gather(dev.id(), full.data(), full.size(), step,
                               std::string(why) + " unit " + std::to_string(u));
         });
@@ -207,15 +205,14 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         dev.compute().launch(unit_event(EventKind::forward, u, units, step, 0),
                              [this, &rank, u, rows, batch] {
                                  if (u == 0) {
-                                     rank.loss_sum = 0.0;
-                                     rank.carry = rank.executor->make_activation(batch->x.size());
-                                     std::copy(batch->x.begin(), batch->x.end(), rank.carry.data());
+                                     rank.loss.zero();
+                                     rank.carry = rank.executor->upload_input(batch->x);
                                  }
                                  Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
                                  rank.carry = rank.executor->forward(
                                      u, full.data(), std::move(rank.carry), rows,
                                      rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
-                                     1.0f / static_cast<float>(env_.config.batch), rank.loss_sum);
+                                     1.0f / static_cast<float>(env_.config.batch), rank.loss.get());
                                  full.reset();
                              });
         forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
@@ -244,11 +241,11 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             comm_->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
                                   "gradients unit " + std::to_string(u));
             const std::size_t begin = own_begin(bucket, rank.r);
-            std::copy(grads.data() + (begin - bucket.begin),
-                      grads.data() + (own_end(bucket, rank.r) - bucket.begin),
-                      rank.shard_grads.data() +
-                          shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
-                                        static_cast<std::size_t>(rank.r)]);
+            dev.ops().copy(
+                rank.shard_grads.data() +
+                    shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
+                                  static_cast<std::size_t>(rank.r)],
+                grads.data() + (begin - bucket.begin), own_end(bucket, rank.r) - begin);
             grads.reset();
         });
     }
@@ -258,25 +255,26 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
 
 double Zero::step_loss() const {
     double sum = 0.0;
-    for (const auto& r : ranks_) sum += r->replica ? r->replica->loss_sum() : r->loss_sum;
+    for (const auto& r : ranks_) sum += r->replica ? r->replica->loss_sum() : r->loss.read();
     return sum / static_cast<double>(env_.config.batch);
 }
 
 std::vector<float> Zero::parameters() const {
     if (level_ < 3) {
-        const Buffer& p = ranks_.front()->replica->params();
-        return {p.span().begin(), p.span().end()};
+        return ranks_.front()->replica->params().to_host();
     }
     std::vector<float> full(env_.layout.total, 0.0f);
-    for (const auto& rank : ranks_)
+    for (const auto& rank : ranks_) {
+        const std::vector<float> shard = rank->shard_params.to_host();
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
             const std::size_t begin = own_begin(buckets_[b], rank->r);
-            std::copy_n(
-                rank->shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
-                                                          static_cast<std::size_t>(rank->r)],
-                own_end(buckets_[b], rank->r) - begin,
-                full.begin() + static_cast<std::ptrdiff_t>(begin));
+            std::copy_n(shard.begin() + static_cast<std::ptrdiff_t>(
+                                            shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                          static_cast<std::size_t>(rank->r)]),
+                        own_end(buckets_[b], rank->r) - begin,
+                        full.begin() + static_cast<std::ptrdiff_t>(begin));
         }
+    }
     return full;
 }
 

@@ -1,0 +1,66 @@
+// What a backend provides for one device of a run: its kernels and memory (DeviceOps), what
+// each of its streams needs beyond a worker thread (StreamBackend), and how the times it
+// recorded become nanoseconds of the run's wall clock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/device_ops.h"
+#include "pd/trace.h"
+
+namespace pd {
+
+class RunContext;
+struct RunConfig;
+
+// A device queue behind a Stream (CUDA: a cudaStream_t). The Stream's worker thread enqueues
+// into it; times are marks in the queue, resolved once the queue drained.
+class StreamBackend {
+  public:
+    virtual ~StreamBackend() = default;
+    // On the stream's worker thread, before its first task.
+    virtual void bind_thread() = 0;
+    // A placeholder time (negative) for "when the device reaches this point of the queue".
+    virtual std::int64_t mark() = 0;
+    virtual DeviceEvent record() = 0;
+    virtual void wait(const DeviceEvent& event) = 0;
+    // Blocks the caller until the queue drained; throws the device's error if it failed.
+    virtual void synchronize() = 0;
+};
+
+class DeviceBackend {
+  public:
+    virtual ~DeviceBackend() = default;
+    // "cpu", or the GPU and whether it is shared ("cuda:0 NVIDIA H200, virtual device 2 of 4").
+    virtual std::string name() const = 0;
+    virtual DeviceOps& ops() = 0;
+    // Null when the stream's thread is the device (CPU).
+    virtual std::unique_ptr<StreamBackend> make_stream() = 0;
+    // Replaces mark placeholders by ns on the run's clock; drops waits that did not wait.
+    virtual void resolve_times(std::vector<TraceEvent>& /*events*/,
+                               std::vector<CollectiveRecord>& /*collectives*/,
+                               std::vector<MemorySample>& /*samples*/) {}
+    // Free and total memory of the GPU behind this device, when there is one.
+    virtual std::optional<std::pair<std::size_t, std::size_t>> physical_memory() const {
+        return std::nullopt;
+    }
+};
+
+// Creates the devices of one run for the configured backend (shared state such as CUDA
+// library handles lives here). Throws BadInput when the backend is not available.
+class RunBackend {
+  public:
+    virtual ~RunBackend() = default;
+    virtual std::unique_ptr<DeviceBackend> make_device(int index) = 0;
+};
+
+std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx);
+std::unique_ptr<DeviceBackend> make_cpu_device_backend();
+// The CPU's kernels and host memory; stateless, so one serves every host-memory tracker.
+DeviceOps& shared_cpu_ops();
+
+}  // namespace pd

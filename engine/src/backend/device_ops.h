@@ -1,0 +1,97 @@
+// The memory and kernels of one device, behind one interface so every strategy runs on every
+// backend (ggml's shape: device, buffer, stream). A call made from one of the device's
+// streams runs in that stream's order: on the CPU right away on the stream's thread, on CUDA
+// launched on the stream's cudaStream_t. Pointers are the device's own memory.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+namespace pd {
+
+struct OptimizerSettings;
+
+// An ordering point on a device stream that work elsewhere must wait for (data handed from
+// one stream to another outside Stream events, e.g. a transport payload). CPU streams are
+// ordered by their threads and need none: their events are null.
+using DeviceEvent = std::shared_ptr<void>;
+
+class DeviceOps {
+  public:
+    virtual ~DeviceOps() = default;
+
+    // Zero-filled storage for `count` floats. Release may come from any of the device's
+    // streams or, once they are idle, from the host.
+    virtual float* allocate(std::size_t count) = 0;
+    virtual void release(float* data) noexcept = 0;
+
+    // `src` may live on another device of the same run (a transport payload).
+    virtual void copy(float* dst, const float* src, std::size_t count) = 0;
+    virtual void fill_zero(float* dst, std::size_t count) = 0;
+    virtual void upload(float* dst, const float* host, std::size_t count) = 0;
+    // Complete when it returns.
+    virtual void download(float* host, const float* src, std::size_t count) = 0;
+
+    virtual void add(float* y, const float* x, std::size_t count) = 0;
+    // C[m,n] = alpha * op(A) op(B) + beta * C, row-major.
+    virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                      const float* b, float beta, float* c) = 0;
+    // y[rows,out] = x[rows,in] w[in,out] + bias
+    virtual void linear_forward(const float* x, const float* w, const float* bias, int rows, int in,
+                                int out, float* y) = 0;
+    // dw += x^T dy, dbias += column sums of dy, and (when dx != nullptr) dx = dy w^T.
+    virtual void linear_backward(const float* x, const float* w, const float* dy, int rows, int in,
+                                 int out, float* dw, float* dbias, float* dx) = 0;
+    virtual void gelu_forward(const float* a, float* g, std::size_t n) = 0;
+    virtual void gelu_backward(const float* a, const float* dg, float* da, std::size_t n) = 0;
+    // Labels are class indices stored as floats (exact below 2^24). Adds the summed loss to
+    // *loss_sum unless it is null; dlogits = (p - onehot) * scale.
+    virtual void softmax_cross_entropy(const float* logits, const float* labels, int rows,
+                                       int classes, float scale, float* dlogits,
+                                       double* loss_sum) = 0;
+    // out[r, j] += bias[j] + residual[r, j]
+    virtual void bias_residual(float* out, const float* bias, const float* residual, int rows,
+                               int width) = 0;
+    // One update at step t (1-based); `state` holds the optimizer's floats per parameter.
+    virtual void optimizer_update(const OptimizerSettings& settings, int t, float* params,
+                                  const float* grads, float* state, std::size_t count) = 0;
+
+    // A double on the device that loss kernels add to; read once its stream synchronized.
+    virtual double* allocate_scalar() = 0;
+    virtual void release_scalar(double* s) noexcept = 0;
+    virtual void zero_scalar(double* s) = 0;
+    virtual double read_scalar(const double* s) = 0;
+
+    virtual DeviceEvent record_event() = 0;
+    virtual void wait_event(const DeviceEvent& event) = 0;
+};
+
+// A loss accumulator on a device, freed with its owner.
+class DeviceScalar {
+  public:
+    DeviceScalar() = default;
+    explicit DeviceScalar(DeviceOps& ops) : ops_(&ops), value_(ops.allocate_scalar()) {}
+    DeviceScalar(DeviceScalar&& other) noexcept
+        : ops_(other.ops_), value_(std::exchange(other.value_, nullptr)) {}
+    DeviceScalar& operator=(DeviceScalar&& other) noexcept {
+        std::swap(ops_, other.ops_);
+        std::swap(value_, other.value_);
+        return *this;
+    }
+    DeviceScalar(const DeviceScalar&) = delete;
+    DeviceScalar& operator=(const DeviceScalar&) = delete;
+    ~DeviceScalar() {
+        if (value_) ops_->release_scalar(value_);
+    }
+
+    double* get() { return value_; }
+    void zero() { ops_->zero_scalar(value_); }
+    double read() const { return value_ ? ops_->read_scalar(value_) : 0.0; }
+
+  private:
+    DeviceOps* ops_ = nullptr;
+    double* value_ = nullptr;
+};
+
+}  // namespace pd

@@ -1,0 +1,30 @@
+#include "backend/device_backend.h"
+#include "pd/error.h"
+#include "pd/run_config.h"
+
+#if PD_HAVE_CUDA_TOOLKIT
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace pd {
+
+namespace {
+class CpuRunBackend final : public RunBackend {
+  public:
+    std::unique_ptr<DeviceBackend> make_device(int) override { return make_cpu_device_backend(); }
+};
+}  // namespace
+
+std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx) {
+    if (config.backend == BackendKind::cpu) return std::make_unique<CpuRunBackend>();
+#if PD_HAVE_CUDA_TOOLKIT
+    return make_cuda_run_backend(config, ctx);
+#else
+    (void)ctx;
+    PD_THROW(BadInput, "backend",
+             "'cuda' is not available: this build of ParallelDeck has no CUDA backend (the "
+             "CUDA toolkit was not found when it was built)");
+#endif
+}
+
+}  // namespace pd
