@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "pd/error.h"
+#include "pd/run.h"
 #include "pd/scenario.h"
 #include "pd/units.h"
 
@@ -16,12 +17,12 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.set_version_flag("--version", std::string("paralleldeck-run 0.1.0"));
 
     std::string scenario;
-    std::optional<std::string> strategy, optimizer, clock, capacity, bucket;
+    std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend;
     std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp;
     std::optional<std::string> schedule;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, gbps, timeout;
-    bool no_overlap = false;
+    bool no_overlap = false, tf32 = false;
     RunRequest req;
 
     app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
@@ -48,6 +49,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--pp", pp, "hybrid: pipeline stages");
     app.add_option("--tp", tp, "hybrid: tensor-parallel shards");
     app.add_option("--timeout-s", timeout, "Seconds a collective waits for a peer");
+    app.add_option("--backend", backend,
+                   "cpu | cuda (CUDA: one device per GPU, or virtual devices sharing one)");
+    app.add_flag("--tf32", tf32, "cuda: TF32 matrix products (faster, no longer match the CPU)");
     app.add_option("--trace", req.trace_path, "Write Chrome Trace Event JSON (Perfetto)");
     app.add_option("--summary", req.summary_path, "Write the summary JSON");
     app.add_option("--dump-dir", req.dump_dir, "Write initial weights and batches as .npy");
@@ -150,7 +154,20 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.collective_timeout_s = *timeout;
         src["timeout_s"] = "--timeout-s";
     }
+    if (backend) {
+        choose("--backend", *backend, {"cpu", "cuda"});
+        c.backend = *backend_from_name(*backend);
+        src["backend"] = "--backend";
+    }
+    if (tf32) {
+        c.tf32 = true;
+        src["tf32"] = "--tf32";
+    }
     validate(c, src);
+    if (const std::string why = backend_unavailable_reason(c.backend); !why.empty())
+        throw BadInput(src.count("backend") ? src["backend"] : std::string("backend"),
+                       "'" + std::string(name_of(c.backend)) + "' cannot run here: " + why,
+                       __FILE__, __LINE__);
     return req;
 }
 

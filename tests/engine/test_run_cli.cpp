@@ -5,7 +5,10 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
 #include <algorithm>
+
+#include "pd/run.h"
 
 class TestRunCli : public QObject {
     Q_OBJECT
@@ -151,6 +154,15 @@ class TestRunCli : public QObject {
                            QStringLiteral("--devices"),  QStringLiteral("2"),
                            QStringLiteral("--schedule"), QStringLiteral("zigzag")}
             << "--schedule";
+        QTest::addRow("unknown backend")
+            << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")}
+            << "--backend: unknown value 'tpu' (available: cpu, cuda)";
+        QTest::addRow("tf32 on the cpu")
+            << QStringList{QStringLiteral("--tf32")} << "--tf32: applies to the CUDA backend only";
+        QTest::addRow("device clock on cuda")
+            << QStringList{QStringLiteral("--backend"), QStringLiteral("cuda"),
+                           QStringLiteral("--clock"), QStringLiteral("device")}
+            << "--clock: 'device' times CPU threads";
         QTest::addRow("missing scenario")
             << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")}
             << "cannot read";
@@ -162,6 +174,17 @@ class TestRunCli : public QObject {
         const Outcome o = run(args);
         QCOMPARE(o.code, 2);
         QVERIFY2(o.err.contains(expected), qPrintable(o.err));
+    }
+
+    // Where no GPU can be used, asking for one is bad input naming why, not a failed run.
+    void cuda_without_a_gpu_exits_2_saying_why() {
+        if (pd::backend_unavailable_reason(pd::BackendKind::cuda).empty())
+            QSKIP("a CUDA GPU is present: the tests labelled gpu cover this backend");
+        const Outcome o = run({QStringLiteral("--backend"), QStringLiteral("cuda"),
+                               QStringLiteral("--steps"), QStringLiteral("1")});
+        QCOMPARE(o.code, 2);
+        QVERIFY2(o.err.contains(QStringLiteral("--backend: 'cuda' cannot run here: ")),
+                 qPrintable(o.err));
     }
 
     void malformed_scenario_exits_2_naming_the_file() {

@@ -4,9 +4,11 @@
 #include <QLabel>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTimer>
 #include <QtTest>
 
+#include "pd/run.h"
 #include "what_if_panel.h"
 
 using pd::ui::WhatIfPanel;
@@ -36,6 +38,33 @@ class TestWhatIfPanel : public QObject {
         QCOMPARE(c.microbatches, 8);
         QCOMPARE(c.schedule, pd::PipelineSchedule::gpipe);
         QVERIFY(panel.problem().isEmpty());
+    }
+
+    // CUDA is offered only where it can run; elsewhere the item is disabled and says why.
+    void cuda_is_offered_only_with_a_gpu() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        QComboBox* backend = nullptr;
+        for (auto* combo : panel.findChildren<QComboBox*>())
+            if (combo->findData(QStringLiteral("cuda")) >= 0) backend = combo;
+        QVERIFY(backend);
+        QCOMPARE(backend->currentData().toString(), QStringLiteral("cpu"));
+        QCOMPARE(panel.config().backend, pd::BackendKind::cpu);
+        const auto* items = qobject_cast<QStandardItemModel*>(backend->model());
+        QVERIFY(items);
+        const QStandardItem* cuda = items->item(backend->findData(QStringLiteral("cuda")));
+        const std::string why = pd::backend_unavailable_reason(pd::BackendKind::cuda);
+        QCOMPARE(cuda->isEnabled(), why.empty());
+        if (!why.empty()) {
+            QVERIFY2(cuda->toolTip().contains(QString::fromStdString(why)),
+                     qPrintable(cuda->toolTip()));
+            // A scenario that asks for CUDA here is explained, not run.
+            pd::RunConfig c = pipeline_scenario();
+            c.backend = pd::BackendKind::cuda;
+            panel.setConfig(c);
+            QVERIFY2(panel.problem().startsWith(QStringLiteral("backend: 'cuda' cannot run here")),
+                     qPrintable(panel.problem()));
+        }
     }
 
     void gpipe_to_1f1b_offers_a_new_run() {

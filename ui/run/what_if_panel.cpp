@@ -7,9 +7,11 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTimer>
 
 #include "pd/error.h"
+#include "pd/run.h"
 #include "pd/units.h"
 
 namespace pd::ui {
@@ -59,6 +61,23 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     clock_->addItem(tr("Auto"), QStringLiteral("auto"));
     clock_->addItem(tr("Device (per-device CPU time)"), QStringLiteral("device"));
     clock_->addItem(tr("Wall (real time)"), QStringLiteral("wall"));
+    backend_ = new QComboBox(this);
+    backend_->addItem(tr("CPU threads"), QStringLiteral("cpu"));
+    backend_->addItem(tr("CUDA GPU"), QStringLiteral("cuda"));
+    // Offered only where it can run; otherwise the item says why.
+    const QString no_cuda =
+        QString::fromStdString(pd::backend_unavailable_reason(pd::BackendKind::cuda));
+    if (!no_cuda.isEmpty()) {
+        if (auto* items = qobject_cast<QStandardItemModel*>(backend_->model())) {
+            QStandardItem* cuda = items->item(1);
+            cuda->setEnabled(false);
+            cuda->setText(tr("CUDA GPU (not available)"));
+            cuda->setToolTip(tr("CUDA is not available: %1").arg(no_cuda));
+        }
+        backend_->setToolTip(tr("CUDA is not available: %1").arg(no_cuda));
+    } else {
+        backend_->setToolTip(tr("CUDA: each device is a GPU, or several devices share one"));
+    }
     link_gbps_ = new QDoubleSpinBox(this);
     link_gbps_->setRange(0.001, 10000);
     link_gbps_->setDecimals(3);
@@ -86,6 +105,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("B&atch"), batch_);
     form->addRow(tr("&Capacity per device"), capacity_);
     form->addRow(tr("C&lock"), clock_);
+    form->addRow(tr("Bac&kend"), backend_);
     form->addRow(tr("&Link bandwidth"), link_gbps_);
     form->addRow(QString(), overlap_);
     form->addRow(tr("B&ucket size"), bucket_);
@@ -100,6 +120,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(strategy_, &QComboBox::currentIndexChanged, this, changed);
     connect(schedule_, &QComboBox::currentIndexChanged, this, changed);
     connect(clock_, &QComboBox::currentIndexChanged, this, changed);
+    connect(backend_, &QComboBox::currentIndexChanged, this, changed);
     for (QSpinBox* s : {devices_, microbatches_, chunks_, dp_, pp_, tp_, layers_, width_, batch_})
         connect(s, &QSpinBox::valueChanged, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
@@ -127,6 +148,8 @@ void WhatIfPanel::setConfig(const pd::RunConfig& config) {
     capacity_->setText(bytes_text(config.capacity_bytes));
     clock_->setCurrentIndex(
         clock_->findData(QString::fromLatin1(pd::name_of(config.clock).data())));
+    backend_->setCurrentIndex(
+        backend_->findData(QString::fromLatin1(pd::name_of(config.backend).data())));
     link_gbps_->setValue(config.link.gbps);
     overlap_->setChecked(config.overlap);
     bucket_->setText(bytes_text(config.bucket_bytes));
@@ -157,6 +180,8 @@ pd::RunConfig WhatIfPanel::config() const {
     c.clock = clock == QStringLiteral("wall")     ? pd::ClockMode::wall
               : clock == QStringLiteral("device") ? pd::ClockMode::device
                                                   : pd::ClockMode::automatic;
+    c.backend = pd::backend_from_name(backend_->currentData().toString().toStdString())
+                    .value_or(pd::BackendKind::cpu);
     c.link.gbps = link_gbps_->value();
     c.overlap = overlap_->isChecked();
     if (auto b = pd::parse_byte_size(bucket_->text().toStdString()))
@@ -169,11 +194,16 @@ pd::RunConfig WhatIfPanel::config() const {
 QString WhatIfPanel::problem() const {
     try {
         pd::ConfigSources names;
-        for (const char* key :
-             {"strategy", "devices", "schedule", "microbatches", "chunks", "dp", "pp", "tp",
-              "layers", "width", "batch", "capacity", "clock", "link_gbps", "bucket_bytes"})
+        for (const char* key : {"strategy", "devices", "schedule", "microbatches", "chunks", "dp",
+                                "pp", "tp", "layers", "width", "batch", "capacity", "clock",
+                                "link_gbps", "bucket_bytes", "backend"})
             names[key] = key;
-        pd::validate(config(), names);
+        const pd::RunConfig c = config();
+        pd::validate(c, names);
+        if (const std::string why = pd::backend_unavailable_reason(c.backend); !why.empty())
+            return tr("backend: '%1' cannot run here: %2")
+                .arg(QString::fromLatin1(pd::name_of(c.backend).data()),
+                     QString::fromStdString(why));
     } catch (const pd::BadInput& e) {
         return QString::fromStdString(e.what());
     }

@@ -49,6 +49,7 @@ class WhatIfPanel : public QWidget {
     QSpinBox* batch_;
     QLineEdit* capacity_;
     QComboBox* clock_;
+    QComboBox* backend_;
     QDoubleSpinBox* link_gbps_;
     QCheckBox* overlap_;
     QLineEdit* bucket_;

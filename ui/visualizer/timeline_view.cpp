@@ -21,6 +21,19 @@ namespace pd::vis {
 namespace {
 
 constexpr double kHeaderLine = 18.0;
+
+// "   ·   4 virtual devices share one GPU" when devices of a CUDA run share a GPU; the trace's
+// device names say so ("..., virtual device 2 of 4 on this GPU").
+QString virtual_gpu_note(const pd::Trace& trace) {
+    int shared = 0;
+    for (const std::string& name : trace.device_names)
+        if (name.find("virtual device") != std::string::npos) ++shared;
+    if (shared == 0) return QStringLiteral("   ·   Transfers: GPU copies, each device its own GPU");
+    return QStringLiteral(
+               "   ·   %1 virtual devices share the GPU (each its own streams and "
+               "memory budget)")
+        .arg(shared);
+}
 constexpr double kRulerHeight = 34.0;  // step names above, tick labels below
 constexpr double kRowGap = 10.0;
 constexpr double kBottomPad = 6.0;
@@ -329,12 +342,16 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
         p.setPen(pal.text);
         const pd::Trace& tr = data_.trace();
         QString clock =
-            tr.clock == pd::ClockMode::device
+            tr.backend == pd::BackendKind::cuda
+                ? QStringLiteral("Clock: wall — CUDA events on each GPU stream")
+            : tr.clock == pd::ClockMode::device
                 ? QStringLiteral("Clock: device — each device timed as if it had its own core")
                 : QStringLiteral("Clock: wall — real timestamps of real concurrency");
         // The link model only shapes transfers under the device clock; under the wall clock
         // a transfer takes what the real copy took.
-        if (tr.clock == pd::ClockMode::device)
+        if (tr.backend == pd::BackendKind::cuda)
+            clock += virtual_gpu_note(tr);
+        else if (tr.clock == pd::ClockMode::device)
             clock += QStringLiteral("   ·   Link model: %1 µs latency + %2 GB/s")
                          .arg(tr.link.latency_us, 0, 'g', 3)
                          .arg(tr.link.gbps, 0, 'g', 3);

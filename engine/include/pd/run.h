@@ -19,6 +19,10 @@ namespace pd {
 class RunContext;
 
 enum class RunStatus { ok, out_of_memory, cancelled, failed };
+
+// Why `backend` cannot run on this machine (no CUDA in this build, no GPU or driver), or an
+// empty string when it can.
+std::string backend_unavailable_reason(BackendKind backend);
 std::string_view name_of(RunStatus s);
 
 struct RunResult {

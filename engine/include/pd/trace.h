@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pd/memory_category.h"
@@ -88,7 +89,12 @@ struct Trace {
     LinkModel link;
     int devices = 0;
     std::vector<std::size_t> capacity_bytes;  // per device
-    std::vector<std::string> device_names;
+    std::vector<std::string>
+        device_names;  // "device 0 (cpu)", "device 1 (cuda:0 NVIDIA H200, ...)"
+    BackendKind backend = BackendKind::cpu;
+    // Per device, for GPU devices: the GPU's free and total memory at the end of the run
+    // (cudaMemGetInfo); empty on the CPU.
+    std::vector<std::pair<std::size_t, std::size_t>> gpu_memory_bytes;
     std::vector<TraceEvent> events;    // sorted by device, stream, start
     std::vector<MemorySample> memory;  // sorted by time
     std::vector<CollectiveRecord> collectives;

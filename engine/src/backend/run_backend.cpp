@@ -1,5 +1,6 @@
 #include "backend/device_backend.h"
 #include "pd/error.h"
+#include "pd/run.h"
 #include "pd/run_config.h"
 
 #if PD_HAVE_CUDA_TOOLKIT
@@ -15,6 +16,16 @@ class CpuRunBackend final : public RunBackend {
 };
 }  // namespace
 
+std::string backend_unavailable_reason(BackendKind backend) {
+    if (backend == BackendKind::cpu) return {};
+#if PD_HAVE_CUDA_TOOLKIT
+    return cuda_unavailable_reason();
+#else
+    return "this build of ParallelDeck has no CUDA backend (the CUDA toolkit was not found when "
+           "it was built)";
+#endif
+}
+
 std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx) {
     if (config.backend == BackendKind::cpu) return std::make_unique<CpuRunBackend>();
 #if PD_HAVE_CUDA_TOOLKIT
@@ -22,8 +33,7 @@ std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext
 #else
     (void)ctx;
     PD_THROW(BadInput, "backend",
-             "'cuda' is not available: this build of ParallelDeck has no CUDA backend (the "
-             "CUDA toolkit was not found when it was built)");
+             "'cuda' is not available: " + backend_unavailable_reason(config.backend));
 #endif
 }
 

@@ -422,10 +422,15 @@ class CudaRunBackend final : public RunBackend {
 std::string cuda_unavailable_reason() {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+        cudaGetLastError();
+        return std::string("no NVIDIA GPU with a working driver was found (cudaGetDeviceCount: ") +
+               cudaGetErrorName(status) + ")";
+    }
     if (status != cudaSuccess) {
         cudaGetLastError();
-        return std::string("no CUDA GPU can be used: cudaGetDeviceCount returned ") +
-               cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+        return std::string("the CUDA runtime cannot use a GPU here (cudaGetDeviceCount: ") +
+               cudaGetErrorName(status) + ", " + cudaGetErrorString(status) + ")";
     }
     if (count == 0) return "no CUDA GPU is present";
     return {};

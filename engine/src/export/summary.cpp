@@ -13,6 +13,9 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["error"] = result.error.empty() ? json(nullptr) : json(result.error);
     j["strategy"] = std::string(name_of(config.strategy));
     j["devices"] = config.devices;
+    j["backend"] = std::string(name_of(config.backend));
+    j["tf32"] = config.tf32;
+    j["device_names"] = result.trace.device_names;
     j["clock"] = std::string(name_of(result.trace.clock));
     j["clock_requested"] = std::string(name_of(config.clock));
     j["link"] = {
@@ -51,6 +54,12 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
                            {"overlapped_comm_s", d.overlapped_comm_s},
                            {"peak_bytes", std::move(peak)},
                            {"peak_total_bytes", d.peak_total_bytes}});
+        const auto index = static_cast<std::size_t>(d.device);
+        if (index < result.trace.gpu_memory_bytes.size())
+            devices.back()["gpu_memory"] = {
+                {"free_bytes", result.trace.gpu_memory_bytes[index].first},
+                {"total_bytes", result.trace.gpu_memory_bytes[index].second},
+                {"source", "cudaMemGetInfo at the end of the run"}};
     }
     j["per_device"] = std::move(devices);
     json collectives = json::array();

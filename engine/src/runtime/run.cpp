@@ -42,10 +42,12 @@ void collect_trace(RunEnvironment& env, Trace& trace) {
     trace.clock = env.ctx.clock();
     trace.link = env.config.link;
     trace.devices = env.config.devices;
+    trace.backend = env.config.backend;
     for (auto& d : env.devices) {
         trace.capacity_bytes.push_back(d->memory().capacity());
         trace.device_names.push_back("device " + std::to_string(d->id()) + " (" +
                                      d->backend().name() + ")");
+        if (const auto gpu = d->backend().physical_memory()) trace.gpu_memory_bytes.push_back(*gpu);
         std::vector<TraceEvent> events;
         std::vector<CollectiveRecord> collectives;
         for (StreamKind kind : {StreamKind::compute, StreamKind::comm}) {
