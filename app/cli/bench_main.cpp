@@ -1,6 +1,8 @@
 // paralleldeck-bench: engine benchmarks that print their figures (never assert on time).
-//   allreduce  nccl-tests-style rows for the in-process ring all-reduce, the machine's copy
-//              bandwidth measured in the same run, and busbw against the in-memory ring bound
+//   allreduce  nccl-tests-style rows for the ring all-reduce (CPU threads or CUDA virtual
+//              devices), the copy bandwidth measured in the same run, and busbw against the
+//              in-memory ring bound
+//   gemm       the engine's matrix products at the model's sizes vs one large reference
 //   overhead   step time with tracing on and off, side by side, and their ratio
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -12,6 +14,7 @@
 
 #include "pd/communicator.h"
 #include "pd/device.h"
+#include "pd/device_group.h"
 #include "pd/metrics.h"
 #include "pd/run.h"
 #include "pd/run_context.h"
@@ -25,57 +28,61 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Best-of-N single-thread memcpy rate (bytes copied per second).
-double measure_copy_bandwidth(std::size_t bytes) {
-    std::vector<char> src(bytes, 1), dst(bytes, 0);
-    double best = 0;
-    for (int i = 0; i < 5; ++i) {
-        const auto t0 = Clock::now();
-        std::memcpy(dst.data(), src.data(), bytes);
-        const double s = seconds_since(t0);
-        best = std::max(best, static_cast<double>(bytes) / s);
-        src[static_cast<std::size_t>(i)] = dst[bytes - 1 - static_cast<std::size_t>(i)];
+// The devices of a benchmark, or a message on stderr naming why the backend cannot run.
+std::unique_ptr<pd::DeviceGroup> make_group(pd::RunConfig c, pd::RunContext& ctx) {
+    c.capacity_bytes = std::size_t{1} << 40;  // benchmarks measure speed, not budgets
+    if (const std::string why = pd::backend_unavailable_reason(c.backend); !why.empty()) {
+        std::fprintf(stderr, "--backend: '%s' cannot run here: %s\n",
+                     std::string(pd::name_of(c.backend)).c_str(), why.c_str());
+        return nullptr;
     }
-    return best;
+    return std::make_unique<pd::DeviceGroup>(c, ctx);
 }
 
-int bench_allreduce(int devices, std::size_t min_bytes, std::size_t max_bytes, int iters_hint) {
+int bench_allreduce(pd::BackendKind backend, int devices, std::size_t min_bytes,
+                    std::size_t max_bytes, int iters_hint) {
     using namespace pd;
     RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
-    std::vector<std::unique_ptr<Device>> devs;
-    std::vector<Device*> members;
-    for (int d = 0; d < devices; ++d) {
-        devs.push_back(std::make_unique<Device>(d, std::size_t{1} << 40, ctx));
-        members.push_back(devs.back().get());
-    }
+    RunConfig config;
+    config.backend = backend;
+    config.devices = devices;
+    auto group = make_group(config, ctx);
+    if (!group) return 2;
     Transport transport(ctx);
-    Communicator comm(transport, members, 1);
-    std::vector<Buffer> buffers;
+    Communicator comm(transport, group->members(), 1);
+    std::vector<Buffer> buffers(static_cast<std::size_t>(devices));
     const std::size_t max_count = std::max<std::size_t>(1, max_bytes / sizeof(float));
-    for (auto& d : devs) {
-        buffers.emplace_back(d->memory(), MemoryCategory::workspace, max_count);
-        std::fill(buffers.back().data(), buffers.back().data() + max_count, 1.0f);
+    for (int d = 0; d < devices; ++d) {  // zero-filled: the sums stay finite
+        Device& dev = group->device(d);
+        dev.comm().enqueue([&buffers, &dev, d, max_count] {
+            buffers[static_cast<std::size_t>(d)] =
+                Buffer(dev.memory(), MemoryCategory::workspace, max_count);
+        });
     }
+    group->synchronize();
     auto run_once = [&](std::size_t count, int iters) {
         const auto t0 = Clock::now();
         for (int it = 0; it < iters; ++it)
             for (int d = 0; d < devices; ++d) {
                 float* data = buffers[static_cast<std::size_t>(d)].data();
-                devs[static_cast<std::size_t>(d)]->comm().enqueue(
+                group->device(d).comm().enqueue(
                     [&comm, d, data, count] { comm.all_reduce(d, data, count, 0); });
             }
-        for (auto& d : devs) d->comm().synchronize();
+        group->synchronize();
         return seconds_since(t0) / iters;
     };
 
-    const double copy_bw = measure_copy_bandwidth(std::max<std::size_t>(max_bytes, 64u << 20));
-    std::printf(
-        "# paralleldeck-bench allreduce: %d devices (threads in one process), ring, "
-        "float32 sum\n",
-        devices);
+    // The same copy path as a ring step's, on the same memory, in the same run.
+    const double copy_bw =
+        measure_copy_bandwidth(group->device(0), std::max<std::size_t>(max_bytes, 64u << 20));
+    const bool gpu = backend == BackendKind::cuda;
+    std::printf("# paralleldeck-bench allreduce: %d devices (%s), ring, float32 sum\n", devices,
+                gpu ? "virtual devices on the GPU(s), device-to-device copies + reduce kernels"
+                    : "threads in one process");
     std::printf("# %12s %12s %6s %12s %10s %10s\n", "size(B)", "count", "type", "time(us)", "algbw",
                 "busbw");
     double last_busbw = 0;
+    std::size_t last_bytes = 0;
     for (std::size_t bytes = std::max<std::size_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
         const std::size_t count = bytes / sizeof(float);
         const int iters = iters_hint > 0
@@ -89,18 +96,87 @@ int bench_allreduce(int devices, std::size_t min_bytes, std::size_t max_bytes, i
         std::printf("  %12zu %12zu %6s %12.1f %10.3f %10.3f\n", count * sizeof(float), count,
                     "float", t * 1e6, algbw, busbw);
         last_busbw = busbw;
+        last_bytes = count * sizeof(float);
         if (ctx.aborted()) {
             std::fprintf(stderr, "allreduce failed: %s\n", ctx.first_error_message().c_str());
             return 1;
         }
     }
+    for (auto& b : buffers) b.reset();
+    transport.clear();
     // Each ring step moves a chunk through memory about 5 times (copy out: read + write; reduce:
-    // two reads + one write) and n members share the machine's memory bandwidth; memcpy's rate
+    // two reads + one write) and n members share the same memory's bandwidth; a copy's rate
     // counts one read and one write per byte, hence 2 * B_mem / (5 n).
     const double bound = 2.0 * copy_bw / 1e9 / (5.0 * devices);
-    std::printf("# copy bandwidth (memcpy, same run): %.3f GB/s\n", copy_bw / 1e9);
+    const double ratio = bound > 0 ? last_busbw / bound : 0.0;
+    std::printf("# copy bandwidth (%s, same run): %.3f GB/s\n", gpu ? "device-to-device" : "memcpy",
+                copy_bw / 1e9);
     std::printf("# in-memory ring bound 2*B_mem/(5n): %.3f GB/s\n", bound);
-    std::printf("busbw_ratio_to_bound: %.3f\n", bound > 0 ? last_busbw / bound : 0.0);
+    std::printf("busbw_ratio_to_bound: %.3f\n", ratio);
+    std::printf(
+        "RESULT allreduce backend=%s devices=%d bytes=%zu busbw_gbps=%.3f copy_gbps=%.3f "
+        "bound_gbps=%.3f ratio=%.3f\n",
+        std::string(name_of(backend)).c_str(), devices, last_bytes, last_busbw, copy_bw / 1e9,
+        bound, ratio);
+    return 0;
+}
+
+// The engine's matrix products at the model's sizes (a block's forward and backward products
+// for `rows` samples of width h) against one large reference product, side by side.
+int bench_gemm(pd::BackendKind backend, int width, int rows) {
+    using namespace pd;
+    RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
+    RunConfig config;
+    config.backend = backend;
+    auto group = make_group(config, ctx);
+    if (!group) return 2;
+    const bool gpu = backend == BackendKind::cuda;
+    const int h = width, f = 4 * width;
+    struct Shape {
+        const char* what;
+        int m, n, k;
+    };
+    const Shape shapes[] = {{"forward x W1 (rows x h -> 4h)", rows, f, h},
+                            {"forward g W2 (rows x 4h -> h)", rows, h, f},
+                            {"backward dW1 = x^T dy", h, f, rows},
+                            {"backward dx = dy W1^T", rows, h, f}};
+    std::printf("# paralleldeck-bench gemm: %s, fp32%s, width %d, %d rows\n",
+                gpu ? "cuBLAS through the engine's CUDA device" : "OpenBLAS, one thread per call",
+                gpu ? " (TF32 off unless marked)" : "", width, rows);
+    std::printf("# %-32s %6s %6s %6s %12s\n", "product", "m", "n", "k", "GFLOP/s");
+    double flops = 0, seconds = 0;
+    for (const Shape& s : shapes) {
+        const int products = gpu ? 50 : 3;
+        const double rate = measure_gemm_flops(group->device(0), s.m, s.n, s.k, products);
+        const double work = 2.0 * s.m * s.n * static_cast<double>(s.k);
+        flops += work;
+        seconds += work / rate;
+        std::printf("  %-32s %6d %6d %6d %12.1f\n", s.what, s.m, s.n, s.k, rate / 1e9);
+    }
+    const double model_rate = flops / seconds;
+    const int ref = gpu ? 8192 : 1024;
+    const double ref_fp32 = measure_gemm_flops(group->device(0), ref, ref, ref, gpu ? 5 : 1);
+    std::printf("  %-32s %6d %6d %6d %12.1f\n", "reference fp32", ref, ref, ref, ref_fp32 / 1e9);
+    double ref_tf32 = 0;
+    if (gpu) {
+        RunConfig tf32 = config;
+        tf32.tf32 = true;
+        auto tf32_group = make_group(tf32, ctx);
+        if (!tf32_group) return 2;
+        ref_tf32 = measure_gemm_flops(tf32_group->device(0), ref, ref, ref, 5);
+        std::printf("  %-32s %6d %6d %6d %12.1f\n", "reference TF32", ref, ref, ref,
+                    ref_tf32 / 1e9);
+    }
+    if (ctx.aborted()) {
+        std::fprintf(stderr, "gemm failed: %s\n", ctx.first_error_message().c_str());
+        return 1;
+    }
+    std::printf("model_sizes_to_reference_fp32: %.3f\n", model_rate / ref_fp32);
+    std::printf(
+        "RESULT gemm backend=%s width=%d rows=%d model_gflops=%.1f ref_fp32_gflops=%.1f "
+        "ref_tf32_gflops=%.1f ratio_model_to_fp32=%.3f\n",
+        std::string(name_of(backend)).c_str(), width, rows, model_rate / 1e9, ref_fp32 / 1e9,
+        ref_tf32 / 1e9, model_rate / ref_fp32);
     return 0;
 }
 
@@ -203,6 +279,16 @@ int main(int argc, char** argv) {
     allreduce->add_option("--min-bytes", min_bytes, "Smallest size");
     allreduce->add_option("--max-bytes", max_bytes, "Largest size");
     allreduce->add_option("--iters", iters, "Timed iterations per size (0 = adaptive)");
+    std::string backend_name = "cpu";
+    allreduce->add_option("--backend", backend_name, "cpu | cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+    auto* gemm = app.add_subcommand("gemm", "Matrix products at the model's sizes vs a reference");
+    int gemm_width = 1024, gemm_rows = 256;
+    std::string gemm_backend = "cuda";
+    gemm->add_option("--backend", gemm_backend, "cpu | cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+    gemm->add_option("--width", gemm_width, "Model width h")->check(CLI::Range(8, 16384));
+    gemm->add_option("--rows", gemm_rows, "Samples per product")->check(CLI::Range(1, 65536));
     auto* overhead = app.add_subcommand("overhead", "Tracing on vs off");
     int rounds = 5;
     overhead->add_option("--rounds", rounds, "Alternating rounds")->check(CLI::Range(1, 100));
@@ -212,6 +298,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     if (*pipeline) return bench_pipeline(pipeline_steps);
+    if (*gemm) return bench_gemm(*pd::backend_from_name(gemm_backend), gemm_width, gemm_rows);
 
     if (*allreduce) {
         const auto lo = pd::parse_byte_size(min_bytes), hi = pd::parse_byte_size(max_bytes);
@@ -219,7 +306,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "--min-bytes/--max-bytes: need two sizes with min <= max\n");
             return 2;
         }
-        return bench_allreduce(devices, *lo, *hi, iters);
+        return bench_allreduce(*pd::backend_from_name(backend_name), devices, *lo, *hi, iters);
     }
     return bench_overhead(rounds);
 }
