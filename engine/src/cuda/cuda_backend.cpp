@@ -77,6 +77,27 @@ struct SharedState {
     std::vector<std::string> gpu_names;
 };
 
+// Makes `gpu` current for a host-side call and restores the caller's device afterwards, so a
+// host call never leaves a worker thread on another GPU.
+class ScopedDevice {
+  public:
+    explicit ScopedDevice(int gpu) {
+        if (cudaGetDevice(&previous_) != cudaSuccess) {
+            cudaGetLastError();
+            previous_ = -1;
+        }
+        if (previous_ != gpu) PD_CUDA_CHECK(cudaSetDevice(gpu));
+    }
+    ~ScopedDevice() {
+        if (previous_ >= 0) cudaSetDevice(previous_);
+    }
+    ScopedDevice(const ScopedDevice&) = delete;
+    ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+  private:
+    int previous_ = -1;
+};
+
 class CudaStreamBackend;
 // The CUDA stream of the engine stream whose worker thread this is (null on other threads).
 thread_local CudaStreamBackend* tl_stream = nullptr;
@@ -88,9 +109,10 @@ class CudaStreamBackend final : public StreamBackend {
         PD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         PD_CUBLAS_CHECK(cublasCreate(&cublas_));
         PD_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-        // Without TF32, fp32 products are computed in fp32 and match the CPU run.
+        // The default math mode computes fp32 products in fp32 (no TF32 since cuBLAS 11), so
+        // they match the CPU run; TF32 tensor cores only when asked for.
         PD_CUBLAS_CHECK(cublasSetMathMode(
-            cublas_, shared_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+            cublas_, shared_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     }
     ~CudaStreamBackend() override {
         cudaSetDevice(gpu_);
@@ -148,6 +170,7 @@ class CudaOps final : public DeviceOps {
             check_alloc(cudaMallocAsync(&p, bytes, s->stream()), bytes);
             PD_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s->stream()));
         } else {
+            ScopedDevice on(gpu_);
             check_alloc(cudaMalloc(&p, bytes), bytes);
             PD_CUDA_CHECK(cudaMemset(p, 0, bytes));
         }
@@ -155,10 +178,16 @@ class CudaOps final : public DeviceOps {
     }
     void release(float* data) noexcept override {
         if (!data) return;
-        if (CudaStreamBackend* s = stream())
+        if (CudaStreamBackend* s = stream()) {
             cudaFreeAsync(data, s->stream());
-        else
+            return;
+        }
+        try {
+            ScopedDevice on(gpu_);
             cudaFree(data);  // host side: the streams are idle
+        } catch (...) {
+            // Nothing to do in a destructor: the context is gone with the process.
+        }
     }
     void copy(float* dst, const float* src, std::size_t count) override {
         if (!count) return;
@@ -175,8 +204,10 @@ class CudaOps final : public DeviceOps {
         if (CudaStreamBackend* s = stream())
             PD_CUDA_CHECK(cudaMemcpyAsync(dst, host, count * sizeof(float), cudaMemcpyHostToDevice,
                                           s->stream()));
-        else
+        else {
+            ScopedDevice on(gpu_);
             PD_CUDA_CHECK(cudaMemcpy(dst, host, count * sizeof(float), cudaMemcpyHostToDevice));
+        }
     }
     void download(float* host, const float* src, std::size_t count) override {
         if (!count) return;
@@ -185,6 +216,7 @@ class CudaOps final : public DeviceOps {
                                           s->stream()));
             PD_CUDA_CHECK(cudaStreamSynchronize(s->stream()));
         } else {
+            ScopedDevice on(gpu_);
             PD_CUDA_CHECK(cudaMemcpy(host, src, count * sizeof(float), cudaMemcpyDeviceToHost));
         }
     }
@@ -251,6 +283,7 @@ class CudaOps final : public DeviceOps {
             check_alloc(cudaMallocAsync(&p, sizeof(double), s->stream()), sizeof(double));
             PD_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(double), s->stream()));
         } else {
+            ScopedDevice on(gpu_);
             check_alloc(cudaMalloc(&p, sizeof(double)), sizeof(double));
             PD_CUDA_CHECK(cudaMemset(p, 0, sizeof(double)));
         }
@@ -267,7 +300,7 @@ class CudaOps final : public DeviceOps {
                 cudaMemcpyAsync(&value, s, sizeof(double), cudaMemcpyDeviceToHost, st->stream()));
             PD_CUDA_CHECK(cudaStreamSynchronize(st->stream()));
         } else {
-            PD_CUDA_CHECK(cudaSetDevice(gpu_));
+            ScopedDevice on(gpu_);
             PD_CUDA_CHECK(cudaMemcpy(&value, s, sizeof(double), cudaMemcpyDeviceToHost));
         }
         return value;
@@ -276,11 +309,10 @@ class CudaOps final : public DeviceOps {
     void wait_event(const DeviceEvent& event) override { on_stream("wait").wait(event); }
 
   private:
-    // The calling thread's device stream when it is one of this GPU's; otherwise the host,
-    // with this GPU made current.
+    // The calling thread's device stream when it is one of this GPU's; otherwise null: the
+    // host, whose calls make this GPU current for their duration (ScopedDevice).
     CudaStreamBackend* stream() const {
         if (tl_stream && tl_stream->gpu() == gpu_) return tl_stream;
-        if (cudaSetDevice(gpu_) != cudaSuccess) cudaGetLastError();
         return nullptr;
     }
     CudaStreamBackend& on_stream(const char* what) const {
@@ -344,9 +376,13 @@ class CudaDeviceBackend final : public DeviceBackend {
     }
     std::optional<std::pair<std::size_t, std::size_t>> physical_memory() const override {
         std::size_t free_bytes = 0, total_bytes = 0;
-        if (cudaSetDevice(gpu_) != cudaSuccess ||
-            cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-            cudaGetLastError();
+        try {
+            ScopedDevice on(gpu_);
+            if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+                cudaGetLastError();
+                return std::nullopt;
+            }
+        } catch (const Error&) {
             return std::nullopt;
         }
         return std::make_pair(free_bytes, total_bytes);
