@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/cuda_libraries.h"
 #include "pd/error.h"
 #include "pd/optimizer.h"
 #include "pd/run_config.h"
@@ -107,17 +108,17 @@ class CudaStreamBackend final : public StreamBackend {
     CudaStreamBackend(SharedState& shared, int gpu) : shared_(shared), gpu_(gpu) {
         PD_CUDA_CHECK(cudaSetDevice(gpu_));
         PD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        PD_CUBLAS_CHECK(cublasCreate(&cublas_));
-        PD_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+        PD_CUBLAS_CHECK(cuda::cublas().create(&cublas_));
+        PD_CUBLAS_CHECK(cuda::cublas().set_stream(cublas_, stream_));
         // The default math mode computes fp32 products in fp32 (no TF32 since cuBLAS 11), so
         // they match the CPU run; TF32 tensor cores only when asked for.
-        PD_CUBLAS_CHECK(cublasSetMathMode(
+        PD_CUBLAS_CHECK(cuda::cublas().set_math_mode(
             cublas_, shared_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     }
     ~CudaStreamBackend() override {
         cudaSetDevice(gpu_);
         cudaStreamSynchronize(stream_);
-        cublasDestroy(cublas_);
+        cuda::cublas().destroy(cublas_);
         cudaStreamDestroy(stream_);
     }
 
@@ -469,6 +470,8 @@ std::string cuda_unavailable_reason() {
                cudaGetErrorName(status) + ", " + cudaGetErrorString(status) + ")";
     }
     if (count == 0) return "no CUDA GPU is present";
+    std::string why;
+    if (!cuda::load_cublas(&why)) return "the GPU is there but cuBLAS is not: " + why;
     return {};
 }
 

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "cuda/cuda_libraries.h"
 #include "pd/error.h"
 
 namespace pd::cuda::detail {
@@ -20,9 +21,12 @@ namespace pd::cuda::detail {
 
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* call,
                                             const char* file, int line) {
-    throw Error(std::string(call) + " failed: " + cublasGetStatusName(status) + " (" +
-                    cublasGetStatusString(status) + ")",
-                file, line);
+    const CublasLibrary* lib = load_cublas();
+    throw Error(
+        std::string(call) + " failed: " +
+            (lib ? std::string(lib->status_name(status)) + " (" + lib->status_string(status) + ")"
+                 : "cuBLAS status " + std::to_string(static_cast<int>(status))),
+        file, line);
 }
 
 }  // namespace pd::cuda::detail

@@ -208,9 +208,9 @@ void gemm(cublasHandle_t handle, bool trans_a, bool trans_b, int m, int n, int k
     // are not read and C is only scaled by beta).
     const int lda = std::max(1, trans_a ? m : k);
     const int ldb = std::max(1, trans_b ? k : n);
-    PD_CUBLAS_CHECK(cublasSgemm(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
-                                lda, &beta, c, n));
+    PD_CUBLAS_CHECK(cublas().sgemm(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
+                                   lda, &beta, c, n));
 }
 
 void linear_forward(cublasHandle_t handle, cudaStream_t stream, const float* x, const float* w,

@@ -25,13 +25,12 @@ void linear_backward(cublasHandle_t handle, cudaStream_t stream, const float* x,
 
 void gelu_forward(cudaStream_t stream, const float* a, float* g, std::size_t n);
 // da may alias dg.
-void gelu_backward(cudaStream_t stream, const float* a, const float* dg, float* da,
-                   std::size_t n);
+void gelu_backward(cudaStream_t stream, const float* a, const float* dg, float* da, std::size_t n);
 
 // Softmax cross-entropy over `rows` rows of `classes` logits; labels are class indices stored
 // as floats. Adds the summed loss (double) to *loss_sum; dlogits = (p - onehot) * scale.
-void softmax_cross_entropy(cudaStream_t stream, const float* logits, const float* labels,
-                           int rows, int classes, float scale, float* dlogits, double* loss_sum);
+void softmax_cross_entropy(cudaStream_t stream, const float* logits, const float* labels, int rows,
+                           int classes, float scale, float* dlogits, double* loss_sum);
 
 void add_inplace(cudaStream_t stream, float* y, const float* x, std::size_t n);
 // out[r, j] += bias[j] + residual[r, j]
