@@ -25,12 +25,19 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for dep in libqt6widgets6 libqt6sql6-sqlite; do
     grep -q "$dep" <<<"$depends" || { echo "Depends lacks $dep: $depends" >&2; missing=1; }
 done
+tmp=$(mktemp -d)
+dpkg-deb -x "$deb" "$tmp"
+# The binaries must start without CUDA: the runtime is static and cuBLAS opened at run time.
+for bin in paralleldeck paralleldeck-run paralleldeck-bench; do
+    if readelf -d "$tmp/usr/bin/$bin" | grep -E 'NEEDED.*(cuda|cublas|nccl)'; then
+        echo "$bin links a CUDA library dynamically" >&2
+        missing=1
+    fi
+done
 if command -v appstreamcli >/dev/null; then
-    tmp=$(mktemp -d)
-    dpkg-deb -x "$deb" "$tmp"
     appstreamcli validate --no-net --pedantic \
         "$tmp/usr/share/metainfo/io.github.paralleldeck.ParallelDeck.metainfo.xml" || missing=1
-    rm -rf "$tmp"
 fi
+rm -rf "$tmp"
 ((missing == 0)) && echo "package OK: $deb ($(wc -l <<<"$contents") entries)"
 exit $missing
