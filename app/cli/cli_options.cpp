@@ -22,7 +22,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> schedule;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, gbps, timeout;
-    bool no_overlap = false, tf32 = false;
+    bool no_overlap = false, tf32 = false, native_collectives = false;
     RunRequest req;
 
     app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
@@ -52,6 +52,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--backend", backend,
                    "cpu | cuda (CUDA: one device per GPU, or virtual devices sharing one)");
     app.add_flag("--tf32", tf32, "cuda: TF32 matrix products (faster, no longer match the CPU)");
+    app.add_flag("--native-collectives", native_collectives,
+                 "cuda, one GPU per device: whole NCCL collectives (phases not shown)");
     app.add_option("--trace", req.trace_path, "Write Chrome Trace Event JSON (Perfetto)");
     app.add_option("--summary", req.summary_path, "Write the summary JSON");
     app.add_option("--dump-dir", req.dump_dir, "Write initial weights and batches as .npy");
@@ -162,6 +164,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     if (tf32) {
         c.tf32 = true;
         src["tf32"] = "--tf32";
+    }
+    if (native_collectives) {
+        c.native_collectives = true;
+        src["native_collectives"] = "--native-collectives";
     }
     validate(c, src);
     if (const std::string why = backend_unavailable_reason(c.backend); !why.empty())

@@ -31,6 +31,8 @@ QString kind_text(pd::EventKind kind) {
             return QStringLiteral("out of memory");
         case EventKind::copy:
             return QStringLiteral("copy");
+        case EventKind::collective:
+            return QStringLiteral("collective (one NCCL call, phases not visible)");
     }
     return QStringLiteral("event");
 }

@@ -85,6 +85,7 @@ QColor TimelinePalette::color_of(pd::EventKind kind, pd::CollectivePhase phase) 
         case EventKind::all_gather_step:
             return all_gather;
         case EventKind::broadcast:
+        case EventKind::collective:  // a whole library collective: no phase to colour by
             return broadcast;
         case EventKind::send:
         case EventKind::recv:

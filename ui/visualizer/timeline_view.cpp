@@ -68,6 +68,8 @@ QString box_label(const TimelineBox& b, bool wide) {
                                               : QStringLiteral("recv");
         case EventKind::broadcast:
             return QStringLiteral("bcast");
+        case EventKind::collective:
+            return wide ? QStringLiteral("NCCL") : QStringLiteral("C");
         case EventKind::copy:
             return QStringLiteral("copy");
         case EventKind::wait:
@@ -392,6 +394,8 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
         if (p2p) items.push_back({pal.p2p, QStringLiteral("send / recv")});
         if (has(pd::EventKind::broadcast))
             items.push_back({pal.broadcast, QStringLiteral("broadcast")});
+        if (has(pd::EventKind::collective))
+            items.push_back({pal.broadcast, QStringLiteral("NCCL collective")});
         if (has(pd::EventKind::copy)) items.push_back({pal.copy, QStringLiteral("copy")});
         items.push_back({pal.idle, QStringLiteral("idle / waiting")});
         double x = 8;

@@ -8,7 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pd/device.h"
@@ -16,11 +20,17 @@
 
 namespace pd {
 
+class GroupCollectives;
+
 class Communicator {
   public:
     // `members` are the devices of the group in ring order; `group_id` keeps this group's
     // messages apart from other groups' on the same device pairs.
+    // When the members' backend has a library for them (NCCL, each member its own GPU), the
+    // same steps run through it; otherwise data moves through `transport`.
     Communicator(Transport& transport, std::vector<Device*> members, std::uint32_t group_id);
+    ~Communicator();
+    bool uses_library() const { return group_ != nullptr; }
 
     int size() const { return static_cast<int>(members_.size()); }
     int rank_of(int device_id) const;  // throws if not a member
@@ -67,9 +77,22 @@ class Communicator {
     void record(const Ring& ring, const char* op, std::size_t count, int step,
                 std::int64_t start_ns, const std::string& label) const;
 
+    // The library path (see uses_library).
+    void library_ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk,
+                           int recv_chunk, Combine combine, TraceEvent& event);
+    bool library_native_call(const Ring& ring, const char* op, float* data, std::size_t count,
+                             int step);
+    // Flow ids pairing the n-th send on a channel with its n-th receive, when no message
+    // carries one from sender to receiver.
+    std::uint64_t library_flow_id(int src, int dst, std::uint32_t subtag, bool sending);
+
     Transport& transport_;
     std::vector<Device*> members_;
     std::uint64_t tag_;
+    std::unique_ptr<GroupCollectives> group_;
+    std::mutex flow_mutex_;
+    std::map<std::tuple<int, int, std::uint32_t>, std::uint64_t> sends_, recvs_;
+    std::map<std::tuple<int, int, std::uint32_t, std::uint64_t>, std::uint64_t> flows_;
 };
 
 }  // namespace pd

@@ -75,6 +75,9 @@ struct RunConfig {
     // a GPU run matches the CPU run.
     BackendKind backend = BackendKind::cpu;
     bool tf32 = false;
+    // CUDA, each device its own GPU: whole NCCL collectives in one call each instead of the
+    // explicit ring of NCCL send/recv steps (faster; the phases are then not visible).
+    bool native_collectives = false;
     double collective_timeout_s = 30.0;
 
     double effective_lr() const;

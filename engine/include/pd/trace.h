@@ -27,7 +27,8 @@ enum class EventKind {
     recv,
     wait,
     oom,
-    copy,  // parameter/gradient staging on one device
+    copy,        // parameter/gradient staging on one device
+    collective,  // a whole collective in one library call (NCCL): its phases are not visible
 };
 std::string_view name_of(EventKind k);
 bool is_compute(EventKind k);

@@ -32,6 +32,26 @@ class StreamBackend {
     virtual void synchronize() = 0;
 };
 
+// Collectives over a group of devices by a library of the backend's (NCCL when each device
+// is its own GPU), one call per rank, made on that rank's stream thread. The communicator's
+// explicit ring uses `exchange` for each step (so every phase is still a traced event);
+// `native` groups run whole collectives in one call instead (reduce-scatter and all-gather
+// need equal chunks: count divisible by the group size).
+class GroupCollectives {
+  public:
+    virtual ~GroupCollectives() = default;
+    virtual bool native() const = 0;
+    // One ring step: send to rank `to` and receive `recv_count` floats from rank `from`.
+    virtual void exchange(int rank, const float* send, std::size_t send_count, int to, float* recv,
+                          std::size_t recv_count, int from) = 0;
+    virtual void send(int rank, const float* data, std::size_t count, int to) = 0;
+    virtual void recv(int rank, float* data, std::size_t count, int from) = 0;
+    virtual void all_reduce(int rank, float* data, std::size_t count) = 0;
+    virtual void reduce_scatter(int rank, float* data, std::size_t count) = 0;
+    virtual void all_gather(int rank, float* data, std::size_t count) = 0;
+    virtual void broadcast(int rank, float* data, std::size_t count, int root) = 0;
+};
+
 class DeviceBackend {
   public:
     virtual ~DeviceBackend() = default;
@@ -44,6 +64,12 @@ class DeviceBackend {
     virtual void resolve_times(std::vector<TraceEvent>& /*events*/,
                                std::vector<CollectiveRecord>& /*collectives*/,
                                std::vector<MemorySample>& /*samples*/) {}
+    // A library group over `members` (this device first or not, in rank order), or null when
+    // the backend has none for them: the communicator then moves data itself (transport).
+    virtual std::unique_ptr<GroupCollectives> make_group_collectives(
+        const std::vector<DeviceBackend*>& /*members*/) {
+        return nullptr;
+    }
     // Free and total memory of the GPU behind this device, when there is one.
     virtual std::optional<std::pair<std::size_t, std::size_t>> physical_memory() const {
         return std::nullopt;

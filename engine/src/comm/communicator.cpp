@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/device_backend.h"
 #include "backend/device_ops.h"
 #include "pd/error.h"
 #include "pd/run_context.h"
@@ -55,6 +56,68 @@ Communicator::Communicator(Transport& transport, std::vector<Device*> members,
     : transport_(transport), members_(std::move(members)), tag_(std::uint64_t{group_id} << 32) {
     if (members_.empty())
         throw Error("a communicator needs at least one device", __FILE__, __LINE__);
+    if (members_.size() > 1) {
+        std::vector<DeviceBackend*> backends;
+        for (Device* d : members_) backends.push_back(&d->backend());
+        group_ = backends.front()->make_group_collectives(backends);
+    }
+}
+
+Communicator::~Communicator() = default;
+
+std::uint64_t Communicator::library_flow_id(int src, int dst, std::uint32_t subtag, bool sending) {
+    std::lock_guard lock(flow_mutex_);
+    const auto channel = std::make_tuple(src, dst, subtag);
+    const std::uint64_t seq = (sending ? sends_ : recvs_)[channel]++;
+    const auto key = std::make_tuple(src, dst, subtag, seq);
+    auto it = flows_.find(key);
+    if (it == flows_.end())  // first of the pair: pick the id; the other side takes it
+        return flows_[key] = transport_.context().next_flow_id();
+    const std::uint64_t id = it->second;
+    flows_.erase(it);
+    return id;
+}
+
+void Communicator::library_ring_step(const Ring& ring, float* data, std::size_t count,
+                                     int send_chunk, int recv_chunk, Combine combine,
+                                     TraceEvent& event) {
+    const std::size_t sb = chunk_begin(count, ring.n, send_chunk);
+    const std::size_t se = chunk_end(count, ring.n, send_chunk);
+    const std::size_t rb = chunk_begin(count, ring.n, recv_chunk);
+    const std::size_t m = chunk_end(count, ring.n, recv_chunk) - rb;
+    // The incoming chunk lands in staging, then is added (or copied) in place; staging is
+    // communication memory for the length of the step.
+    Buffer staging(ring.device.memory(), MemoryCategory::communication, m);
+    group_->exchange(ring.rank, data + sb, se - sb, wrap(ring.rank + 1, ring.n), staging.data(), m,
+                     wrap(ring.rank - 1, ring.n));
+    if (combine == Combine::add)
+        ring.device.ops().add(data + rb, staging.data(), m);
+    else
+        ring.device.ops().copy(data + rb, staging.data(), m);
+    event.end_ns = ring.stream.now_ns();
+}
+
+bool Communicator::library_native_call(const Ring& ring, const char* op, float* data,
+                                       std::size_t count, int step) {
+    if (!group_ || !group_->native()) return false;
+    const std::string name = op;
+    const bool even = count % static_cast<std::size_t>(ring.n) == 0;
+    if (name != "all_reduce" && !even) return false;  // NCCL needs equal chunks: ring steps
+    TraceEvent event;
+    event.kind = EventKind::collective;
+    event.label = "NCCL " + name;
+    event.step = step;
+    event.bytes = count * sizeof(float);
+    event.start_ns = ring.stream.now_ns();
+    if (name == "all_reduce")
+        group_->all_reduce(ring.rank, data, count);
+    else if (name == "reduce_scatter")
+        group_->reduce_scatter(ring.rank, data, count);
+    else
+        group_->all_gather(ring.rank, data, count);
+    event.end_ns = ring.stream.now_ns();
+    ring.stream.add_event(std::move(event));
+    return true;
 }
 
 int Communicator::rank_of(int device_id) const {
@@ -118,6 +181,11 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     event.peer = ring.right_device;
     event.bytes = (se - sb) * sizeof(float);
     event.start_ns = ring.stream.now_ns();
+    if (group_) {
+        library_ring_step(ring, data, count, send_chunk, recv_chunk, combine, event);
+        ring.stream.add_event(std::move(event));
+        return;
+    }
 
     transport_.send(ring.self_device, ring.right_device, tag_, ring.device.ops(), data + sb,
                     se - sb, ring.stream.now_ns(), 0);
@@ -167,7 +235,12 @@ void Communicator::ring_collective(int device_id, const char* op, bool reduce, b
                                    const std::string& label) {
     const Ring ring = ring_for(device_id);
     const std::int64_t start = ring.stream.now_ns();
-    if (ring.n > 1) {
+    if (ring.n > 1 && library_native_call(ring, op, data, count, step)) {
+        // one library call, recorded as one event
+    } else if (ring.n > 1 && group_) {
+        if (reduce) reduce_scatter_steps(ring, data, count, step, 0);
+        if (gather) all_gather_steps(ring, data, count, step, 0);
+    } else if (ring.n > 1) {
         StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
         if (reduce) reduce_scatter_steps(ring, data, count, step, 0);
         if (gather) all_gather_steps(ring, data, count, step, 0);
@@ -198,7 +271,17 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
                         std::to_string(ring.n),
                     __FILE__, __LINE__);
     const std::int64_t start = ring.stream.now_ns();
-    if (ring.n > 1) {
+    if (ring.n > 1 && group_) {
+        TraceEvent event;
+        event.kind = EventKind::broadcast;
+        event.label = "NCCL broadcast";
+        event.step = step;
+        event.bytes = count * sizeof(float);
+        event.start_ns = ring.stream.now_ns();
+        group_->broadcast(ring.rank, data, count, root_rank);
+        event.end_ns = ring.stream.now_ns();
+        ring.stream.add_event(std::move(event));
+    } else if (ring.n > 1) {
         StagingGuard staging(ring.device.memory(), count * sizeof(float));
         // A chain along the ring: position 0 is the root, the last position only receives.
         const int position = wrap(ring.rank - root_rank, ring.n);
@@ -257,8 +340,16 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     event.step = step;
     event.peer = peer_device;
     event.bytes = count * sizeof(float);
-    event.flow_id = transport_.context().next_flow_id();
     event.flow_source = true;
+    if (group_) {
+        event.flow_id = library_flow_id(device_id, peer_device, subtag, true);
+        event.start_ns = ring.stream.now_ns();
+        group_->send(ring.rank, data, count, rank_of(peer_device));
+        event.end_ns = ring.stream.now_ns();
+        ring.stream.add_event(std::move(event));
+        return;
+    }
+    event.flow_id = transport_.context().next_flow_id();
     event.start_ns = ring.stream.now_ns();
     transport_.send(device_id, peer_device, tag_ | subtag, ring.device.ops(), data, count,
                     ring.stream.now_ns(), event.flow_id);
@@ -269,13 +360,28 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
 void Communicator::recv(int device_id, int peer_device, float* data, std::size_t count, int step,
                         const std::string& label, bool accumulate, std::uint32_t subtag) {
     const Ring ring = ring_for(device_id);
-    StagingGuard staging(ring.device.memory(), count * sizeof(float));
     TraceEvent event;
     event.kind = EventKind::recv;
     event.label = label;
     event.step = step;
     event.peer = peer_device;
     event.bytes = count * sizeof(float);
+    if (group_) {
+        // The library's receive also waits for the sender on the GPU: one event for both.
+        event.flow_id = library_flow_id(peer_device, device_id, subtag, false);
+        event.start_ns = ring.stream.now_ns();
+        if (accumulate) {
+            Buffer staging(ring.device.memory(), MemoryCategory::communication, count);
+            group_->recv(ring.rank, staging.data(), count, rank_of(peer_device));
+            ring.device.ops().add(data, staging.data(), count);
+        } else {
+            group_->recv(ring.rank, data, count, rank_of(peer_device));
+        }
+        event.end_ns = ring.stream.now_ns();
+        ring.stream.add_event(std::move(event));
+        return;
+    }
+    StagingGuard staging(ring.device.memory(), count * sizeof(float));
     const std::int64_t began = ring.stream.now_ns();
     Message message = transport_.recv(peer_device, device_id, tag_ | subtag,
                                       "device " + std::to_string(device_id) + " " + label +

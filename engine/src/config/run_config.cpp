@@ -207,6 +207,8 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
              "'device' times CPU threads; a CUDA run is timed by CUDA events on each stream "
              "(use wall or auto)");
     if (c.tf32 && c.backend != BackendKind::cuda) fail("tf32", "applies to the CUDA backend only");
+    if (c.native_collectives && c.backend != BackendKind::cuda)
+        fail("native_collectives", "applies to the CUDA backend only (NCCL)");
 }
 
 ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads) {

@@ -150,12 +150,14 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.backend = *kind;
         } else if (key == "tf32")
             c.tf32 = r.boolean();
+        else if (key == "native_collectives")
+            c.native_collectives = r.boolean();
         else
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32)");
+                "pp, tp, backend, tf32, native_collectives)");
     }
 }
 
@@ -189,6 +191,7 @@ std::string scenario_json(const RunConfig& c) {
     j["chunks"] = c.chunks;
     j["backend"] = std::string(name_of(c.backend));
     if (c.tf32) j["tf32"] = true;
+    if (c.native_collectives) j["native_collectives"] = true;
     if (c.strategy == StrategyKind::hybrid) {
         j["dp"] = c.mesh.dp;
         j["pp"] = c.mesh.pp;

@@ -1,15 +1,20 @@
 #include "cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_libraries.h"
+#if PD_HAVE_NCCL
+#include "cuda/nccl_group.h"
+#endif
 #include "pd/error.h"
 #include "pd/optimizer.h"
 #include "pd/run_config.h"
@@ -70,8 +75,13 @@ class MarkTable {
 };
 
 struct SharedState {
+    RunContext* ctx = nullptr;
     int gpus = 0;
     bool tf32 = false;
+    bool native_collectives = false;
+#if PD_HAVE_NCCL
+    cuda::NcclRegistry nccl;
+#endif
     MarkTable marks;
     std::vector<cudaEvent_t> bases;          // per GPU: the run's time origin on that GPU
     std::vector<std::int64_t> base_wall_ns;  // the run's wall clock at that origin
@@ -141,13 +151,39 @@ class CudaStreamBackend final : public StreamBackend {
             PD_CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(event.get()), 0));
     }
     void synchronize() override {
-        PD_CUDA_CHECK(cudaSetDevice(gpu_));
+        ScopedDevice on(gpu_);
+        drain();
+    }
+    // Waits until the queue is empty. With NCCL in the run, an NCCL kernel may wait for a
+    // peer that failed and will never call: then poll, and abort every communicator once the
+    // run is aborted or NCCL reports an error, so the queue drains instead of hanging.
+    void drain() {
+#if PD_HAVE_NCCL
+        if (!shared_.nccl.empty()) {
+            for (;;) {
+                const cudaError_t status = cudaStreamQuery(stream_);
+                if (status == cudaSuccess) return;
+                if (status != cudaErrorNotReady) PD_CUDA_CHECK(status);
+                if (const std::string error = shared_.nccl.async_error(); !error.empty())
+                    shared_.ctx->abort(
+                        std::make_exception_ptr(Error("NCCL: " + error, __FILE__, __LINE__)));
+                if (shared_.ctx->aborted()) shared_.nccl.abort_all();
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+        }
+#endif
         PD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
-    int gpu() const { return gpu_; }
-    cudaStream_t stream() const { return stream_; }
-    cublasHandle_t cublas() const { return cublas_; }
+    int gpu() const {
+        return gpu_;
+    }
+    cudaStream_t stream() const {
+        return stream_;
+    }
+    cublasHandle_t cublas() const {
+        return cublas_;
+    }
 
   private:
     SharedState& shared_;
@@ -215,7 +251,7 @@ class CudaOps final : public DeviceOps {
         if (CudaStreamBackend* s = stream()) {
             PD_CUDA_CHECK(cudaMemcpyAsync(host, src, count * sizeof(float), cudaMemcpyDeviceToHost,
                                           s->stream()));
-            PD_CUDA_CHECK(cudaStreamSynchronize(s->stream()));
+            s->drain();
         } else {
             ScopedDevice on(gpu_);
             PD_CUDA_CHECK(cudaMemcpy(host, src, count * sizeof(float), cudaMemcpyDeviceToHost));
@@ -299,7 +335,7 @@ class CudaOps final : public DeviceOps {
         if (CudaStreamBackend* st = stream()) {
             PD_CUDA_CHECK(
                 cudaMemcpyAsync(&value, s, sizeof(double), cudaMemcpyDeviceToHost, st->stream()));
-            PD_CUDA_CHECK(cudaStreamSynchronize(st->stream()));
+            st->drain();
         } else {
             ScopedDevice on(gpu_);
             PD_CUDA_CHECK(cudaMemcpy(&value, s, sizeof(double), cudaMemcpyDeviceToHost));
@@ -375,6 +411,34 @@ class CudaDeviceBackend final : public DeviceBackend {
         }
         for (MemorySample& s : samples) s.t_ns = at(s.t_ns);
     }
+    std::unique_ptr<GroupCollectives> make_group_collectives(
+        const std::vector<DeviceBackend*>& members) override {
+#if PD_HAVE_NCCL
+        std::vector<int> gpus;
+        for (DeviceBackend* m : members) {
+            const auto* cuda_member = dynamic_cast<const CudaDeviceBackend*>(m);
+            if (!cuda_member) return nullptr;
+            gpus.push_back(cuda_member->gpu_);
+        }
+        // NCCL refuses two ranks on one GPU: virtual devices move data themselves.
+        std::vector<int> sorted = gpus;
+        std::sort(sorted.begin(), sorted.end());
+        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return nullptr;
+        if (!cuda::nccl_unavailable_reason().empty()) return nullptr;
+        return cuda::make_nccl_group(
+            gpus, shared_.native_collectives, shared_.nccl, [gpus](int rank) {
+                const int gpu = gpus[static_cast<std::size_t>(rank)];
+                if (!tl_stream || tl_stream->gpu() != gpu)
+                    throw Error("an NCCL call for cuda:" + std::to_string(gpu) +
+                                    " must run on one of its streams",
+                                __FILE__, __LINE__);
+                return tl_stream->stream();
+            });
+#else
+        (void)members;
+        return nullptr;
+#endif
+    }
     std::optional<std::pair<std::size_t, std::size_t>> physical_memory() const override {
         std::size_t free_bytes = 0, total_bytes = 0;
         try {
@@ -400,8 +464,10 @@ class CudaDeviceBackend final : public DeviceBackend {
 class CudaRunBackend final : public RunBackend {
   public:
     CudaRunBackend(const RunConfig& config, RunContext& ctx, int gpus) {
+        shared_.ctx = &ctx;
         shared_.gpus = gpus;
         shared_.tf32 = config.tf32;
+        shared_.native_collectives = config.native_collectives;
         const int used = std::min(gpus, config.devices);
         for (int g = 0; g < used; ++g) {
             cudaDeviceProp prop{};

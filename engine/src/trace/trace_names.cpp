@@ -26,6 +26,8 @@ std::string_view name_of(EventKind k) {
             return "oom";
         case EventKind::copy:
             return "copy";
+        case EventKind::collective:
+            return "collective";
     }
     return "?";
 }
@@ -36,7 +38,8 @@ bool is_compute(EventKind k) {
 
 bool is_communication(EventKind k) {
     return k == EventKind::reduce_scatter_step || k == EventKind::all_gather_step ||
-           k == EventKind::broadcast || k == EventKind::send || k == EventKind::recv;
+           k == EventKind::broadcast || k == EventKind::send || k == EventKind::recv ||
+           k == EventKind::collective;
 }
 
 std::string_view name_of(StreamKind s) {
