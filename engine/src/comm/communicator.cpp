@@ -391,7 +391,9 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
                         std::to_string(message.payload->count) + " elements, expected " +
                         std::to_string(count),
                     __FILE__, __LINE__);
-    // Waiting for the sender is idle time; the recv itself is the transfer over the link.
+    // Waiting for the sender is idle time; the recv itself is the transfer over the link. A
+    // GPU queue waits for the sender's copy here, so its wait also shows as idle.
+    ring.device.ops().wait_event(message.payload->ready);
     ring.stream.idle_until(began, message.sent_at_ns, "wait for " + label, step);
     event.flow_id = message.flow_id;
     event.start_ns = ring.stream.now_ns();
