@@ -21,6 +21,10 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         << (config.devices == 1 ? "" : "s") << ", clock " << name_of(result.trace.clock)
         << (config.clock == ClockMode::automatic ? " (auto)" : "") << ", link "
         << config.link.latency_us << " us + " << config.link.gbps << " GB/s\n";
+    if (config.backend == BackendKind::cuda && !result.trace.device_names.empty())
+        out << "backend cuda: " << result.trace.device_names.front()
+            << (config.devices > 1 ? " ..." : "") << (config.tf32 ? ", TF32 on" : ", TF32 off")
+            << "\n";
     out << "model " << config.layers << " blocks x width " << config.width << ", batch "
         << config.batch << ", " << name_of(config.optimizer) << " lr " << config.effective_lr()
         << "\n";

@@ -113,6 +113,7 @@ std::string chrome_trace_json(const Trace& trace) {
     root["displayTimeUnit"] = "ms";
     root["otherData"] = {{"producer", "ParallelDeck"},
                          {"clock", std::string(name_of(trace.clock))},
+                         {"backend", std::string(name_of(trace.backend))},
                          {"link_latency_us", trace.link.latency_us},
                          {"link_gbps", trace.link.gbps}};
     return root.dump();
