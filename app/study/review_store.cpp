@@ -1,7 +1,5 @@
 #include "review_store.h"
 
-#include <cmath>
-
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -56,6 +54,18 @@ FsrsTimePoint fromUs(qint64 us) {
         std::chrono::duration_cast<FsrsClock::duration>(std::chrono::microseconds(us)));
 }
 
+// An optional field of a stored schedule: absent leaves `out` alone; present, it must be a
+// finite number in [lo, hi], else the row is damaged (false).
+bool readBounded(const QJsonObject& o, const QString& key, double lo, double hi,
+                 std::optional<double>& out) {
+    if (!o.contains(key)) return true;
+    const QJsonValue v = o.value(key);
+    const double d = v.toDouble();
+    if (!v.isDouble() || !std::isfinite(d) || d < lo || d > hi) return false;
+    out = d;
+    return true;
+}
+
 // A stored schedule that does not parse into a usable FSRS state (a damaged row, a hand
 // edit) is treated as absent: the card starts over as new instead of feeding NaN or a zero
 // stability into the scheduler.
@@ -74,19 +84,11 @@ std::optional<CardSchedule> scheduleFromJson(const QString& text) {
     s.fsrs.step = o.contains(QStringLiteral("step"))
                       ? std::optional<int>(o.value(QStringLiteral("step")).toInt())
                       : std::nullopt;
-    if (o.contains(QStringLiteral("stability"))) {
-        const QJsonValue v = o.value(QStringLiteral("stability"));
-        if (!v.isDouble() || !(v.toDouble() >= kFsrsStabilityMin) || !std::isfinite(v.toDouble()))
-            return std::nullopt;
-        s.fsrs.stability = v.toDouble();
-    }
-    if (o.contains(QStringLiteral("difficulty"))) {
-        const QJsonValue v = o.value(QStringLiteral("difficulty"));
-        if (!v.isDouble() || !(v.toDouble() >= kFsrsMinDifficulty) ||
-            !(v.toDouble() <= kFsrsMaxDifficulty))
-            return std::nullopt;
-        s.fsrs.difficulty = v.toDouble();
-    }
+    if (!readBounded(o, QStringLiteral("stability"), kFsrsStabilityMin,
+                     std::numeric_limits<double>::max(), s.fsrs.stability) ||
+        !readBounded(o, QStringLiteral("difficulty"), kFsrsMinDifficulty, kFsrsMaxDifficulty,
+                     s.fsrs.difficulty))
+        return std::nullopt;
     bool ok = false;
     s.fsrs.due = fromUs(o.value(QStringLiteral("due_us")).toString().toLongLong(&ok));
     if (!ok) return std::nullopt;
