@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include "engine/crafted_collectives.h"
 #include "pd/communicator.h"
 #include "pd/run_context.h"
 
@@ -38,10 +39,6 @@ struct Group {
     }
 };
 
-float crafted(int rank, std::size_t i) {
-    return static_cast<float>(rank * 1000 + int(i % 97));
-}
-
 }  // namespace
 
 class TestCollectives : public QObject {
@@ -60,37 +57,20 @@ class TestCollectives : public QObject {
         QFETCH(int, count);
         const auto cnt = static_cast<std::size_t>(count);
         Group g(n);
-        std::vector<std::vector<float>> ar(n, std::vector<float>(cnt)), rs = ar, ag = ar, bc = ar;
-        for (int r = 0; r < n; ++r)
-            for (std::size_t i = 0; i < cnt; ++i) {
-                ar[r][i] = rs[r][i] = crafted(r, i);
-                bc[r][i] = r == n - 1 ? crafted(7, i) : -1.0f;
-            }
-        // all_gather: member r contributes its own chunk only.
-        for (int r = 0; r < n; ++r)
-            for (std::size_t i = Communicator::chunk_begin(cnt, n, r);
-                 i < Communicator::chunk_end(cnt, n, r); ++i)
-                ag[r][i] = crafted(r, i);
+        pd::test::CraftedCollectives c(n, cnt);
         g.run([&](int r) {
-            g.comm->all_reduce(r, ar[r].data(), cnt, 0);
-            g.comm->reduce_scatter(r, rs[r].data(), cnt, 0);
-            g.comm->all_gather(r, ag[r].data(), cnt, 0);
-            g.comm->broadcast(r, bc[r].data(), cnt, n - 1, 0);
+            const auto ri = static_cast<std::size_t>(r);
+            g.comm->all_reduce(r, c.all_reduce[ri].data(), cnt, 0);
+            g.comm->reduce_scatter(r, c.reduce_scatter[ri].data(), cnt, 0);
+            g.comm->all_gather(r, c.all_gather[ri].data(), cnt, 0);
+            g.comm->broadcast(r, c.broadcast[ri].data(), cnt, n - 1, 0);
         });
         QVERIFY2(!g.ctx.aborted(), g.ctx.first_error_message().c_str());
+        c.verify();
+        if (QTest::currentTestFailed()) return;
 
-        for (int r = 0; r < n; ++r) {
-            for (std::size_t i = 0; i < cnt; ++i) {
-                float sum = 0;
-                for (int q = 0; q < n; ++q) sum += crafted(q, i);
-                QCOMPARE(ar[r][i], sum);
-                QCOMPARE(bc[r][i], crafted(7, i));
-                int owner = 0;
-                while (i >= Communicator::chunk_end(cnt, n, owner)) ++owner;
-                QCOMPARE(ag[r][i], crafted(owner, i));
-                if (owner == r) QCOMPARE(rs[r][i], sum);
-            }
-            // Exactly n-1 reduce-scatter and n-1 all-gather steps per all-reduce, then n-1
+        for (int r = 0; r < n;
+             ++r) {  // Exactly n-1 reduce-scatter and n-1 all-gather steps per all-reduce, then n-1
             // more of each for the standalone collectives.
             int rs_steps = 0, ag_steps = 0;
             for (const auto& e : g.events(r)) {

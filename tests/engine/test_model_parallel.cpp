@@ -165,7 +165,7 @@ class TestModelParallel : public QObject {
             c.layers = 8;
             c.width = 256;
             c.batch = 256;  // 32 rows per micro-batch: compute dominates per-op overheads
-            c.steps = 6;  // the measured bubble is the median over steps
+            c.steps = 6;    // the measured bubble is the median over steps
             c.optimizer = OptimizerKind::sgd;
             c.clock = ClockMode::device;
             return c;

@@ -9,6 +9,7 @@
 
 #include "backend/device_backend.h"
 #include "backend/device_ops.h"
+#include "engine/crafted_collectives.h"
 #include "engine/engine_test_support.h"
 #include "pd/communicator.h"
 #include "pd/run.h"
@@ -75,10 +76,6 @@ struct GpuGroup {
         for (auto& dev : devices) dev->comm().synchronize();
     }
 };
-
-float crafted(int rank, std::size_t i) {
-    return static_cast<float>(rank * 1000 + int(i % 97));
-}
 
 }  // namespace
 
@@ -172,59 +169,26 @@ class TestGpuBackend : public QObject {
         QFETCH(int, count);
         const auto cnt = static_cast<std::size_t>(count);
         GpuGroup g(n);
-        std::vector<std::vector<float>> host(n, std::vector<float>(cnt));
-        std::vector<Buffer> ar(n), rs(n), ag(n), bc(n);
-        std::vector<std::vector<float>> ar_out(n), rs_out(n), ag_out(n), bc_out(n);
+        // Each member uploads its crafted input, runs the collectives on its comm stream and
+        // downloads the results in place of the inputs.
+        pd::test::CraftedCollectives c(n, cnt);
         g.run([&](int r) {
             Device& dev = *g.devices[static_cast<std::size_t>(r)];
-            DeviceOps& ops = dev.ops();
-            std::vector<float> mine(cnt), own_chunk(cnt, 0.0f), root(cnt, -1.0f);
-            for (std::size_t i = 0; i < cnt; ++i) {
-                mine[i] = crafted(r, i);
-                if (r == n - 1) root[i] = crafted(7, i);
-            }
-            for (std::size_t i = Communicator::chunk_begin(cnt, n, r);
-                 i < Communicator::chunk_end(cnt, n, r); ++i)
-                own_chunk[i] = crafted(r, i);
-            auto make = [&](const std::vector<float>& v) {
+            const auto ri = static_cast<std::size_t>(r);
+            auto on_device = [&](std::vector<float>& host, auto&& collective) {
                 Buffer b(dev.memory(), MemoryCategory::communication, cnt);
-                ops.upload(b.data(), v.data(), cnt);
-                return b;
+                dev.ops().upload(b.data(), host.data(), cnt);
+                collective(b.data());
+                host = b.to_host();
             };
-            ar[r] = make(mine);
-            rs[r] = make(mine);
-            ag[r] = make(own_chunk);
-            bc[r] = make(root);
-            g.comm->all_reduce(r, ar[r].data(), cnt, 0);
-            g.comm->reduce_scatter(r, rs[r].data(), cnt, 0);
-            g.comm->all_gather(r, ag[r].data(), cnt, 0);
-            g.comm->broadcast(r, bc[r].data(), cnt, n - 1, 0);
-            ar_out[r] = ar[r].to_host();
-            rs_out[r] = rs[r].to_host();
-            ag_out[r] = ag[r].to_host();
-            bc_out[r] = bc[r].to_host();
-            ar[r].reset();
-            rs[r].reset();
-            ag[r].reset();
-            bc[r].reset();
+            on_device(c.all_reduce[ri], [&](float* d) { g.comm->all_reduce(r, d, cnt, 0); });
+            on_device(c.reduce_scatter[ri],
+                      [&](float* d) { g.comm->reduce_scatter(r, d, cnt, 0); });
+            on_device(c.all_gather[ri], [&](float* d) { g.comm->all_gather(r, d, cnt, 0); });
+            on_device(c.broadcast[ri], [&](float* d) { g.comm->broadcast(r, d, cnt, n - 1, 0); });
         });
         QVERIFY2(!g.ctx.aborted(), g.ctx.first_error_message().c_str());
-        for (int r = 0; r < n; ++r)
-            for (std::size_t i = 0; i < cnt; ++i) {
-                float sum = 0;
-                for (int k = 0; k < n; ++k) sum += crafted(k, i);
-                QCOMPARE(ar_out[r][i], sum);
-                const int owner = [&] {
-                    for (int k = 0; k < n; ++k)
-                        if (i >= Communicator::chunk_begin(cnt, n, k) &&
-                            i < Communicator::chunk_end(cnt, n, k))
-                            return k;
-                    return -1;
-                }();
-                if (owner == r) QCOMPARE(rs_out[r][i], sum);
-                QCOMPARE(ag_out[r][i], crafted(owner, i));
-                QCOMPARE(bc_out[r][i], crafted(7, i));
-            }
+        c.verify();
     }
 
     // Four devices share the GPU, each with a 1 MiB budget: the run stops with the same
