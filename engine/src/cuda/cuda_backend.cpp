@@ -201,17 +201,8 @@ class CudaOps final : public DeviceOps {
     explicit CudaOps(int gpu) : gpu_(gpu) {}
 
     float* allocate(std::size_t count) override {
-        void* p = nullptr;
-        const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(float);
-        if (CudaStreamBackend* s = stream()) {
-            check_alloc(cudaMallocAsync(&p, bytes, s->stream()), bytes);
-            PD_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s->stream()));
-        } else {
-            ScopedDevice on(gpu_);
-            check_alloc(cudaMalloc(&p, bytes), bytes);
-            PD_CUDA_CHECK(cudaMemset(p, 0, bytes));
-        }
-        return static_cast<float*>(p);
+        return static_cast<float*>(
+            allocate_zeroed(std::max<std::size_t>(count, 1) * sizeof(float)));
     }
     void release(float* data) noexcept override {
         if (!data) return;
@@ -315,16 +306,7 @@ class CudaOps final : public DeviceOps {
                     st.eps, st.weight_decay, step, inv_sqrt_bc2);
     }
     double* allocate_scalar() override {
-        void* p = nullptr;
-        if (CudaStreamBackend* s = stream()) {
-            check_alloc(cudaMallocAsync(&p, sizeof(double), s->stream()), sizeof(double));
-            PD_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(double), s->stream()));
-        } else {
-            ScopedDevice on(gpu_);
-            check_alloc(cudaMalloc(&p, sizeof(double)), sizeof(double));
-            PD_CUDA_CHECK(cudaMemset(p, 0, sizeof(double)));
-        }
-        return static_cast<double*>(p);
+        return static_cast<double*>(allocate_zeroed(sizeof(double)));
     }
     void release_scalar(double* s) noexcept override { release(reinterpret_cast<float*>(s)); }
     void zero_scalar(double* s) override {
@@ -359,6 +341,19 @@ class CudaOps final : public DeviceOps {
                             " must run on one of that GPU's device streams",
                         __FILE__, __LINE__);
         return *s;
+    }
+    // Stream-ordered on a device stream, plain (synchronous) on the host.
+    void* allocate_zeroed(std::size_t bytes) {
+        void* p = nullptr;
+        if (CudaStreamBackend* s = stream()) {
+            check_alloc(cudaMallocAsync(&p, bytes, s->stream()), bytes);
+            PD_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s->stream()));
+        } else {
+            ScopedDevice on(gpu_);
+            check_alloc(cudaMalloc(&p, bytes), bytes);
+            PD_CUDA_CHECK(cudaMemset(p, 0, bytes));
+        }
+        return p;
     }
     void check_alloc(cudaError_t status, std::size_t bytes) const {
         if (status == cudaSuccess) return;

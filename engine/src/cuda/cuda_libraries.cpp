@@ -24,40 +24,70 @@ bool bind(void* handle, const char* name, F& slot, std::string& error) {
     return slot != nullptr;
 }
 
-struct LoadedCublas {
-    CublasLibrary table;
+// A library's function table, opened once per process: `bind_all` fills the table.
+template <class Table>
+struct LoadedLibrary {
+    Table table;
     std::string error;
     bool ok = false;
 
-    LoadedCublas() {
-        const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-        void* h = open_library(name, "libcublas.so", error);
+    template <class BindAll>
+    LoadedLibrary(const std::string& versioned, const std::string& plain, BindAll bind_all) {
+        void* h = open_library(versioned, plain, error);
         if (!h) {
-            error = "cannot open " + name + " (" + error + ")";
+            error = "cannot open " + versioned + " (" + error + ")";
             return;
         }
-        ok = bind(h, "cublasCreate_v2", table.create, error) &&
-             bind(h, "cublasDestroy_v2", table.destroy, error) &&
-             bind(h, "cublasSetStream_v2", table.set_stream, error) &&
-             bind(h, "cublasSetMathMode", table.set_math_mode, error) &&
-             bind(h, "cublasSgemm_v2", table.sgemm, error) &&
-             bind(h, "cublasGetStatusName", table.status_name, error) &&
-             bind(h, "cublasGetStatusString", table.status_string, error);
-        if (!ok) error = name + ": " + error;
+        ok = bind_all(h, table, error);
+        if (!ok) error = versioned + ": " + error;
+    }
+
+    const Table* get(std::string* why) const {
+        if (!ok && why) *why = error;
+        return ok ? &table : nullptr;
     }
 };
 
-const LoadedCublas& loaded_cublas() {
-    static const LoadedCublas loaded;
+const LoadedLibrary<CublasLibrary>& loaded_cublas() {
+    static const LoadedLibrary<CublasLibrary> loaded(
+        "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR), "libcublas.so",
+        [](void* h, CublasLibrary& t, std::string& e) {
+            return bind(h, "cublasCreate_v2", t.create, e) &&
+                   bind(h, "cublasDestroy_v2", t.destroy, e) &&
+                   bind(h, "cublasSetStream_v2", t.set_stream, e) &&
+                   bind(h, "cublasSetMathMode", t.set_math_mode, e) &&
+                   bind(h, "cublasSgemm_v2", t.sgemm, e) &&
+                   bind(h, "cublasGetStatusName", t.status_name, e) &&
+                   bind(h, "cublasGetStatusString", t.status_string, e);
+        });
     return loaded;
 }
+
+#if PD_HAVE_NCCL
+const LoadedLibrary<NcclLibrary>& loaded_nccl() {
+    static const LoadedLibrary<NcclLibrary> loaded(
+        "libnccl.so." + std::to_string(NCCL_MAJOR), "libnccl.so",
+        [](void* h, NcclLibrary& t, std::string& e) {
+            return bind(h, "ncclCommInitAll", t.init_all, e) &&
+                   bind(h, "ncclCommDestroy", t.destroy, e) &&
+                   bind(h, "ncclCommAbort", t.abort, e) &&
+                   bind(h, "ncclCommGetAsyncError", t.async_error, e) &&
+                   bind(h, "ncclGetErrorString", t.error_string, e) &&
+                   bind(h, "ncclGroupStart", t.group_start, e) &&
+                   bind(h, "ncclGroupEnd", t.group_end, e) && bind(h, "ncclSend", t.send, e) &&
+                   bind(h, "ncclRecv", t.recv, e) && bind(h, "ncclAllReduce", t.all_reduce, e) &&
+                   bind(h, "ncclReduceScatter", t.reduce_scatter, e) &&
+                   bind(h, "ncclAllGather", t.all_gather, e) &&
+                   bind(h, "ncclBroadcast", t.broadcast, e);
+        });
+    return loaded;
+}
+#endif
 
 }  // namespace
 
 const CublasLibrary* load_cublas(std::string* why) {
-    const LoadedCublas& l = loaded_cublas();
-    if (!l.ok && why) *why = l.error;
-    return l.ok ? &l.table : nullptr;
+    return loaded_cublas().get(why);
 }
 
 const CublasLibrary& cublas() {
@@ -65,5 +95,17 @@ const CublasLibrary& cublas() {
     if (const CublasLibrary* table = load_cublas(&why)) return *table;
     throw Error("cuBLAS is not available: " + why, __FILE__, __LINE__);
 }
+
+#if PD_HAVE_NCCL
+const NcclLibrary* load_nccl(std::string* why) {
+    return loaded_nccl().get(why);
+}
+
+const NcclLibrary& nccl() {
+    std::string why;
+    if (const NcclLibrary* table = load_nccl(&why)) return *table;
+    throw Error("NCCL is not available: " + why, __FILE__, __LINE__);
+}
+#endif
 
 }  // namespace pd::cuda

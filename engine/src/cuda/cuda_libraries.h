@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cublas_v2.h>
+#if PD_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 #include <string>
 
@@ -23,5 +26,25 @@ struct CublasLibrary {
 const CublasLibrary* load_cublas(std::string* why = nullptr);
 // Throws pd::Error naming the library when it cannot be opened.
 const CublasLibrary& cublas();
+
+#if PD_HAVE_NCCL
+struct NcclLibrary {
+    decltype(&ncclCommInitAll) init_all = nullptr;
+    decltype(&ncclCommDestroy) destroy = nullptr;
+    decltype(&ncclCommAbort) abort = nullptr;
+    decltype(&ncclCommGetAsyncError) async_error = nullptr;
+    decltype(&ncclGetErrorString) error_string = nullptr;
+    decltype(&ncclGroupStart) group_start = nullptr;
+    decltype(&ncclGroupEnd) group_end = nullptr;
+    decltype(&ncclSend) send = nullptr;
+    decltype(&ncclRecv) recv = nullptr;
+    decltype(&ncclAllReduce) all_reduce = nullptr;
+    decltype(&ncclReduceScatter) reduce_scatter = nullptr;
+    decltype(&ncclAllGather) all_gather = nullptr;
+    decltype(&ncclBroadcast) broadcast = nullptr;
+};
+const NcclLibrary* load_nccl(std::string* why = nullptr);
+const NcclLibrary& nccl();
+#endif
 
 }  // namespace pd::cuda

@@ -1,75 +1,15 @@
 #include "cuda/nccl_group.h"
 
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <algorithm>
 
+#include "cuda/cuda_libraries.h"
 #include "pd/error.h"
 
 namespace pd::cuda {
 
 namespace {
-
-struct NcclLibrary {
-    decltype(&ncclCommInitAll) init_all = nullptr;
-    decltype(&ncclCommDestroy) destroy = nullptr;
-    decltype(&ncclCommAbort) abort = nullptr;
-    decltype(&ncclCommGetAsyncError) async_error = nullptr;
-    decltype(&ncclGetErrorString) error_string = nullptr;
-    decltype(&ncclGroupStart) group_start = nullptr;
-    decltype(&ncclGroupEnd) group_end = nullptr;
-    decltype(&ncclSend) send = nullptr;
-    decltype(&ncclRecv) recv = nullptr;
-    decltype(&ncclAllReduce) all_reduce = nullptr;
-    decltype(&ncclReduceScatter) reduce_scatter = nullptr;
-    decltype(&ncclAllGather) all_gather = nullptr;
-    decltype(&ncclBroadcast) broadcast = nullptr;
-};
-
-struct LoadedNccl {
-    NcclLibrary table;
-    std::string error;
-    bool ok = false;
-
-    template <class F>
-    bool bind(void* h, const char* name, F& slot) {
-        slot = reinterpret_cast<F>(dlsym(h, name));
-        if (!slot) error = std::string("libnccl.so.2: symbol ") + name + " missing";
-        return slot != nullptr;
-    }
-
-    LoadedNccl() {
-        void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-        if (!h) h = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            const char* why = dlerror();
-            error = std::string("cannot open libnccl.so.2 (") + (why ? why : "not found") + ")";
-            return;
-        }
-        ok = bind(h, "ncclCommInitAll", table.init_all) &&
-             bind(h, "ncclCommDestroy", table.destroy) && bind(h, "ncclCommAbort", table.abort) &&
-             bind(h, "ncclCommGetAsyncError", table.async_error) &&
-             bind(h, "ncclGetErrorString", table.error_string) &&
-             bind(h, "ncclGroupStart", table.group_start) &&
-             bind(h, "ncclGroupEnd", table.group_end) && bind(h, "ncclSend", table.send) &&
-             bind(h, "ncclRecv", table.recv) && bind(h, "ncclAllReduce", table.all_reduce) &&
-             bind(h, "ncclReduceScatter", table.reduce_scatter) &&
-             bind(h, "ncclAllGather", table.all_gather) &&
-             bind(h, "ncclBroadcast", table.broadcast);
-    }
-};
-
-const LoadedNccl& loaded() {
-    static const LoadedNccl nccl;
-    return nccl;
-}
-
-const NcclLibrary& nccl() {
-    const LoadedNccl& l = loaded();
-    if (!l.ok) throw Error("NCCL is not available: " + l.error, __FILE__, __LINE__);
-    return l.table;
-}
 
 void check(ncclResult_t status, const char* call, const char* file, int line) {
     if (status == ncclSuccess || status == ncclInProgress) return;
@@ -170,27 +110,30 @@ bool NcclRegistry::empty() const {
 
 void NcclRegistry::abort_all() noexcept {
     std::lock_guard lock(mutex_);
-    if (aborted_ || !loaded().ok) return;
+    const NcclLibrary* lib = load_nccl();
+    if (aborted_ || !lib) return;
     aborted_ = true;
-    for (void* c : comms_) loaded().table.abort(static_cast<ncclComm_t>(c));
+    for (void* c : comms_) lib->abort(static_cast<ncclComm_t>(c));
     // Aborted communicators are freed by the abort: the groups must not destroy them again.
     comms_.clear();
 }
 
 std::string NcclRegistry::async_error() const {
     std::lock_guard lock(mutex_);
-    if (!loaded().ok) return {};
+    const NcclLibrary* lib = load_nccl();
+    if (!lib) return {};
     for (void* c : comms_) {
         ncclResult_t status = ncclSuccess;
-        if (loaded().table.async_error(static_cast<ncclComm_t>(c), &status) == ncclSuccess &&
+        if (lib->async_error(static_cast<ncclComm_t>(c), &status) == ncclSuccess &&
             status != ncclSuccess && status != ncclInProgress)
-            return loaded().table.error_string(status);
+            return lib->error_string(status);
     }
     return {};
 }
 
 std::string nccl_unavailable_reason() {
-    return loaded().ok ? std::string() : loaded().error;
+    std::string why;
+    return load_nccl(&why) ? std::string() : why;
 }
 
 std::unique_ptr<GroupCollectives> make_nccl_group(const std::vector<int>& gpus, bool native,
