@@ -40,6 +40,15 @@ struct CraftedCollectives {
         }
     }
 
+    // On member `rank`'s stream: the four collectives, in place on its host buffers.
+    void run(Communicator& comm, int rank) {
+        const auto ri = static_cast<std::size_t>(rank);
+        comm.all_reduce(rank, all_reduce[ri].data(), count, 0);
+        comm.reduce_scatter(rank, reduce_scatter[ri].data(), count, 0);
+        comm.all_gather(rank, all_gather[ri].data(), count, 0);
+        comm.broadcast(rank, broadcast[ri].data(), count, n - 1, 0);
+    }
+
     // Every member has the sum (all-reduce), the sum in its own chunk (reduce-scatter), every
     // member's chunk (all-gather) and the root's data (broadcast rooted at rank n-1).
     void verify() const {

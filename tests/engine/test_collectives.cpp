@@ -58,13 +58,7 @@ class TestCollectives : public QObject {
         const auto cnt = static_cast<std::size_t>(count);
         Group g(n);
         pd::test::CraftedCollectives c(n, cnt);
-        g.run([&](int r) {
-            const auto ri = static_cast<std::size_t>(r);
-            g.comm->all_reduce(r, c.all_reduce[ri].data(), cnt, 0);
-            g.comm->reduce_scatter(r, c.reduce_scatter[ri].data(), cnt, 0);
-            g.comm->all_gather(r, c.all_gather[ri].data(), cnt, 0);
-            g.comm->broadcast(r, c.broadcast[ri].data(), cnt, n - 1, 0);
-        });
+        g.run([&](int r) { c.run(*g.comm, r); });
         QVERIFY2(!g.ctx.aborted(), g.ctx.first_error_message().c_str());
         c.verify();
         if (QTest::currentTestFailed()) return;
