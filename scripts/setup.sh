@@ -4,9 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake ninja-build pkg-config
-          qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
+# Everything the build and the tests need, installed without recommends, so this list is the
+# whole truth: packaging/check_fresh_install.sh proves it in a pristine Debian 12 root.
+PACKAGES=(build-essential cmake ninja-build pkg-config git file ca-certificates
+          qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
           libopenblas-dev nlohmann-json3-dev libcli11-dev
+          fonts-dejavu-core fontconfig
           dpkg-dev appstream)
 
 install_missing() {
