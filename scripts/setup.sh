@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ParallelDeck set-up on Debian 12: installs what is missing, builds, then either launches the
 # app (`app`) or runs every test (`test`). Extra arguments after `app` go to the app.
+# (`install` only installs: CI uses it for the host's sanitizer builds.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,9 @@ build() {  # build DIR [cmake options...]
 }
 
 case "${1:-}" in
+    install)
+        install_missing
+        ;;
     app)
         shift
         install_missing
@@ -47,7 +51,7 @@ case "${1:-}" in
         QT_QPA_PLATFORM=offscreen ctest --test-dir build --output-on-failure --timeout 900
         ;;
     *)
-        echo "usage: scripts/setup.sh app|test" >&2
+        echo "usage: scripts/setup.sh app [APP ARGUMENTS...] | test | install" >&2
         exit 2
         ;;
 esac
