@@ -192,9 +192,8 @@ class TestScenario : public QObject {
                                  << "'expect[0]' in e.json: needs one of";
         QTest::addRow("bad status") << R"([{"status": "fine"}])"
                                     << "'expect[0].status'";
-        QTest::addRow("bad category")
-            << R"([{"status": "out_of_memory", "category": "weights"}])"
-            << "'expect[0].category' in e.json: unknown memory category";
+        QTest::addRow("bad category") << R"([{"status": "out_of_memory", "category": "weights"}])"
+                                      << "'expect[0].category' in e.json: unknown memory category";
         QTest::addRow("falls without amount") << R"([{"loss": "falls"}])"
                                               << "needs by_percent";
         QTest::addRow("unknown metric") << R"([{"metric": "speed", "at_least": 1}])"
@@ -287,8 +286,8 @@ class TestScenario : public QObject {
                             "e.json", c, src, &x);
         const auto out = check_expectations(x, run, {other});
         QCOMPARE(out.size(), x.claims.size());
-        const bool want[] = {true,  false, true, false, false, true, false,
-                             true,  false, true, false, true,  true};
+        const bool want[] = {true, false, true, false, false, true, false,
+                             true, false, true, false, true,  true};
         for (std::size_t i = 0; i < out.size(); ++i)
             QVERIFY2(out[i].passed == want[i],
                      qPrintable(QStringLiteral("claim %1: %2: %3")

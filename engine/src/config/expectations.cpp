@@ -58,8 +58,7 @@ MetricDef run_wide(std::string_view name, std::string_view meaning,
 // A per-device figure of DeviceMetrics.
 MetricDef per_device(std::string_view name, std::string_view meaning,
                      std::function<double(const DeviceMetrics&)> read) {
-    return {{name, true, meaning},
-            [read](const RunEvidence& e, int d) -> std::optional<double> {
+    return {{name, true, meaning}, [read](const RunEvidence& e, int d) -> std::optional<double> {
                 if (const auto* dm = device_metrics(e, d)) return read(*dm);
                 return std::nullopt;
             }};
@@ -67,8 +66,7 @@ MetricDef per_device(std::string_view name, std::string_view meaning,
 
 MetricDef per_model_state(std::string_view name, std::string_view meaning,
                           double (*read)(const ModelStateMetrics&)) {
-    return {{name, true, meaning},
-            [read](const RunEvidence& e, int d) -> std::optional<double> {
+    return {{name, true, meaning}, [read](const RunEvidence& e, int d) -> std::optional<double> {
                 if (const auto* s = model_state(e, d)) return read(*s);
                 return std::nullopt;
             }};
@@ -110,16 +108,17 @@ std::vector<MetricDef> build_metrics() {
     v.push_back(run_wide("loss.last", "loss of the last step", [](const RunEvidence& e) {
         return e.metrics.steps.empty() ? std::nullopt : std::optional<double>(e.metrics.final_loss);
     }));
-    v.push_back(run_wide("step_time", "median step time, seconds", [](const RunEvidence& e) {
-        return e.metrics.median_step_time_s;
-    }));
+    v.push_back(run_wide("step_time", "median step time, seconds",
+                         [](const RunEvidence& e) { return e.metrics.median_step_time_s; }));
     v.push_back(run_wide("samples_per_s", "global batch / median step time",
                          [](const RunEvidence& e) { return e.metrics.samples_per_s; }));
-    v.push_back(run_wide("exposed_comm", "communication not hidden by compute, seconds summed "
-                                         "over devices",
+    v.push_back(run_wide("exposed_comm",
+                         "communication not hidden by compute, seconds summed "
+                         "over devices",
                          [](const RunEvidence& e) { return e.metrics.exposed_comm_s; }));
-    v.push_back(run_wide("overlapped_comm", "communication hidden by compute, seconds summed "
-                                            "over devices",
+    v.push_back(run_wide("overlapped_comm",
+                         "communication hidden by compute, seconds summed "
+                         "over devices",
                          [](const RunEvidence& e) { return e.metrics.overlapped_comm_s; }));
     v.push_back(run_wide("parameter_count", "parameters of the model", [](const RunEvidence& e) {
         return static_cast<double>(e.metrics.parameter_count);
@@ -127,25 +126,26 @@ std::vector<MetricDef> build_metrics() {
     v.push_back(run_wide("bubble", "measured pipeline bubble fraction", [](const RunEvidence& e) {
         return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->measured) : std::nullopt;
     }));
-    v.push_back(run_wide("bubble.theoretical", "textbook bubble (p-1)/(v*m+p-1)",
-                         [](const RunEvidence& e) {
-                             return e.metrics.bubble
-                                        ? std::optional<double>(e.metrics.bubble->theoretical)
-                                        : std::nullopt;
-                         }));
+    v.push_back(
+        run_wide("bubble.theoretical", "textbook bubble (p-1)/(v*m+p-1)", [](const RunEvidence& e) {
+            return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->theoretical)
+                                    : std::nullopt;
+        }));
     for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "broadcast"}) {
         const std::string o = op;
-        v.push_back(run_wide(intern(o + "_per_step"), "calls of this collective per device per step",
+        v.push_back(run_wide(intern(o + "_per_step"),
+                             "calls of this collective per device per step",
                              [o](const RunEvidence& e) { return calls_per_step(e, o); }));
     }
-    for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"}) {
+    for (const char* op :
+         {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"}) {
         const std::string o = op;
-        v.push_back(run_wide(intern("comm_bytes_per_step." + o), "bytes each device hands to this kind per step",
-                             [o](const RunEvidence& e) -> std::optional<double> {
-                                 const auto it = e.metrics.comm_bytes_per_step.find(o);
-                                 return it == e.metrics.comm_bytes_per_step.end() ? 0.0
-                                                                                  : it->second;
-                             }));
+        v.push_back(run_wide(
+            intern("comm_bytes_per_step." + o), "bytes each device hands to this kind per step",
+            [o](const RunEvidence& e) -> std::optional<double> {
+                const auto it = e.metrics.comm_bytes_per_step.find(o);
+                return it == e.metrics.comm_bytes_per_step.end() ? 0.0 : it->second;
+            }));
     }
     v.push_back(per_device("busy_fraction", "compute busy / step window",
                            [](const DeviceMetrics& d) { return d.busy_fraction; }));
@@ -164,15 +164,14 @@ std::vector<MetricDef> build_metrics() {
                                return window > 0 ? d.exposed_comm_s / window : 0.0;
                            }));
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
-        v.push_back(per_device(intern("peak." + std::string(kMemoryCategoryNames[c])), "peak bytes of this memory category",
-                               [c](const DeviceMetrics& d) {
+        v.push_back(per_device(intern("peak." + std::string(kMemoryCategoryNames[c])),
+                               "peak bytes of this memory category", [c](const DeviceMetrics& d) {
                                    return static_cast<double>(d.peak_bytes[c]);
                                }));
     }
-    v.push_back(per_device("peak.total", "peak bytes of all categories together",
-                           [](const DeviceMetrics& d) {
-                               return static_cast<double>(d.peak_total_bytes);
-                           }));
+    v.push_back(
+        per_device("peak.total", "peak bytes of all categories together",
+                   [](const DeviceMetrics& d) { return static_cast<double>(d.peak_total_bytes); }));
     v.push_back({{"capacity", true, "the device's memory capacity, bytes"},
                  [](const RunEvidence& e, int d) -> std::optional<double> {
                      const auto& caps = e.result.trace.capacity_bytes;
@@ -183,21 +182,19 @@ std::vector<MetricDef> build_metrics() {
                                 [](const ModelStateMetrics& s) { return double(s.parameters); }));
     v.push_back(per_model_state("model_state.gradients", "gradient bytes at the end",
                                 [](const ModelStateMetrics& s) { return double(s.gradients); }));
-    v.push_back(per_model_state("model_state.optimizer_state", "optimizer-state bytes at the end",
-                                [](const ModelStateMetrics& s) {
-                                    return double(s.optimizer_state);
-                                }));
+    v.push_back(
+        per_model_state("model_state.optimizer_state", "optimizer-state bytes at the end",
+                        [](const ModelStateMetrics& s) { return double(s.optimizer_state); }));
     v.push_back(per_model_state("model_state.analytic_parameters",
                                 "the strategy's analytic parameter bytes",
                                 [](const ModelStateMetrics& s) { return s.analytic_parameters; }));
     v.push_back(per_model_state("model_state.analytic_gradients",
                                 "the strategy's analytic gradient bytes",
                                 [](const ModelStateMetrics& s) { return s.analytic_gradients; }));
-    v.push_back(per_model_state("model_state.analytic_optimizer_state",
-                                "the strategy's analytic optimizer-state bytes (ZeRO formulas)",
-                                [](const ModelStateMetrics& s) {
-                                    return s.analytic_optimizer_state;
-                                }));
+    v.push_back(
+        per_model_state("model_state.analytic_optimizer_state",
+                        "the strategy's analytic optimizer-state bytes (ZeRO formulas)",
+                        [](const ModelStateMetrics& s) { return s.analytic_optimizer_state; }));
     v.push_back({{"max_microbatches_alive", true,
                   "most micro-batches with forward started and backward unfinished"},
                  [](const RunEvidence& e, int d) -> std::optional<double> {
@@ -314,9 +311,10 @@ class ClaimParser {
             const std::string name = field("category").text();
             c.oom_category = memory_category_from_name(name);
             if (!c.oom_category)
-                field("category").fail("unknown memory category '" + name +
-                                       "' (parameters, gradients, optimizer_state, "
-                                       "activations, communication, workspace)");
+                field("category")
+                    .fail("unknown memory category '" + name +
+                          "' (parameters, gradients, optimizer_state, "
+                          "activations, communication, workspace)");
         }
     }
 
@@ -456,8 +454,9 @@ class ClaimParser {
             else
                 c.near_ref = parse_ref("near", c, variant);
             if (claim_.contains("tolerance") == claim_.contains("relative_tolerance"))
-                f.fail("needs tolerance (absolute) or relative_tolerance (a fraction of the "
-                       "target)");
+                f.fail(
+                    "needs tolerance (absolute) or relative_tolerance (a fraction of the "
+                    "target)");
             const bool relative = claim_.contains("relative_tolerance");
             c.tolerance = field(relative ? "relative_tolerance" : "tolerance").number();
             c.tolerance_is_relative = relative;
@@ -466,8 +465,8 @@ class ClaimParser {
         } else if (claim_.contains("tolerance") || claim_.contains("relative_tolerance")) {
             field("metric").fail("tolerance and relative_tolerance go with near");
         }
-        if (comparisons != 1 && !(comparisons == 2 && claim_.contains("at_least") &&
-                                  claim_.contains("at_most")))
+        if (comparisons != 1 &&
+            !(comparisons == 2 && claim_.contains("at_least") && claim_.contains("at_most")))
             field("metric").fail(
                 "needs one comparison: between, at_least and/or at_most, equals, or near");
     }
@@ -490,7 +489,8 @@ std::string figure(double v) {
 std::string ref_text(const MetricRef& r, const Claim& c, const Expectations& x) {
     std::string s;
     if (r.metric != c.subject.metric) s = r.metric;
-    if (r.device >= 0) s += std::string(s.empty() ? "" : " ") + "device " + std::to_string(r.device);
+    if (r.device >= 0)
+        s += std::string(s.empty() ? "" : " ") + "device " + std::to_string(r.device);
     if (r.variant >= 0)
         s += std::string(s.empty() ? "" : " ") + "with " +
              x.variants[static_cast<std::size_t>(r.variant)];
@@ -615,9 +615,9 @@ struct Checker {
         if (c.near_value && c.tolerance == 1e-9 && !c.tolerance_is_relative) {
             o.description += " = " + figure(*c.near_value);
         } else if (c.near_value || c.near_ref) {
-            o.description += " within " + targets + " +- " +
-                             (c.tolerance_is_relative ? figure(100 * c.tolerance) + "%"
-                                                      : figure(c.tolerance));
+            o.description +=
+                " within " + targets + " +- " +
+                (c.tolerance_is_relative ? figure(100 * c.tolerance) + "%" : figure(c.tolerance));
             if (c.near_ref) o.description += " (" + ref_text(*c.near_ref, c, x) + ")";
         }
         return o;
@@ -641,8 +641,8 @@ Expectations parse_expectations(std::string_view json_text, std::string_view ori
     try {
         root = json::parse(json_text);
     } catch (const json::parse_error& e) {
-        throw BadInput("scenario key 'expect' in " + o, std::string("is not valid JSON: ") + e.what(),
-                       __FILE__, __LINE__);
+        throw BadInput("scenario key 'expect' in " + o,
+                       std::string("is not valid JSON: ") + e.what(), __FILE__, __LINE__);
     }
     if (!root.is_array() || root.empty())
         throw BadInput("scenario key 'expect' in " + o,
@@ -650,8 +650,7 @@ Expectations parse_expectations(std::string_view json_text, std::string_view ori
                        __LINE__);
     Expectations x;
     for (std::size_t i = 0; i < root.size(); ++i)
-        x.claims.push_back(
-            ClaimParser(root[i], "expect[" + std::to_string(i) + "]", o, x).parse());
+        x.claims.push_back(ClaimParser(root[i], "expect[" + std::to_string(i) + "]", o, x).parse());
     return x;
 }
 
