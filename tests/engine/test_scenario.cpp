@@ -225,7 +225,7 @@ class TestScenario : public QObject {
         QTest::addRow("compare_with bad key")
             << R"([{"metric": "step_time", "compare_with": {"stepz": 3},
                     "relative_to": {"run": "other"}, "at_most": 1}])"
-            << "'stepz'";
+            << "'expect[0].compare_with.stepz' in e.json: is not a known setting";
         QTest::addRow("nested expect")
             << R"([{"metric": "step_time", "compare_with": {"expect": []},
                     "relative_to": {"run": "other"}, "at_most": 1}])"

@@ -379,10 +379,19 @@ class ClaimParser {
         if (f.value.contains("expect")) f.fail("cannot hold expectations of its own");
         // Checked against a blank config now (keys and types); variant_config checks the
         // combination once the base scenario is known.
-        RunConfig scratch;
-        ConfigSources sources;
-        apply_scenario_json(f.value.dump(), origin_ + " (" + path_ + ".compare_with)", scratch,
-                            sources);
+        // Key by key, so that a message names "expect[i].compare_with.key".
+        for (const auto& [k, v] : f.value.items()) {
+            RunConfig scratch;
+            ConfigSources sources;
+            try {
+                apply_scenario_json(json{{k, v}}.dump(), origin_, scratch, sources);
+            } catch (const BadInput& e) {
+                const std::string what = e.what();
+                const std::string prefix = e.key() + ": ";
+                Field{v, spell("compare_with." + k)}.fail(
+                    what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+            }
+        }
         const std::string text = f.value.dump();
         for (std::size_t i = 0; i < out_.variants.size(); ++i)
             if (out_.variants[i] == text) return static_cast<int>(i);
