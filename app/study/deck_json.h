@@ -38,7 +38,8 @@ struct DeckValidator {
                       std::optional<CardType> type, std::optional<QString> prompt, Card& out);
     void checkTags(const QString& where, const nlohmann::json& tags, Card& out);
     void engineError(const QString& where, const pd::BadInput& e);
-    void checkShippedLimits(const QString& where, const pd::RunConfig& config);
+    void checkShippedLimits(const QString& where, const pd::RunConfig& config,
+                            bool warnings = true);
 };
 
 nlohmann::json cardToJson(const Card& card);
