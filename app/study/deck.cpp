@@ -440,7 +440,7 @@ void DeckValidator::engineError(const QString& where, const pd::BadInput& e) {
 // Deck policy, not engine rules: shipped runs stay laptop-sized so "Show me" answers in well
 // under a second on a CPU.
 void DeckValidator::checkShippedLimits(const QString& where, const pd::RunConfig& c,
-                                       bool warnings) {
+                                       bool withWarnings) {
     const auto at = [&](const char* key) { return where + QLatin1Char('.') + QLatin1String(key); };
     const std::pair<const char*, std::pair<int, int>> limits[] = {
         {"devices", {c.devices, kShippedMaxDevices}},
@@ -453,7 +453,7 @@ void DeckValidator::checkShippedLimits(const QString& where, const pd::RunConfig
                              .arg(QLatin1String(key))
                              .arg(value.first)
                              .arg(value.second));
-    if (!warnings) return;
+    if (!withWarnings) return;
     if (c.steps < kShippedMinSteps || c.steps > kShippedMaxSteps)
         warn(at("steps"), QStringLiteral("steps %1 is outside the recommended %2..%3")
                               .arg(c.steps)

@@ -39,7 +39,7 @@ struct DeckValidator {
     void checkTags(const QString& where, const nlohmann::json& tags, Card& out);
     void engineError(const QString& where, const pd::BadInput& e);
     void checkShippedLimits(const QString& where, const pd::RunConfig& config,
-                            bool warnings = true);
+                            bool withWarnings = true);
 };
 
 nlohmann::json cardToJson(const Card& card);

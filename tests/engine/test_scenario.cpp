@@ -1,5 +1,6 @@
 // Scenario files and config validation: good input parses, bad input names what and why.
 #include <QtTest>
+#include <set>
 
 #include "pd/error.h"
 #include "pd/expectations.h"
@@ -301,6 +302,22 @@ class TestScenario : public QObject {
         QCOMPARE(out[8].measured, std::string("0.900 0.400"));
         QCOMPARE(out[10].measured, std::string("n/a"));
         QCOMPARE(out[11].measured, std::string("0.500"));
+    }
+
+    // The metric names claims read: unique, each with its meaning, per-device ones marked.
+    void lists_expectation_metrics() {
+        std::set<std::string> names;
+        bool bubble = false, busy_per_device = false;
+        for (const MetricInfo& m : expectation_metrics()) {
+            QVERIFY2(names.insert(std::string(m.name)).second, std::string(m.name).c_str());
+            QVERIFY(!m.meaning.empty());
+            bubble = bubble || (m.name == "bubble" && !m.per_device);
+            busy_per_device = busy_per_device || (m.name == "busy_fraction" && m.per_device);
+        }
+        QVERIFY(bubble);
+        QVERIFY(busy_per_device);
+        QVERIFY(names.count("peak.optimizer_state"));
+        QVERIFY(names.count("all_reduce_per_step"));
     }
 
     void auto_clock_follows_cores() {
