@@ -13,6 +13,7 @@
 #include "main_window.h"
 #include "pd/run.h"
 #include "scenario_config.h"
+#include "study/deck.h"
 #include "study/deck_library.h"
 #include "study/review_store.h"
 #include "theme.h"
@@ -39,6 +40,12 @@ void addOptions(QCommandLineParser& parser) {
                       QStringLiteral("Run the card's scenario and write its timeline to <file> "
                                      "(.png at 2x, .svg or .pdf) without showing a window."),
                       QStringLiteral("file")});
+    parser.addOption({QStringLiteral("check-deck"),
+                      QStringLiteral("Check deck files (the following arguments) with the app's "
+                                     "own rules and print 'OK N cards' or one line per problem; "
+                                     "no display needed. With --lenient, deck-wide rules warn.")});
+    parser.addOption({QStringLiteral("lenient"),
+                      QStringLiteral("With --check-deck: deck-wide rules become warnings.")});
     parser.addOption({QStringLiteral("database"),
                       QStringLiteral("Keep reviews and settings in <file> instead of the app-data "
                                      "folder."),
@@ -84,9 +91,47 @@ int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardI
     return 0;
 }
 
+// `--check-deck FILE...`: the loader's own checks, engine scenario validation included.
+// Exit codes: 0 every deck valid, 1 a problem, 2 no file named.
+int checkDecks(const QStringList& files, bool lenient) {
+    if (files.isEmpty()) {
+        std::fprintf(stderr, "paralleldeck: --check-deck needs one or more deck files\n");
+        return 2;
+    }
+    bool ok = true;
+    for (const QString& path : files) {
+        const pd::study::DeckLoadResult r = pd::study::loadDeckFile(path, {lenient});
+        for (const pd::study::DeckIssue& w : r.warnings)
+            std::fprintf(stderr, "warning: %s\n", qPrintable(w.toString()));
+        for (const pd::study::DeckIssue& e : r.errors)
+            std::printf("%s\n", qPrintable(e.toString()));
+        if (r.deck)
+            std::printf("OK %lld cards%s\n", static_cast<long long>(r.deck->cards.size()),
+                        files.size() == 1 ? "" : qPrintable(QStringLiteral(" (%1)").arg(path)));
+        ok = ok && r.deck.has_value();
+    }
+    return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    // --check-deck FILE... checks decks without a display.
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--check-deck")) {
+            QCoreApplication core(argc, argv);
+            describe(core);
+            QStringList files;
+            bool lenient = false;
+            for (int k = 1; k < argc; ++k) {
+                if (!std::strcmp(argv[k], "--lenient"))
+                    lenient = true;
+                else if (k > i)
+                    files.append(QString::fromLocal8Bit(argv[k]));
+            }
+            return checkDecks(files, lenient);
+        }
+    }
     // --version and --help print and exit without needing a display.
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v") ||

@@ -11,6 +11,10 @@
 #include <vector>
 
 #include "deck_json.h"
+#include "pd/error.h"
+#include "pd/expectations.h"
+#include "pd/run_config.h"
+#include "pd/scenario.h"
 
 namespace pd::study {
 
@@ -34,12 +38,16 @@ const std::vector<std::string> kCardRequired = {"difficulty", "id",   "options",
                                                 "prompt",     "tags", "type"};
 const std::vector<std::string> kOptionKeys = {"correct", "explanation", "text"};
 const std::set<std::string> kTagNamespaces = {"concept", "framework", "platform", "style", "topic"};
-const std::set<std::string> kStrategies = {"single", "dp",    "ps",    "pipeline", "tp",
-                                           "zero1",  "zero2", "zero3", "hybrid"};
-const std::set<std::string> kScenarioKeys = {
-    "strategy",  "devices",  "layers",       "width",      "batch",    "steps", "seed",
-    "optimizer", "lr",       "bucket_bytes", "no_overlap", "capacity", "clock", "link_latency_us",
-    "link_gbps", "schedule", "microbatches", "chunks",     "dp",       "pp",    "tp"};
+// Shipped-deck policy for scenarios (see checkShippedLimits).
+constexpr int kShippedMaxDevices = 8;
+constexpr int kShippedMaxWidth = 256;
+constexpr int kShippedMaxLayers = 8;
+constexpr int kShippedMaxBatch = 64;
+constexpr int kShippedMinSteps = 2;
+constexpr int kShippedMaxSteps = 6;
+// Versions the loader reads: 2 requires `expect` on every scenario; 1 predates it.
+constexpr int kDeckVersion = 2;
+constexpr int kOldestDeckVersion = 1;
 constexpr int kMinExplanationChars = 40;
 constexpr double kMinScenarioShare = 0.75;
 constexpr int kMinCardsPerConcept = 5;
@@ -53,9 +61,6 @@ QString quotedKey(const std::string& s) {
 
 bool isInt(const json& v) {
     return v.is_number_integer();  // booleans are not numbers in nlohmann::json
-}
-bool isNumber(const json& v) {
-    return v.is_number() && std::isfinite(v.get<double>());
 }
 bool nonEmptyString(const json& v) {
     return v.is_string() && !q(v.get<std::string>()).trimmed().isEmpty();
@@ -81,10 +86,6 @@ const QRegularExpression& chooseRe() {
 const QRegularExpression& chooseAnyRe() {
     static const QRegularExpression re(QStringLiteral("\\(\\s*choose\\b"),
                                        QRegularExpression::CaseInsensitiveOption);
-    return re;
-}
-const QRegularExpression& capacityRe() {
-    static const QRegularExpression re(QStringLiteral("^[1-9][0-9]*(?:B|KiB|MiB|GiB)$"));
     return re;
 }
 
@@ -372,213 +373,96 @@ void DeckValidator::checkTags(const QString& where, const json& tags, Card& out)
     if (concepts == 0) err(tw, QStringLiteral("at least one concept:: tag is required"));
 }
 
+// The engine's scenario parser and validate() are the only judges of a scenario's keys and
+// values; this maps their messages onto the card and key. What is added here is deck policy.
 void DeckValidator::checkScenario(const QString& where, const json& sc) {
     if (!sc.is_object()) {
         err(where, QStringLiteral("scenario must be a JSON object"));
         return;
     }
+    // Explicit in every card, so a change of an engine default cannot change a card's run.
+    for (const char* key : {"strategy", "devices"})
+        if (!sc.contains(key))
+            err(where + QLatin1Char('.') + QLatin1String(key),
+                QStringLiteral("%1 is required").arg(QLatin1String(key)));
+    if (!sc.contains("expect") && version >= kDeckVersion)
+        err(where + QStringLiteral(".expect"),
+            QStringLiteral("expect is required: the claims a run of this scenario must show "
+                           "(resources/decks/README.md, \"Expectations\")"));
+    if (!sc.contains("expect")) ++scenariosWithoutExpect;
+
+    const std::string origin = (file + QStringLiteral(": ") + where).toStdString();
+    pd::RunConfig config;
+    pd::ConfigSources sources;
+    pd::Expectations expect;
+    try {
+        pd::apply_scenario_json(sc.dump(), origin, config, sources, &expect);
+        pd::validate(config, sources);
+    } catch (const pd::BadInput& e) {
+        engineError(where, e);
+        return;
+    }
+    checkShippedLimits(where, config);
+    for (std::size_t i = 0; i < expect.variants.size(); ++i) {
+        // The first claim that names this variant, for the message's key.
+        QString at = where + QStringLiteral(".expect");
+        const json& claims = sc["expect"];
+        for (std::size_t c = 0; c < claims.size(); ++c)
+            if (claims[c].contains("compare_with") &&
+                claims[c]["compare_with"].dump() == expect.variants[i]) {
+                at = where + QStringLiteral(".expect[%1].compare_with").arg(c);
+                break;
+            }
+        try {
+            // Limits only: the scenario's own warnings would repeat for every variant.
+            checkShippedLimits(at, pd::variant_config(config, expect, i, origin), false);
+        } catch (const pd::BadInput& e) {
+            engineError(at, e);
+        }
+    }
+}
+
+// A BadInput names its key as "scenario key 'k' in <origin>" (parser), or as the flag "--k"
+// when validate() blames a key the scenario left at its default.
+void DeckValidator::engineError(const QString& where, const pd::BadInput& e) {
+    static const QRegularExpression scenarioKey(QStringLiteral("^scenario key '([^']+)' in "));
+    const QString key = q(e.key());
+    QString field;
+    if (const auto m = scenarioKey.match(key); m.hasMatch())
+        field = m.captured(1);
+    else if (key.startsWith(QStringLiteral("--")))
+        field = key.mid(2).replace(QLatin1Char('-'), QLatin1Char('_'));
+    QString message = q(e.what());
+    if (message.startsWith(key + QStringLiteral(": "))) message = message.mid(key.size() + 2);
+    err(field.isEmpty() ? where : where + QLatin1Char('.') + field, message);
+}
+
+// Deck policy, not engine rules: shipped runs stay laptop-sized so "Show me" answers in well
+// under a second on a CPU.
+void DeckValidator::checkShippedLimits(const QString& where, const pd::RunConfig& c,
+                                       bool withWarnings) {
     const auto at = [&](const char* key) { return where + QLatin1Char('.') + QLatin1String(key); };
-    for (const auto& [key, value] : sc.items()) {
-        if (!kScenarioKeys.count(key)) err(where, QStringLiteral("unknown key ") + quotedKey(key));
-    }
-    std::optional<std::string> strategy;
-    if (sc.contains("strategy") && sc["strategy"].is_string() &&
-        kStrategies.count(sc["strategy"].get<std::string>())) {
-        strategy = sc["strategy"].get<std::string>();
-    } else {
-        err(at("strategy"), QStringLiteral("strategy is required and must be one of ['dp', "
-                                           "'hybrid', 'pipeline', 'ps', 'single', 'tp', 'zero1', "
-                                           "'zero2', 'zero3']"));
-    }
-    if (!sc.contains("devices")) err(at("devices"), QStringLiteral("devices is required"));
-
-    for (const char* key : {"devices", "layers", "width", "batch", "steps", "seed", "bucket_bytes",
-                            "microbatches", "chunks", "dp", "pp", "tp"}) {
-        if (sc.contains(key) && !isInt(sc[key]))
-            err(at(key), QStringLiteral("%1 must be an integer").arg(QLatin1String(key)));
-    }
-    const auto intOf = [&](const char* key) -> std::optional<long long> {
-        if (sc.contains(key) && isInt(sc[key])) return sc[key].get<long long>();
-        return std::nullopt;
-    };
-    const std::map<std::string, std::pair<int, int>> ranges = {
-        {"devices", {1, 8}}, {"layers", {1, 16}}, {"width", {16, 512}}, {"steps", {1, 20}}};
-    for (const auto& [key, range] : ranges) {
-        const auto v = intOf(key.c_str());
-        if (v && (*v < range.first || *v > range.second)) {
-            err(at(key.c_str()), QStringLiteral("%1 must be in %2..%3")
-                                     .arg(q(key))
-                                     .arg(range.first)
-                                     .arg(range.second));
-        }
-    }
-    for (const char* key : {"batch", "bucket_bytes", "microbatches", "chunks", "dp", "pp", "tp"}) {
-        const auto v = intOf(key);
-        if (v && *v < 1)
-            err(at(key), QStringLiteral("%1 must be at least 1").arg(QLatin1String(key)));
-    }
-    const std::map<std::string, int> laptop = {{"width", 256}, {"layers", 8}, {"batch", 64}};
-    for (const auto& [key, hi] : laptop) {
-        const auto v = intOf(key.c_str());
-        if (v && *v > hi) {
-            err(at(key.c_str()), QStringLiteral("%1 %2 is above the laptop-sized limit %3")
-                                     .arg(q(key))
-                                     .arg(*v)
-                                     .arg(hi));
-        }
-    }
-    if (const auto steps = intOf("steps"); steps && (*steps < 2 || *steps > 6)) {
-        warn(at("steps"), QStringLiteral("steps %1 is outside the recommended 2..6").arg(*steps));
-    }
-    if (sc.contains("optimizer") && sc["optimizer"] != "sgd" && sc["optimizer"] != "adamw")
-        err(at("optimizer"), QStringLiteral("optimizer must be one of ['adamw', 'sgd']"));
-    if (sc.contains("lr") && !(isNumber(sc["lr"]) && sc["lr"].get<double>() > 0))
-        err(at("lr"), QStringLiteral("lr must be a positive number"));
-    for (const char* key : {"link_latency_us", "link_gbps"}) {
-        if (sc.contains(key) && !(isNumber(sc[key]) && sc[key].get<double>() > 0))
-            err(at(key), QStringLiteral("%1 must be a positive number").arg(QLatin1String(key)));
-    }
-    if (sc.contains("no_overlap") && !sc["no_overlap"].is_boolean())
-        err(at("no_overlap"), QStringLiteral("no_overlap must be true or false"));
-    if (sc.contains("capacity") &&
-        !(sc["capacity"].is_string() &&
-          capacityRe().match(q(sc["capacity"].get<std::string>())).hasMatch())) {
-        err(at("capacity"),
-            QStringLiteral("capacity must be a string like '64MiB' (units B, KiB, MiB, GiB)"));
-    }
-    if (sc.contains("clock") && sc["clock"] != "wall" && sc["clock"] != "device" &&
-        sc["clock"] != "auto")
-        err(at("clock"), QStringLiteral("clock must be one of ['auto', 'device', 'wall']"));
-    if (sc.contains("schedule") && sc["schedule"] != "gpipe" && sc["schedule"] != "1f1b" &&
-        sc["schedule"] != "interleaved")
-        err(at("schedule"),
-            QStringLiteral("schedule must be one of ['1f1b', 'gpipe', 'interleaved']"));
-
-    const auto devices = intOf("devices");
-    if (!strategy || !devices) return;
-    const std::string& s = *strategy;
-    const long long n = *devices;
-    const auto layers = intOf("layers");
-    const auto width = intOf("width");
-    const auto batch = intOf("batch");
-    const auto mb = intOf("microbatches");
-    const auto chunks = intOf("chunks");
-    const std::string schedule = sc.contains("schedule") && sc["schedule"].is_string()
-                                     ? sc["schedule"].get<std::string>()
-                                     : "";
-
-    if (s != "dp") {
-        for (const char* key : {"bucket_bytes", "no_overlap"}) {
-            if (sc.contains(key))
-                err(at(key),
-                    QStringLiteral("%1 applies only to strategy 'dp'").arg(QLatin1String(key)));
-        }
-    }
-    if (s != "pipeline" && s != "hybrid") {
-        for (const char* key : {"schedule", "microbatches", "chunks"}) {
-            if (sc.contains(key)) {
-                err(at(key), QStringLiteral("%1 applies only to strategies 'pipeline' and 'hybrid'")
-                                 .arg(QLatin1String(key)));
-            }
-        }
-    }
-    if (s != "hybrid") {
-        for (const char* key : {"dp", "pp", "tp"}) {
-            if (sc.contains(key))
-                err(at(key),
-                    QStringLiteral("%1 applies only to strategy 'hybrid'").arg(QLatin1String(key)));
-        }
-    }
-    if (sc.contains("chunks") && schedule != "interleaved")
-        err(at("chunks"), QStringLiteral("chunks applies only to schedule 'interleaved'"));
-
-    std::optional<long long> replicas;
-    if (s == "single" || s == "pipeline" || s == "tp") replicas = 1;
-    if (s == "dp" || s == "zero1" || s == "zero2" || s == "zero3") replicas = n;
-    if (s == "ps") replicas = n - 1;
-
-    if (s == "single" && n != 1)
-        err(at("devices"), QStringLiteral("strategy 'single' needs devices 1"));
-    if ((s == "dp" || s == "tp" || s == "pipeline" || s == "zero1" || s == "zero2" ||
-         s == "zero3") &&
-        n < 2) {
-        warn(at("devices"),
-             QStringLiteral("strategy '%1' with 1 device shows nothing distributed").arg(q(s)));
-    }
-    if (s == "ps" && n < 2) {
-        err(at("devices"),
-            QStringLiteral("strategy 'ps' needs at least 2 devices (device 0 is the server)"));
-    }
-    const auto checkPipeline = [&](long long stages, long long dpReplicas) {
-        if (layers && *layers < stages) {
-            err(at("layers"), QStringLiteral("pipeline needs layers (%1) >= stages (%2)")
-                                  .arg(*layers)
-                                  .arg(stages));
-        }
-        if (mb && batch && *batch % (dpReplicas * *mb) != 0) {
-            err(at("batch"),
-                QStringLiteral("batch %1 is not divisible by microbatches %2%3")
-                    .arg(*batch)
-                    .arg(*mb)
-                    .arg(dpReplicas == 1 ? QString() : QStringLiteral(" x dp %1").arg(dpReplicas)));
-        }
-        if (schedule == "interleaved") {
-            if (!chunks || *chunks < 2) {
-                err(at("chunks"), QStringLiteral("schedule 'interleaved' needs chunks >= 2"));
-                return;
-            }
-            if (!mb || *mb % stages != 0) {
-                err(at("microbatches"),
-                    QStringLiteral("interleaved needs microbatches to be a multiple of the stages "
-                                   "(%1)")
-                        .arg(stages));
-            }
-            if (layers && *layers % (stages * *chunks) != 0) {
-                err(at("layers"),
-                    QStringLiteral("interleaved needs layers (%1) divisible by stages*chunks (%2)")
-                        .arg(*layers)
-                        .arg(stages * *chunks));
-            }
-        }
-    };
-    if (s == "pipeline") checkPipeline(n, 1);
-    if (s == "tp" && width && (*width * 4) % n != 0) {
-        err(at("width"), QStringLiteral("tp needs width*4 (%1) divisible by devices (%2)")
-                             .arg(*width * 4)
-                             .arg(n));
-    }
-    if (s == "hybrid") {
-        const auto dp = intOf("dp");
-        const auto pp = intOf("pp");
-        const auto tp = intOf("tp");
-        if (!dp || !pp || !tp || *dp < 1 || *pp < 1 || *tp < 1) {
-            err(where, QStringLiteral("hybrid needs integer dp, pp and tp (each >= 1)"));
-            return;
-        }
-        if (*dp * *pp * *tp != n) {
-            err(at("devices"), QStringLiteral("hybrid needs dp*pp*tp (%1) == devices (%2)")
-                                   .arg(*dp * *pp * *tp)
-                                   .arg(n));
-        }
-        if (*tp > 1 && width && (*width * 4) % *tp != 0) {
-            err(at("width"), QStringLiteral("hybrid tp needs width*4 (%1) divisible by tp (%2)")
-                                 .arg(*width * 4)
-                                 .arg(*tp));
-        }
-        if (*pp > 1) {
-            checkPipeline(*pp, *dp);
-        } else if (sc.contains("schedule") || sc.contains("microbatches") ||
-                   sc.contains("chunks")) {
-            err(where, QStringLiteral("schedule/microbatches/chunks need pp > 1"));
-        }
-        replicas = *dp;
-    }
-    if (replicas && *replicas > 0 && batch && *batch % *replicas != 0) {
-        err(at("batch"), QStringLiteral("batch %1 is not divisible by the %2 data-parallel "
-                                        "replica(s)")
-                             .arg(*batch)
-                             .arg(*replicas));
-    }
+    const std::pair<const char*, std::pair<int, int>> limits[] = {
+        {"devices", {c.devices, kShippedMaxDevices}},
+        {"width", {c.width, kShippedMaxWidth}},
+        {"layers", {c.layers, kShippedMaxLayers}},
+        {"batch", {c.batch, kShippedMaxBatch}}};
+    for (const auto& [key, value] : limits)
+        if (value.first > value.second)
+            err(at(key), QStringLiteral("%1 %2 is above the laptop-sized limit %3")
+                             .arg(QLatin1String(key))
+                             .arg(value.first)
+                             .arg(value.second));
+    if (!withWarnings) return;
+    if (c.steps < kShippedMinSteps || c.steps > kShippedMaxSteps)
+        warn(at("steps"), QStringLiteral("steps %1 is outside the recommended %2..%3")
+                              .arg(c.steps)
+                              .arg(kShippedMinSteps)
+                              .arg(kShippedMaxSteps));
+    if (c.strategy != pd::StrategyKind::single && c.strategy != pd::StrategyKind::ps &&
+        c.devices < 2)
+        warn(at("devices"), QStringLiteral("strategy '%1' with 1 device shows nothing distributed")
+                                .arg(q(std::string(pd::name_of(c.strategy)))));
 }
 
 std::optional<Deck> DeckValidator::checkDeck(const json& deck) {
@@ -596,8 +480,19 @@ std::optional<Deck> DeckValidator::checkDeck(const json& deck) {
     Deck out;
     if (deck.contains("format") && deck["format"] != "paralleldeck-deck")
         err(dw + QStringLiteral(".format"), QStringLiteral("format must be 'paralleldeck-deck'"));
-    if (deck.contains("version") && !(isInt(deck["version"]) && deck["version"] == 1))
-        err(dw + QStringLiteral(".version"), QStringLiteral("version must be the integer 1"));
+    if (deck.contains("version")) {
+        const json& v = deck["version"];
+        if (isInt(v) && v.get<long long>() >= kOldestDeckVersion &&
+            v.get<long long>() <= kDeckVersion)
+            version = v.get<int>();
+        else
+            err(dw + QStringLiteral(".version"),
+                QStringLiteral("version must be the integer %1 (or %2, read as %1 without "
+                               "expectations)")
+                    .arg(kDeckVersion)
+                    .arg(kOldestDeckVersion));
+    }
+
     if (deck.contains("id")) {
         if (deck["id"].is_string() && isKebabId(q(deck["id"].get<std::string>())))
             out.id = q(deck["id"].get<std::string>());
@@ -669,6 +564,13 @@ std::optional<Deck> DeckValidator::checkDeck(const json& deck) {
                      .arg(qRound(100 * share))
                      .arg(qRound(100 * kMinScenarioShare)));
     }
+    if (version < kDeckVersion && scenariosWithoutExpect > 0)
+        warn(dw + QStringLiteral(".version"),
+             QStringLiteral("version %1 deck: %2 scenario(s) carry no expectations, so nothing "
+                            "checks what their runs show; add expect to each and set version %3")
+                 .arg(version)
+                 .arg(scenariosWithoutExpect)
+                 .arg(kDeckVersion));
     if (!errors.isEmpty()) return std::nullopt;
     return out;
 }
@@ -777,7 +679,12 @@ DeckLoadResult loadDeckFile(const QString& path, DeckLoadOptions options) {
 QByteArray deckToJson(const Deck& deck) {
     json d = json::object();
     d["format"] = "paralleldeck-deck";
-    d["version"] = 1;
+    // Version 2 needs expectations on every scenario; a deck imported without them stays 1.
+    bool everyScenarioExpects = true;
+    for (const Card& c : deck.cards)
+        if (c.hasScenario() && !json::parse(c.scenarioJson.toStdString()).contains("expect"))
+            everyScenarioExpects = false;
+    d["version"] = everyScenarioExpects ? kDeckVersion : kOldestDeckVersion;
     d["id"] = deck.id.toStdString();
     d["title"] = deck.title.toStdString();
     if (!deck.description.isEmpty()) d["description"] = deck.description.toStdString();

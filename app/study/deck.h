@@ -1,6 +1,6 @@
 // Decks of multiple-choice cards and their loader. The format is specified in
-// resources/decks/README.md; the loader applies the same rules as validate_deck.py and reports
-// each problem as "file: cards[i] (id).field: message".
+// resources/decks/README.md; scenarios are judged by the engine's own parser and validation,
+// and each problem is reported as "file: cards[i] (id).field: message".
 #pragma once
 
 #include <QByteArray>
@@ -27,8 +27,8 @@ struct Card {
     QList<Option> options;
     Difficulty difficulty = Difficulty::Foundation;
     QStringList tags;
-    // The scenario object as compact JSON text (what the engine's apply_scenario_json reads);
-    // empty when the card has none.
+    // The scenario object as compact JSON text (what the engine's apply_scenario_json reads,
+    // expectations included); empty when the card has none.
     QString scenarioJson;
     QString scenarioNote;
 

@@ -9,12 +9,21 @@
 #include <optional>
 
 #include "deck.h"
+#include "pd/run_config.h"
+
+namespace pd {
+class BadInput;
+}
 
 namespace pd::study {
 
 struct DeckValidator {
     QString file;
     bool lenient = false;
+    // The deck's format version once checkDeck has read it. Cards checked on their own (CSV
+    // imports) are held to version 1: their scenarios may lack expect.
+    int version = 1;
+    int scenariosWithoutExpect = 0;
     QList<DeckIssue> errors;
     QList<DeckIssue> warnings;
 
@@ -28,6 +37,9 @@ struct DeckValidator {
     void checkOptions(const QString& where, const nlohmann::json& options,
                       std::optional<CardType> type, std::optional<QString> prompt, Card& out);
     void checkTags(const QString& where, const nlohmann::json& tags, Card& out);
+    void engineError(const QString& where, const pd::BadInput& e);
+    void checkShippedLimits(const QString& where, const pd::RunConfig& config,
+                            bool withWarnings = true);
 };
 
 nlohmann::json cardToJson(const Card& card);

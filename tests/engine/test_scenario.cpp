@@ -1,7 +1,9 @@
 // Scenario files and config validation: good input parses, bad input names what and why.
 #include <QtTest>
+#include <set>
 
 #include "pd/error.h"
+#include "pd/expectations.h"
 #include "pd/scenario.h"
 #include "pd/units.h"
 
@@ -141,6 +143,181 @@ class TestScenario : public QObject {
         const auto parsed = parse_byte_size(text.toStdString());
         QCOMPARE(parsed.has_value(), valid);
         if (valid) QCOMPARE(qulonglong(*parsed), bytes);
+    }
+
+    // `expect` is parsed with the scenario, into the caller's Expectations when given.
+    void parses_expectations() {
+        RunConfig c;
+        ConfigSources src;
+        Expectations x;
+        apply_scenario_json(R"({"strategy": "dp", "devices": 4, "expect": [
+            {"status": "ok"},
+            {"loss": "falls", "by_percent": 5},
+            {"metric": "all_reduce_per_step", "equals": 1},
+            {"metric": "peak.parameters", "devices": "all", "relative_to": {"device": 0},
+             "between": [0.9, 1.1]},
+            {"metric": "exposed_comm", "compare_with": {"no_overlap": true},
+             "relative_to": {"run": "other"}, "at_most": 0.8},
+            {"metric": "step_time", "compare_with": {"no_overlap": true},
+             "relative_to": {"run": "other"}, "at_most": 1},
+            {"metric": "bubble", "near": {"metric": "bubble.theoretical"}, "tolerance": 0.03}]})",
+                            "card.json", c, src, &x);
+        QCOMPARE(c.devices, 4);
+        QCOMPARE(x.claims.size(), std::size_t{7});
+        QCOMPARE(x.claims[0].kind, Claim::Kind::status);
+        QCOMPARE(x.claims[1].kind, Claim::Kind::loss_falls);
+        QCOMPARE(x.claims[1].percent, 5.0);
+        QVERIFY(x.claims[3].all_devices);
+        QCOMPARE(x.claims[3].relative_to->device, 0);
+        // Two claims on the same variant share one run.
+        QCOMPARE(x.variants.size(), std::size_t{1});
+        QCOMPARE(x.claims[4].relative_to->variant, 0);
+        QCOMPARE(x.claims[5].relative_to->variant, 0);
+        QCOMPARE(x.claims[6].near_ref->metric, std::string("bubble.theoretical"));
+        const RunConfig other = variant_config(c, x, 0, "card.json");
+        QCOMPARE(other.overlap, false);
+        QCOMPARE(other.devices, 4);
+        // Without an Expectations to fill, the key is still checked, then dropped.
+        RunConfig plain;
+        apply_scenario_json(R"({"expect": [{"status": "ok"}]})", "card.json", plain, src);
+    }
+
+    void rejects_bad_expectations_data() {
+        QTest::addColumn<QString>("expect");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("not a list") << R"({"status": "ok"})"
+                                    << "'expect' in e.json: must be a non-empty list";
+        QTest::addRow("empty") << "[]"
+                               << "non-empty list";
+        QTest::addRow("no kind") << R"([{"device": 0}])"
+                                 << "'expect[0]' in e.json: needs one of";
+        QTest::addRow("bad status") << R"([{"status": "fine"}])"
+                                    << "'expect[0].status'";
+        QTest::addRow("bad category") << R"([{"status": "out_of_memory", "category": "weights"}])"
+                                      << "'expect[0].category' in e.json: unknown memory category";
+        QTest::addRow("falls without amount") << R"([{"loss": "falls"}])"
+                                              << "needs by_percent";
+        QTest::addRow("unknown metric") << R"([{"metric": "speed", "at_least": 1}])"
+                                        << "'expect[0].metric' in e.json: unknown metric 'speed'";
+        QTest::addRow("no comparison") << R"([{"metric": "step_time"}])"
+                                       << "needs one comparison";
+        QTest::addRow("two comparisons")
+            << R"([{"metric": "step_time", "equals": 1, "between": [0, 2]}])"
+            << "needs one comparison";
+        QTest::addRow("device on run-wide")
+            << R"([{"metric": "step_time", "device": 0, "at_least": 0}])"
+            << "run-wide";
+        QTest::addRow("per-device without device")
+            << R"([{"metric": "busy_fraction", "at_least": 0}])"
+            << "is per device";
+        QTest::addRow("unknown claim key")
+            << R"([{"metric": "step_time", "at_least": 0, "devise": 1}])"
+            << "'expect[0].devise'";
+        QTest::addRow("near without tolerance") << R"([{"metric": "bubble", "near": 0.2}])"
+                                                << "needs tolerance";
+        QTest::addRow("backwards band") << R"([{"metric": "bubble", "between": [0.5, 0.1]}])"
+                                        << "low is above high";
+        QTest::addRow("other without compare_with")
+            << R"([{"metric": "step_time", "relative_to": {"run": "other"}, "at_most": 1}])"
+            << "'expect[0].relative_to.run' in e.json: \"other\" needs compare_with";
+        QTest::addRow("compare_with unread")
+            << R"([{"metric": "step_time", "compare_with": {"steps": 3}, "at_most": 1}])"
+            << "'expect[0].compare_with'";
+        QTest::addRow("compare_with bad key")
+            << R"([{"metric": "step_time", "compare_with": {"stepz": 3},
+                    "relative_to": {"run": "other"}, "at_most": 1}])"
+            << "'expect[0].compare_with.stepz' in e.json: is not a known setting";
+        QTest::addRow("nested expect")
+            << R"([{"metric": "step_time", "compare_with": {"expect": []},
+                    "relative_to": {"run": "other"}, "at_most": 1}])"
+            << "cannot hold expectations";
+    }
+
+    void rejects_bad_expectations() {
+        QFETCH(QString, expect);
+        QFETCH(QString, expected);
+        RunConfig c;
+        ConfigSources src;
+        try {
+            apply_scenario_json("{\"expect\": " + expect.toStdString() + "}", "e.json", c, src);
+            QFAIL("accepted bad expectations");
+        } catch (const BadInput& e) {
+            const QString what = QString::fromStdString(e.what());
+            QVERIFY2(what.contains(expected), qPrintable(what));
+        }
+    }
+
+    // Checking on crafted evidence: each claim passes on the figures that satisfy it and fails
+    // on those that do not, with the measured value beside it.
+    void checks_claims_against_metrics() {
+        RunEvidence run;
+        run.result.status = RunStatus::ok;
+        run.result.trace.devices = 2;
+        run.metrics.steps = {{0, 2.0, 0.1}, {1, 1.5, 0.1}};
+        run.metrics.final_loss = 1.5;
+        run.metrics.median_step_time_s = 0.1;
+        run.metrics.bubble = BubbleMetrics{4, 8, 1, 0.30, 3.0 / 11};
+        run.metrics.devices.resize(2);
+        run.metrics.devices[0].device = 0;
+        run.metrics.devices[1].device = 1;
+        run.metrics.devices[0].busy_fraction = 0.9;
+        run.metrics.devices[1].busy_fraction = 0.4;
+        RunEvidence other = run;
+        other.metrics.median_step_time_s = 0.2;
+
+        RunConfig c;
+        ConfigSources src;
+        Expectations x;
+        apply_scenario_json(R"({"expect": [
+            {"status": "ok"},
+            {"status": "out_of_memory"},
+            {"loss": "falls", "by_percent": 20},
+            {"loss": "falls", "by_percent": 30},
+            {"loss": "diverges"},
+            {"metric": "bubble", "near": {"metric": "bubble.theoretical"}, "tolerance": 0.03},
+            {"metric": "bubble", "near": {"metric": "bubble.theoretical"}, "tolerance": 0.01},
+            {"metric": "busy_fraction", "device": 0, "at_least": 0.8},
+            {"metric": "busy_fraction", "devices": "all", "at_least": 0.8},
+            {"metric": "busy_fraction", "device": 1, "relative_to": {"device": 0},
+             "between": [0.4, 0.5]},
+            {"metric": "busy_fraction", "device": 5, "at_least": 0},
+            {"metric": "step_time", "compare_with": {"no_overlap": true},
+             "relative_to": {"run": "other"}, "at_most": 0.6},
+            {"metric": "all_reduce_per_step", "equals": 0}]})",
+                            "e.json", c, src, &x);
+        const auto out = check_expectations(x, run, {other});
+        QCOMPARE(out.size(), x.claims.size());
+        const bool want[] = {true, false, true, false, false, true, false,
+                             true, false, true, false, true,  true};
+        for (std::size_t i = 0; i < out.size(); ++i)
+            QVERIFY2(out[i].passed == want[i],
+                     qPrintable(QStringLiteral("claim %1: %2: %3")
+                                    .arg(i)
+                                    .arg(QString::fromStdString(out[i].description),
+                                         QString::fromStdString(out[i].measured))));
+        QCOMPARE(out[2].measured, std::string("2 -> 1.500 (25%)"));
+        QCOMPARE(out[5].description,
+                 std::string("bubble within 0.273 +- 0.030 (bubble.theoretical)"));
+        QCOMPARE(out[5].measured, std::string("0.300"));
+        QCOMPARE(out[8].measured, std::string("0.900 0.400"));
+        QCOMPARE(out[10].measured, std::string("n/a"));
+        QCOMPARE(out[11].measured, std::string("0.500"));
+    }
+
+    // The metric names claims read: unique, each with its meaning, per-device ones marked.
+    void lists_expectation_metrics() {
+        std::set<std::string> names;
+        bool bubble = false, busy_per_device = false;
+        for (const MetricInfo& m : expectation_metrics()) {
+            QVERIFY2(names.insert(std::string(m.name)).second, std::string(m.name).c_str());
+            QVERIFY(!m.meaning.empty());
+            bubble = bubble || (m.name == "bubble" && !m.per_device);
+            busy_per_device = busy_per_device || (m.name == "busy_fraction" && m.per_device);
+        }
+        QVERIFY(bubble);
+        QVERIFY(busy_per_device);
+        QVERIFY(names.count("peak.optimizer_state"));
+        QVERIFY(names.count("all_reduce_per_step"));
     }
 
     void auto_clock_follows_cores() {

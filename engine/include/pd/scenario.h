@@ -9,10 +9,14 @@
 
 namespace pd {
 
+struct Expectations;
+
 // Applies the keys of a JSON object text onto `config`. `origin` names the file in messages.
-// Throws BadInput. Records each key's spelling in `sources`.
+// Throws BadInput. Records each key's spelling in `sources`. The `expect` key (claims about the
+// run, pd/expectations.h) is parsed, so a bad claim is an error either way, and stored in
+// `expectations` when given.
 void apply_scenario_json(std::string_view json_text, std::string_view origin, RunConfig& config,
-                         ConfigSources& sources);
+                         ConfigSources& sources, Expectations* expectations = nullptr);
 
 // Reads a file and applies it. Throws BadInput if it cannot be read or parsed.
 void apply_scenario_file(const std::string& path, RunConfig& config, ConfigSources& sources);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "pd/error.h"
+#include "pd/expectations.h"
 #include "pd/units.h"
 
 namespace pd {
@@ -59,7 +60,7 @@ struct KeyReader {
 }  // namespace
 
 void apply_scenario_json(std::string_view json_text, std::string_view origin, RunConfig& c,
-                         ConfigSources& sources) {
+                         ConfigSources& sources, Expectations* expectations) {
     json root;
     try {
         root = json::parse(json_text);
@@ -152,12 +153,15 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.tf32 = r.boolean();
         else if (key == "native_collectives")
             c.native_collectives = r.boolean();
-        else
+        else if (key == "expect") {
+            Expectations parsed = parse_expectations(value.dump(), origin);
+            if (expectations) *expectations = std::move(parsed);
+        } else
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32, native_collectives)");
+                "pp, tp, backend, tf32, native_collectives, expect)");
     }
 }
 

@@ -1,0 +1,96 @@
+// Scenario expectations: machine-checkable claims about what a scenario's run shows (the
+// `expect` key of a scenario, specified in resources/decks/README.md). Parsing rejects unknown
+// claims and metric names with a BadInput naming the key; checking reads the run's result and
+// its metrics (compute_metrics), never a second computation of a figure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pd/metrics.h"
+#include "pd/run.h"
+#include "pd/run_config.h"
+
+namespace pd {
+
+// Which figure a metric claim or a reference reads: a named metric, on one device (for
+// per-device metrics), of this run or of a compare_with variant.
+struct MetricRef {
+    std::string metric;
+    int device = -1;   // -1: the metric is run-wide
+    int variant = -1;  // -1: this run; otherwise an index into Expectations::variants
+};
+
+struct Claim {
+    enum class Kind { status, loss_falls, loss_diverges, metric };
+    Kind kind = Kind::metric;
+    std::string key;  // "expect[3]", for messages
+
+    // status
+    RunStatus status = RunStatus::ok;
+    std::optional<int> oom_device;
+    std::optional<MemoryCategory> oom_category;
+
+    // loss_falls: at least this many percent from the first to the last step.
+    // loss_diverges: the last loss is non-finite or at least `percent`% above the first.
+    double percent = 0.0;
+
+    // metric: value = subject, or subject / relative_to; each device listed is checked.
+    MetricRef subject;
+    std::vector<int> devices;  // per-device metrics; empty: run-wide (or all_devices)
+    bool all_devices = false;
+    std::optional<MetricRef> relative_to;
+    std::optional<double> at_least, at_most;
+    // near: |value - target| <= tolerance, or <= relative_tolerance x |target|.
+    std::optional<double> near_value;
+    std::optional<MetricRef> near_ref;
+    double tolerance = 0.0;
+    bool tolerance_is_relative = false;
+};
+
+struct Expectations {
+    std::vector<Claim> claims;
+    // The distinct compare_with overrides (scenario JSON objects), each run once.
+    std::vector<std::string> variants;
+    bool empty() const { return claims.empty(); }
+};
+
+// Parses the value of `expect` (a JSON array, as text). `origin` names the scenario in
+// messages; keys are spelled "expect[i].field". Throws BadInput.
+Expectations parse_expectations(std::string_view json_text, std::string_view origin);
+
+// The config of variant `i`: `base` with the variant's keys applied, then validated.
+RunConfig variant_config(const RunConfig& base, const Expectations& expectations, std::size_t i,
+                         std::string_view origin);
+
+// What claims read from one run.
+struct RunEvidence {
+    RunConfig config;
+    RunResult result;
+    RunMetrics metrics;
+};
+RunEvidence run_for_evidence(const RunConfig& config);
+
+struct ClaimOutcome {
+    std::string description;  // "bubble within 0.273 +- 0.03"
+    std::string measured;     // "0.281"
+    bool passed = false;
+};
+
+// Checks every claim against `run` and `variants` (one per Expectations::variants, in order).
+// A claim on a device or a figure the run lacks fails, saying so in `measured`.
+std::vector<ClaimOutcome> check_expectations(const Expectations& expectations,
+                                             const RunEvidence& run,
+                                             const std::vector<RunEvidence>& variants);
+
+// The metric names claims may read, with what each measures (for messages and docs).
+struct MetricInfo {
+    std::string_view name;
+    bool per_device;
+    std::string_view meaning;
+};
+const std::vector<MetricInfo>& expectation_metrics();
+
+}  // namespace pd

@@ -1,0 +1,705 @@
+#include "pd/expectations.h"
+
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "pd/error.h"
+#include "pd/scenario.h"
+
+namespace pd {
+
+using nlohmann::json;
+
+namespace {
+
+// ------------------------------------------------------------------------------ metric names
+
+using Reader = std::function<std::optional<double>(const RunEvidence&, int device)>;
+
+struct MetricDef {
+    MetricInfo info;
+    Reader read;
+};
+
+const DeviceMetrics* device_metrics(const RunEvidence& e, int d) {
+    for (const auto& dm : e.metrics.devices)
+        if (dm.device == d) return &dm;
+    return nullptr;
+}
+
+const ModelStateMetrics* model_state(const RunEvidence& e, int d) {
+    for (const auto& s : e.metrics.model_state)
+        if (s.device == d) return &s;
+    return nullptr;
+}
+
+const StageActivationMetrics* stage_activation(const RunEvidence& e, int d) {
+    for (const auto& s : e.metrics.stage_activations)
+        if (s.device == d) return &s;
+    return nullptr;
+}
+
+// Generated metric names live as long as the table that views them (a deque never moves
+// its elements).
+std::string_view intern(std::string name) {
+    static std::deque<std::string> names;
+    return names.emplace_back(std::move(name));
+}
+
+// A run-wide figure, read from the metrics (or the result).
+MetricDef run_wide(std::string_view name, std::string_view meaning,
+                   std::function<std::optional<double>(const RunEvidence&)> read) {
+    return {{name, false, meaning}, [read](const RunEvidence& e, int) { return read(e); }};
+}
+
+// A per-device figure of DeviceMetrics.
+MetricDef per_device(std::string_view name, std::string_view meaning,
+                     std::function<double(const DeviceMetrics&)> read) {
+    return {{name, true, meaning}, [read](const RunEvidence& e, int d) -> std::optional<double> {
+                if (const auto* dm = device_metrics(e, d)) return read(*dm);
+                return std::nullopt;
+            }};
+}
+
+MetricDef per_model_state(std::string_view name, std::string_view meaning,
+                          double (*read)(const ModelStateMetrics&)) {
+    return {{name, true, meaning}, [read](const RunEvidence& e, int d) -> std::optional<double> {
+                if (const auto* s = model_state(e, d)) return read(*s);
+                return std::nullopt;
+            }};
+}
+
+// Calls of one collective per device per step: CollectiveMetrics counts calls per device over
+// the run, grouped by size; the groups of one operation add up.
+std::optional<double> calls_per_step(const RunEvidence& e, const std::string& op) {
+    if (e.metrics.steps.empty()) return std::nullopt;
+    double calls = 0;
+    for (const auto& c : e.metrics.collectives)
+        if (c.op == op) calls += c.count;
+    return calls / static_cast<double>(e.metrics.steps.size());
+}
+
+// Ring steps (reduce-scatter and all-gather steps) per collective call on a device. The
+// trace is the only record of ring steps; no metric counts them yet.
+std::optional<double> ring_steps_per_collective(const RunEvidence& e, int d) {
+    double calls = 0, ring_steps = 0;
+    for (const auto& c : e.result.trace.collectives)
+        if (c.device == d && c.step >= 0 && c.op != "broadcast") ++calls;
+    for (const auto& ev : e.result.trace.events)
+        if (ev.device == d && ev.step >= 0 &&
+            (ev.kind == EventKind::reduce_scatter_step || ev.kind == EventKind::all_gather_step))
+            ++ring_steps;
+    if (calls == 0) return std::nullopt;
+    return ring_steps / calls;
+}
+
+std::vector<MetricDef> build_metrics() {
+    std::vector<MetricDef> v;
+    // New figures of RunMetrics plug in here, one line each.
+    v.push_back(run_wide("steps_completed", "optimizer steps the run completed",
+                         [](const RunEvidence& e) { return e.result.steps_completed; }));
+    v.push_back(run_wide("loss.first", "loss of the first step", [](const RunEvidence& e) {
+        return e.metrics.steps.empty() ? std::nullopt
+                                       : std::optional<double>(e.metrics.steps.front().loss);
+    }));
+    v.push_back(run_wide("loss.last", "loss of the last step", [](const RunEvidence& e) {
+        return e.metrics.steps.empty() ? std::nullopt : std::optional<double>(e.metrics.final_loss);
+    }));
+    v.push_back(run_wide("step_time", "median step time, seconds",
+                         [](const RunEvidence& e) { return e.metrics.median_step_time_s; }));
+    v.push_back(run_wide("samples_per_s", "global batch / median step time",
+                         [](const RunEvidence& e) { return e.metrics.samples_per_s; }));
+    v.push_back(run_wide("exposed_comm",
+                         "communication not hidden by compute, seconds summed "
+                         "over devices",
+                         [](const RunEvidence& e) { return e.metrics.exposed_comm_s; }));
+    v.push_back(run_wide("overlapped_comm",
+                         "communication hidden by compute, seconds summed "
+                         "over devices",
+                         [](const RunEvidence& e) { return e.metrics.overlapped_comm_s; }));
+    v.push_back(run_wide("parameter_count", "parameters of the model", [](const RunEvidence& e) {
+        return static_cast<double>(e.metrics.parameter_count);
+    }));
+    v.push_back(run_wide("bubble", "measured pipeline bubble fraction", [](const RunEvidence& e) {
+        return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->measured) : std::nullopt;
+    }));
+    v.push_back(
+        run_wide("bubble.theoretical", "textbook bubble (p-1)/(v*m+p-1)", [](const RunEvidence& e) {
+            return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->theoretical)
+                                    : std::nullopt;
+        }));
+    for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "broadcast"}) {
+        const std::string o = op;
+        v.push_back(run_wide(intern(o + "_per_step"),
+                             "calls of this collective per device per step",
+                             [o](const RunEvidence& e) { return calls_per_step(e, o); }));
+    }
+    for (const char* op :
+         {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"}) {
+        const std::string o = op;
+        v.push_back(run_wide(
+            intern("comm_bytes_per_step." + o), "bytes each device hands to this kind per step",
+            [o](const RunEvidence& e) -> std::optional<double> {
+                const auto it = e.metrics.comm_bytes_per_step.find(o);
+                return it == e.metrics.comm_bytes_per_step.end() ? 0.0 : it->second;
+            }));
+    }
+    v.push_back(per_device("busy_fraction", "compute busy / step window",
+                           [](const DeviceMetrics& d) { return d.busy_fraction; }));
+    v.push_back(per_device("busy", "compute busy, seconds",
+                           [](const DeviceMetrics& d) { return d.busy_s; }));
+    v.push_back(per_device("idle", "compute idle, seconds",
+                           [](const DeviceMetrics& d) { return d.idle_s; }));
+    v.push_back(per_device("comm", "time covered by communication, seconds",
+                           [](const DeviceMetrics& d) { return d.comm_s; }));
+    v.push_back(per_device("exposed_comm.device", "exposed communication, seconds",
+                           [](const DeviceMetrics& d) { return d.exposed_comm_s; }));
+    // busy + idle is the step window (idle is the window less busy).
+    v.push_back(per_device("exposed_comm_fraction", "exposed communication / step window",
+                           [](const DeviceMetrics& d) {
+                               const double window = d.busy_s + d.idle_s;
+                               return window > 0 ? d.exposed_comm_s / window : 0.0;
+                           }));
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+        v.push_back(per_device(intern("peak." + std::string(kMemoryCategoryNames[c])),
+                               "peak bytes of this memory category", [c](const DeviceMetrics& d) {
+                                   return static_cast<double>(d.peak_bytes[c]);
+                               }));
+    }
+    v.push_back(
+        per_device("peak.total", "peak bytes of all categories together",
+                   [](const DeviceMetrics& d) { return static_cast<double>(d.peak_total_bytes); }));
+    v.push_back({{"capacity", true, "the device's memory capacity, bytes"},
+                 [](const RunEvidence& e, int d) -> std::optional<double> {
+                     const auto& caps = e.result.trace.capacity_bytes;
+                     if (d < 0 || static_cast<std::size_t>(d) >= caps.size()) return std::nullopt;
+                     return static_cast<double>(caps[static_cast<std::size_t>(d)]);
+                 }});
+    v.push_back(per_model_state("model_state.parameters", "parameter bytes at the end",
+                                [](const ModelStateMetrics& s) { return double(s.parameters); }));
+    v.push_back(per_model_state("model_state.gradients", "gradient bytes at the end",
+                                [](const ModelStateMetrics& s) { return double(s.gradients); }));
+    v.push_back(
+        per_model_state("model_state.optimizer_state", "optimizer-state bytes at the end",
+                        [](const ModelStateMetrics& s) { return double(s.optimizer_state); }));
+    v.push_back(per_model_state("model_state.analytic_parameters",
+                                "the strategy's analytic parameter bytes",
+                                [](const ModelStateMetrics& s) { return s.analytic_parameters; }));
+    v.push_back(per_model_state("model_state.analytic_gradients",
+                                "the strategy's analytic gradient bytes",
+                                [](const ModelStateMetrics& s) { return s.analytic_gradients; }));
+    v.push_back(
+        per_model_state("model_state.analytic_optimizer_state",
+                        "the strategy's analytic optimizer-state bytes (ZeRO formulas)",
+                        [](const ModelStateMetrics& s) { return s.analytic_optimizer_state; }));
+    v.push_back({{"max_microbatches_alive", true,
+                  "most micro-batches with forward started and backward unfinished"},
+                 [](const RunEvidence& e, int d) -> std::optional<double> {
+                     if (const auto* s = stage_activation(e, d)) return s->max_microbatches_alive;
+                     return std::nullopt;
+                 }});
+    v.push_back({{"ring_steps_per_collective", true,
+                  "reduce-scatter and all-gather ring steps per collective call"},
+                 ring_steps_per_collective});
+    return v;
+}
+
+const std::vector<MetricDef>& metric_defs() {
+    static const std::vector<MetricDef> defs = build_metrics();
+    return defs;
+}
+
+const MetricDef* find_metric(std::string_view name) {
+    for (const auto& d : metric_defs())
+        if (d.info.name == name) return &d;
+    return nullptr;
+}
+
+std::string metric_names() {
+    std::string out;
+    for (const auto& d : metric_defs()) out += (out.empty() ? "" : ", ") + std::string(d.info.name);
+    return out;
+}
+
+// ------------------------------------------------------------------------------------ parsing
+
+struct Field {
+    const json& value;
+    std::string key;  // "scenario key 'expect[2].metric' in origin"
+
+    [[noreturn]] void fail(const std::string& reason) const {
+        throw BadInput(key, reason, __FILE__, __LINE__);
+    }
+    double number() const {
+        if (!value.is_number() || !std::isfinite(value.get<double>()))
+            fail("must be a number, got " + value.dump());
+        return value.get<double>();
+    }
+    int device() const {
+        if (!value.is_number_integer() || value.get<long long>() < 0 ||
+            value.get<long long>() > 1 << 20)
+            fail("must be a device index (0 or more), got " + value.dump());
+        return value.get<int>();
+    }
+    std::string text() const {
+        if (!value.is_string()) fail("must be a string, got " + value.dump());
+        return value.get<std::string>();
+    }
+};
+
+class ClaimParser {
+  public:
+    ClaimParser(const json& claim, std::string path, std::string origin, Expectations& out)
+        : claim_(claim), path_(std::move(path)), origin_(std::move(origin)), out_(out) {}
+
+    Claim parse() {
+        if (!claim_.is_object() || claim_.empty())
+            Field{claim_, spell("")}.fail("must be a JSON object holding one claim");
+        Claim c;
+        c.key = path_;
+        if (claim_.contains("status"))
+            parse_status(c);
+        else if (claim_.contains("loss"))
+            parse_loss(c);
+        else if (claim_.contains("metric"))
+            parse_metric(c);
+        else
+            Field{claim_, spell("")}.fail(
+                "needs one of 'status', 'loss' or 'metric' (see resources/decks/README.md)");
+        return c;
+    }
+
+  private:
+    const json& claim_;
+    std::string path_, origin_;
+    Expectations& out_;
+
+    std::string spell(const std::string& field) const {
+        return "scenario key '" + path_ + (field.empty() ? "" : "." + field) + "' in " + origin_;
+    }
+    Field field(const std::string& name) const { return {claim_.at(name), spell(name)}; }
+    void only(std::initializer_list<const char*> allowed) const {
+        for (const auto& [k, v] : claim_.items()) {
+            bool ok = false;
+            std::string list;
+            for (const char* a : allowed) {
+                ok = ok || k == a;
+                list += (list.empty() ? "" : ", ") + std::string(a);
+            }
+            if (!ok) Field{v, spell(k)}.fail("is not a key of this claim (allowed: " + list + ")");
+        }
+    }
+
+    void parse_status(Claim& c) {
+        only({"status", "device", "category"});
+        c.kind = Claim::Kind::status;
+        const std::string s = field("status").text();
+        if (s == "ok")
+            c.status = RunStatus::ok;
+        else if (s == "out_of_memory")
+            c.status = RunStatus::out_of_memory;
+        else
+            field("status").fail("must be \"ok\" or \"out_of_memory\", got \"" + s + "\"");
+        if ((claim_.contains("device") || claim_.contains("category")) &&
+            c.status != RunStatus::out_of_memory)
+            field("status").fail("device and category describe an out_of_memory status");
+        if (claim_.contains("device")) c.oom_device = field("device").device();
+        if (claim_.contains("category")) {
+            const std::string name = field("category").text();
+            c.oom_category = memory_category_from_name(name);
+            if (!c.oom_category)
+                field("category")
+                    .fail("unknown memory category '" + name +
+                          "' (parameters, gradients, optimizer_state, "
+                          "activations, communication, workspace)");
+        }
+    }
+
+    void parse_loss(Claim& c) {
+        only({"loss", "by_percent"});
+        const std::string s = field("loss").text();
+        if (s == "falls") {
+            c.kind = Claim::Kind::loss_falls;
+            if (!claim_.contains("by_percent"))
+                field("loss").fail("\"falls\" needs by_percent (the least fall, in percent)");
+        } else if (s == "diverges") {
+            c.kind = Claim::Kind::loss_diverges;
+            c.percent = 100.0;  // default: the last loss at least doubles the first
+        } else {
+            field("loss").fail("must be \"falls\" or \"diverges\", got \"" + s + "\"");
+        }
+        if (claim_.contains("by_percent")) {
+            c.percent = field("by_percent").number();
+            if (c.percent <= 0) field("by_percent").fail("must be more than 0");
+        }
+    }
+
+    // {"metric"?, "device"?, "run"?}; omitted fields are the claim's own.
+    MetricRef parse_ref(const std::string& name, const Claim& c, int variant) const {
+        const Field f = field(name);
+        if (!f.value.is_object() || f.value.empty())
+            f.fail("must be an object with metric, device and/or run (\"this\" or \"other\")");
+        MetricRef r = c.subject;
+        for (const auto& [k, v] : f.value.items()) {
+            const Field sub{v, spell(name + "." + k)};
+            if (k == "metric") {
+                r.metric = sub.text();
+                if (!find_metric(r.metric))
+                    sub.fail("unknown metric '" + r.metric + "' (known: " + metric_names() + ")");
+            } else if (k == "device") {
+                r.device = sub.device();
+            } else if (k == "run") {
+                const std::string run = sub.text();
+                if (run == "other") {
+                    if (variant < 0) sub.fail("\"other\" needs compare_with in this claim");
+                    r.variant = variant;
+                } else if (run == "this") {
+                    r.variant = -1;
+                } else {
+                    sub.fail("must be \"this\" or \"other\", got \"" + run + "\"");
+                }
+            } else {
+                sub.fail("is not a key of a reference (allowed: metric, device, run)");
+            }
+        }
+        const MetricDef* def = find_metric(r.metric);
+        if (!def->info.per_device && f.value.contains("device"))
+            field(name).fail("metric '" + r.metric + "' is run-wide and takes no device");
+        if (!def->info.per_device) r.device = -1;
+        return r;
+    }
+
+    int parse_variant() {
+        const Field f = field("compare_with");
+        if (!f.value.is_object() || f.value.empty())
+            f.fail("must be an object of scenario keys that differ from this scenario");
+        if (f.value.contains("expect")) f.fail("cannot hold expectations of its own");
+        // Checked against a blank config now (keys and types); variant_config checks the
+        // combination once the base scenario is known.
+        // Key by key, so that a message names "expect[i].compare_with.key".
+        for (const auto& [k, v] : f.value.items()) {
+            RunConfig scratch;
+            ConfigSources sources;
+            try {
+                apply_scenario_json(json{{k, v}}.dump(), origin_, scratch, sources);
+            } catch (const BadInput& e) {
+                const std::string what = e.what();
+                const std::string prefix = e.key() + ": ";
+                Field{v, spell("compare_with." + k)}.fail(
+                    what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+            }
+        }
+        const std::string text = f.value.dump();
+        for (std::size_t i = 0; i < out_.variants.size(); ++i)
+            if (out_.variants[i] == text) return static_cast<int>(i);
+        out_.variants.push_back(text);
+        return static_cast<int>(out_.variants.size()) - 1;
+    }
+
+    void parse_metric(Claim& c) {
+        only({"metric", "device", "devices", "relative_to", "between", "at_least", "at_most",
+              "equals", "near", "tolerance", "relative_tolerance", "compare_with"});
+        c.kind = Claim::Kind::metric;
+        c.subject.metric = field("metric").text();
+        const MetricDef* def = find_metric(c.subject.metric);
+        if (!def)
+            field("metric").fail("unknown metric '" + c.subject.metric +
+                                 "' (known: " + metric_names() + ")");
+        const int variant = claim_.contains("compare_with") ? parse_variant() : -1;
+        if (def->info.per_device) {
+            if (claim_.contains("device") == claim_.contains("devices"))
+                field("metric").fail("'" + c.subject.metric +
+                                     "' is per device: give device (one index) or devices (a "
+                                     "list, or \"all\")");
+            if (claim_.contains("device")) {
+                c.devices = {field("device").device()};
+            } else {
+                const Field f = field("devices");
+                if (f.value == "all") {
+                    c.all_devices = true;
+                } else if (f.value.is_array() && !f.value.empty()) {
+                    for (const auto& d : f.value) c.devices.push_back(Field{d, f.key}.device());
+                } else {
+                    f.fail("must be a non-empty list of device indices or \"all\"");
+                }
+            }
+        } else if (claim_.contains("device") || claim_.contains("devices")) {
+            field("metric").fail("'" + c.subject.metric + "' is run-wide and takes no device");
+        }
+        if (claim_.contains("relative_to")) c.relative_to = parse_ref("relative_to", c, variant);
+        if (variant >= 0 && !(c.relative_to && c.relative_to->variant >= 0))
+            field("compare_with").fail("is read only through relative_to {\"run\": \"other\"}");
+
+        int comparisons = 0;
+        if (claim_.contains("between")) {
+            const Field f = field("between");
+            if (!f.value.is_array() || f.value.size() != 2)
+                f.fail("must be [low, high], got " + f.value.dump());
+            c.at_least = Field{f.value[0], f.key}.number();
+            c.at_most = Field{f.value[1], f.key}.number();
+            if (*c.at_least > *c.at_most) f.fail("low is above high");
+            ++comparisons;
+        }
+        if (claim_.contains("at_least")) {
+            c.at_least = field("at_least").number();
+            ++comparisons;
+        }
+        if (claim_.contains("at_most")) {
+            c.at_most = field("at_most").number();
+            ++comparisons;
+        }
+        if (claim_.contains("equals")) {
+            c.near_value = field("equals").number();
+            c.tolerance = 1e-9;  // counts and sizes, exact up to the division
+            ++comparisons;
+        }
+        if (claim_.contains("near")) {
+            const Field f = field("near");
+            if (f.value.is_number())
+                c.near_value = f.number();
+            else
+                c.near_ref = parse_ref("near", c, variant);
+            if (claim_.contains("tolerance") == claim_.contains("relative_tolerance"))
+                f.fail(
+                    "needs tolerance (absolute) or relative_tolerance (a fraction of the "
+                    "target)");
+            const bool relative = claim_.contains("relative_tolerance");
+            c.tolerance = field(relative ? "relative_tolerance" : "tolerance").number();
+            c.tolerance_is_relative = relative;
+            if (c.tolerance < 0) field(relative ? "relative_tolerance" : "tolerance").fail(">= 0");
+            ++comparisons;
+        } else if (claim_.contains("tolerance") || claim_.contains("relative_tolerance")) {
+            field("metric").fail("tolerance and relative_tolerance go with near");
+        }
+        if (comparisons != 1 &&
+            !(comparisons == 2 && claim_.contains("at_least") && claim_.contains("at_most")))
+            field("metric").fail(
+                "needs one comparison: between, at_least and/or at_most, equals, or near");
+    }
+};
+
+// ----------------------------------------------------------------------------------- checking
+
+std::string figure(double v) {
+    char buf[32];
+    const double a = std::fabs(v);
+    if (v == std::floor(v) && a < 1e15)
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (a != 0 && (a < 1e-3 || a >= 1e6))
+        std::snprintf(buf, sizeof buf, "%.3g", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.3f", v);
+    return buf;
+}
+
+std::string ref_text(const MetricRef& r, const Claim& c, const Expectations& x) {
+    std::string s;
+    if (r.metric != c.subject.metric) s = r.metric;
+    if (r.device >= 0)
+        s += std::string(s.empty() ? "" : " ") + "device " + std::to_string(r.device);
+    if (r.variant >= 0)
+        s += std::string(s.empty() ? "" : " ") + "with " +
+             x.variants[static_cast<std::size_t>(r.variant)];
+    return s.empty() ? c.subject.metric : s;
+}
+
+struct Checker {
+    const Expectations& x;
+    const RunEvidence& run;
+    const std::vector<RunEvidence>& variants;
+
+    const RunEvidence* evidence(int variant) const {
+        if (variant < 0) return &run;
+        if (static_cast<std::size_t>(variant) >= variants.size()) return nullptr;
+        return &variants[static_cast<std::size_t>(variant)];
+    }
+    // `device` stands in for a reference that names none (the claim's device).
+    std::optional<double> read(const MetricRef& r, int device) const {
+        const RunEvidence* e = evidence(r.variant);
+        const MetricDef* def = find_metric(r.metric);
+        if (!e || !def) return std::nullopt;
+        return def->read(*e, def->info.per_device ? (r.device >= 0 ? r.device : device) : -1);
+    }
+
+    ClaimOutcome status(const Claim& c) const {
+        ClaimOutcome o;
+        o.description = "status " + std::string(name_of(c.status));
+        if (c.oom_device) o.description += " on device " + std::to_string(*c.oom_device);
+        if (c.oom_category) o.description += " in " + std::string(name_of(*c.oom_category));
+        o.measured = std::string(name_of(run.result.status));
+        const auto& oom = run.result.oom;
+        if (oom)
+            o.measured += " on device " + std::to_string(oom->device) + " in " +
+                          std::string(name_of(oom->category));
+        o.passed = run.result.status == c.status;
+        if (c.oom_device) o.passed = o.passed && oom && oom->device == *c.oom_device;
+        if (c.oom_category) o.passed = o.passed && oom && oom->category == *c.oom_category;
+        return o;
+    }
+
+    ClaimOutcome loss(const Claim& c) const {
+        ClaimOutcome o;
+        const auto& steps = run.metrics.steps;
+        const bool falls = c.kind == Claim::Kind::loss_falls;
+        o.description = falls ? "loss falls by at least " + figure(c.percent) + "%"
+                              : "loss diverges (last at least " + figure(c.percent) +
+                                    "% above first, or not finite)";
+        if (steps.size() < 2) {
+            o.measured = "only " + std::to_string(steps.size()) + " step(s)";
+            return o;
+        }
+        const double first = steps.front().loss, last = steps.back().loss;
+        o.measured = figure(first) + " -> " + figure(last);
+        if (falls) {
+            const double fall = std::isfinite(last) ? 100.0 * (first - last) / first : -INFINITY;
+            o.measured += " (" + figure(fall) + "%)";
+            o.passed = fall >= c.percent;
+        } else {
+            o.passed = !std::isfinite(last) || last >= first * (1.0 + c.percent / 100.0);
+        }
+        return o;
+    }
+
+    ClaimOutcome metric(const Claim& c) const {
+        ClaimOutcome o;
+        std::vector<int> devices = c.devices;
+        if (c.all_devices)
+            for (int d = 0; d < run.result.trace.devices; ++d) devices.push_back(d);
+        const bool per_device = !devices.empty() || c.all_devices;
+        if (!per_device) devices = {-1};
+
+        o.description = c.subject.metric;
+        if (per_device) {
+            if (c.all_devices) {
+                o.description += " on every device";
+            } else {
+                o.description += devices.size() == 1 ? " on device " : " on devices ";
+                for (std::size_t i = 0; i < devices.size(); ++i)
+                    o.description += (i ? "," : "") + std::to_string(devices[i]);
+            }
+        }
+        if (c.relative_to) o.description += " / " + ref_text(*c.relative_to, c, x);
+
+        o.passed = !devices.empty();
+        std::string targets;
+        for (const int d : devices) {
+            std::optional<double> v = read(c.subject, d);
+            if (v && c.relative_to) {
+                const auto ref = read(*c.relative_to, d);
+                v = ref && *ref != 0 ? std::optional<double>(*v / *ref) : std::nullopt;
+            }
+            if (!o.measured.empty()) o.measured += " ";
+            if (!v) {
+                o.measured += "n/a";
+                o.passed = false;
+                continue;
+            }
+            o.measured += figure(*v);
+            bool ok = true;
+            if (c.at_least) ok = ok && *v >= *c.at_least;
+            if (c.at_most) ok = ok && *v <= *c.at_most;
+            if (c.near_value || c.near_ref) {
+                const auto target = c.near_value ? c.near_value : read(*c.near_ref, d);
+                if (!target) {
+                    ok = false;
+                    targets = "n/a";
+                } else {
+                    const double tol =
+                        c.tolerance_is_relative ? c.tolerance * std::fabs(*target) : c.tolerance;
+                    ok = ok && std::fabs(*v - *target) <= tol;
+                    if (targets.empty()) targets = figure(*target);
+                }
+            }
+            o.passed = o.passed && ok;
+        }
+        if (c.at_least && c.at_most)
+            o.description += " within [" + figure(*c.at_least) + ", " + figure(*c.at_most) + "]";
+        else if (c.at_least)
+            o.description += " >= " + figure(*c.at_least);
+        else if (c.at_most)
+            o.description += " <= " + figure(*c.at_most);
+        if (c.near_value && c.tolerance == 1e-9 && !c.tolerance_is_relative) {
+            o.description += " = " + figure(*c.near_value);
+        } else if (c.near_value || c.near_ref) {
+            o.description +=
+                " within " + targets + " +- " +
+                (c.tolerance_is_relative ? figure(100 * c.tolerance) + "%" : figure(c.tolerance));
+            if (c.near_ref) o.description += " (" + ref_text(*c.near_ref, c, x) + ")";
+        }
+        return o;
+    }
+};
+
+}  // namespace
+
+const std::vector<MetricInfo>& expectation_metrics() {
+    static const std::vector<MetricInfo> infos = [] {
+        std::vector<MetricInfo> v;
+        for (const auto& d : metric_defs()) v.push_back(d.info);
+        return v;
+    }();
+    return infos;
+}
+
+Expectations parse_expectations(std::string_view json_text, std::string_view origin) {
+    const std::string o(origin);
+    json root;
+    try {
+        root = json::parse(json_text);
+    } catch (const json::parse_error& e) {
+        throw BadInput("scenario key 'expect' in " + o,
+                       std::string("is not valid JSON: ") + e.what(), __FILE__, __LINE__);
+    }
+    if (!root.is_array() || root.empty())
+        throw BadInput("scenario key 'expect' in " + o,
+                       "must be a non-empty list of claims, got " + root.dump(), __FILE__,
+                       __LINE__);
+    Expectations x;
+    for (std::size_t i = 0; i < root.size(); ++i)
+        x.claims.push_back(ClaimParser(root[i], "expect[" + std::to_string(i) + "]", o, x).parse());
+    return x;
+}
+
+RunConfig variant_config(const RunConfig& base, const Expectations& x, std::size_t i,
+                         std::string_view origin) {
+    RunConfig c = base;
+    ConfigSources sources;
+    const std::string where = std::string(origin) + " (compare_with " + x.variants.at(i) + ")";
+    apply_scenario_json(x.variants.at(i), where, c, sources);
+    validate(c, sources);
+    return c;
+}
+
+RunEvidence run_for_evidence(const RunConfig& config) {
+    RunEvidence e{config, {}, {}};
+    Run run(config);
+    e.result = run.execute();
+    e.metrics = compute_metrics(e.result.trace, config);
+    return e;
+}
+
+std::vector<ClaimOutcome> check_expectations(const Expectations& x, const RunEvidence& run,
+                                             const std::vector<RunEvidence>& variants) {
+    const Checker checker{x, run, variants};
+    std::vector<ClaimOutcome> out;
+    for (const Claim& c : x.claims) {
+        switch (c.kind) {
+            case Claim::Kind::status:
+                out.push_back(checker.status(c));
+                break;
+            case Claim::Kind::loss_falls:
+            case Claim::Kind::loss_diverges:
+                out.push_back(checker.loss(c));
+                break;
+            case Claim::Kind::metric:
+                out.push_back(checker.metric(c));
+                break;
+        }
+    }
+    return out;
+}
+
+}  // namespace pd

@@ -1,0 +1,84 @@
+// Runs every scenario of the bundled deck on the CPU and checks each of its expectations, so a
+// card can only claim what its run shows. Prints one line per card and claim with the measured
+// value beside the claim.
+#include <QTest>
+#include <cstdio>
+
+#include "pd/error.h"
+#include "pd/expectations.h"
+#include "pd/scenario.h"
+#include "study/deck.h"
+
+namespace {
+
+const pd::study::Deck& bundledDeck() {
+    static const pd::study::Deck deck = [] {
+        const auto loaded =
+            pd::study::loadDeckFile(QStringLiteral(PD_DECK_DIR "/distributed-training.json"));
+        if (!loaded.deck)
+            qFatal("the bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
+        return *loaded.deck;
+    }();
+    return deck;
+}
+
+}  // namespace
+
+class TestBundledScenarios : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void everyScenarioShowsWhatItsCardClaims_data() {
+        QTest::addColumn<QString>("cardId");
+        int rows = 0;
+        for (const pd::study::Card& card : bundledDeck().cards) {
+            if (!card.hasScenario()) continue;
+            QTest::addRow("%s", qPrintable(card.id)) << card.id;
+            ++rows;
+        }
+        QVERIFY2(rows > 0, "the bundled deck has no scenarios");
+    }
+
+    void everyScenarioShowsWhatItsCardClaims() {
+        QFETCH(QString, cardId);
+        const pd::study::Card* card = bundledDeck().card(cardId);
+        QVERIFY(card);
+        const std::string id = cardId.toStdString();
+        pd::RunConfig config;
+        pd::ConfigSources sources;
+        pd::Expectations expect;
+        std::vector<pd::RunEvidence> variants;
+        try {
+            pd::apply_scenario_json(card->scenarioJson.toStdString(), "card " + id, config, sources,
+                                    &expect);
+            pd::validate(config, sources);
+            for (std::size_t i = 0; i < expect.variants.size(); ++i)
+                variants.push_back(
+                    pd::run_for_evidence(pd::variant_config(config, expect, i, "card " + id)));
+        } catch (const pd::BadInput& e) {
+            QFAIL(e.what());
+        }
+        QVERIFY2(!expect.empty(), "the scenario has no expectations");
+        const pd::RunEvidence run = pd::run_for_evidence(config);
+        QVERIFY2(run.result.status == pd::RunStatus::ok ||
+                     run.result.status == pd::RunStatus::out_of_memory,
+                 run.result.error.c_str());
+        for (const auto& v : variants)
+            QVERIFY2(v.result.status == pd::RunStatus::ok ||
+                         v.result.status == pd::RunStatus::out_of_memory,
+                     v.result.error.c_str());
+
+        QStringList failed;
+        for (const pd::ClaimOutcome& o : pd::check_expectations(expect, run, variants)) {
+            std::printf("%-36s %s: %s  %s\n", id.c_str(), o.description.c_str(), o.measured.c_str(),
+                        o.passed ? "PASS" : "FAIL");
+            if (!o.passed)
+                failed.append(QString::fromStdString(o.description + ": measured " + o.measured));
+        }
+        std::fflush(stdout);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed.join(QStringLiteral("; "))));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBundledScenarios)
+#include "test_bundled_scenarios.moc"
