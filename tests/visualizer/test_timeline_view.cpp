@@ -330,6 +330,19 @@ class TestTimelineView : public QObject {
         QCOMPARE(in.stats.collective_calls, 0);
         QVERIFY(in.stats.ring_steps >= 2 * (n - 1));
         QVERIFY(in.stats.labels >= 2 * (n - 1));  // each step says its index
+
+        // Hovering a zoomed-out call describes the call; zoomed in, just the ring step.
+        const int first_step = lane.boxes[static_cast<std::size_t>(call->first_box)].first_event;
+        QCOMPARE(t.data().collective_of(lane, first_step),
+                 static_cast<int>(call - lane.collectives.data()));
+        t.setMapping(out.view.mapping, 0);
+        const QString zoomed_out = t.tooltipFor(first_step);
+        QVERIFY2(zoomed_out.contains(QStringLiteral("all-reduce")), qPrintable(zoomed_out));
+        QVERIFY2(
+            zoomed_out.contains(QStringLiteral("%1 reduce-scatter + %1 all-gather").arg(n - 1)),
+            qPrintable(zoomed_out));
+        t.setMapping(in.view.mapping, 0);
+        QVERIFY(!t.tooltipFor(first_step).contains(QStringLiteral("zoom in")));
     }
 
     // ZeRO-2 reduce-scatters gradients and later all-gathers parameters: two calls, never one

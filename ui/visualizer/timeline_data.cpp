@@ -339,6 +339,17 @@ std::pair<std::size_t, std::size_t> TimelineData::visible_boxes(const TimelineLa
     return {b, static_cast<std::size_t>(last - boxes.begin())};
 }
 
+int TimelineData::collective_of(const TimelineLane& lane, int event) const {
+    const auto& events = trace().events;
+    if (event < 0 || event >= static_cast<int>(events.size())) return -1;
+    const std::int64_t start = events[static_cast<std::size_t>(event)].start_ns;
+    auto it = std::lower_bound(lane.boxes.begin(), lane.boxes.end(), start,
+                               [](const TimelineBox& b, std::int64_t t) { return b.start_ns < t; });
+    for (; it != lane.boxes.end() && it->start_ns == start; ++it)
+        if (it->first_event == event) return it->collective;
+    return -1;
+}
+
 int TimelineData::event_at(const TimelineLane& lane, double t_ns, double tolerance_ns) const {
     const auto& ev = trace().events;
     const auto first = std::lower_bound(

@@ -113,6 +113,8 @@ class TimelineData {
     // `collapsed` of `lane.collective_boxes`.
     std::pair<std::size_t, std::size_t> visible_boxes(const TimelineLane& lane, double t0_ns,
                                                       double t1_ns, bool collapsed = false) const;
+    // The collective call (index into lane.collectives) ring step `event` belongs to, or -1.
+    int collective_of(const TimelineLane& lane, int event) const;
     // The event of a lane under time t (waits included), or the nearest one within
     // `tolerance_ns`; -1 if none.
     int event_at(const TimelineLane& lane, double t_ns, double tolerance_ns) const;

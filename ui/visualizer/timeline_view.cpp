@@ -904,9 +904,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
         update();
     }
     if (hit >= 0)
-        QToolTip::showText(
-            event->globalPosition().toPoint(),
-            describe_event(data_.trace().events[static_cast<std::size_t>(hit)], origin_ns_), this);
+        QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(hit), this);
     else
         QToolTip::hideText();
 }
@@ -960,6 +958,34 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
 void TimelineView::changeEvent(QEvent* event) {
     if (event->type() == QEvent::PaletteChange) update();
     QWidget::changeEvent(event);
+}
+
+QString TimelineView::tooltipFor(int event) const {
+    const pd::Trace& trace = data_.trace();
+    const pd::TraceEvent& e = trace.events[static_cast<std::size_t>(event)];
+    QString text = describe_event(e, origin_ns_);
+    const TimelineLane& lane = data_.lane(e.device, e.stream);
+    const int call = data_.collective_of(lane, event);
+    if (call < 0 || !collectivesCollapsed(lane, mapping_.ns_per_px)) return text;
+    // Zoomed out the box is the whole call: say so before the ring step under the pointer.
+    const TimelineCollective& c = lane.collectives[static_cast<std::size_t>(call)];
+    QString what = QStringLiteral("collective");
+    if (c.record >= 0) {
+        const pd::CollectiveRecord& r = trace.collectives[static_cast<std::size_t>(c.record)];
+        what = qs(r.op).replace(QLatin1Char('_'), QLatin1Char('-'));
+        if (r.label != r.op) what += QStringLiteral(" (%1)").arg(qs(r.label));
+        what += QStringLiteral(", %1 over %2 devices")
+                    .arg(bytes_text(static_cast<double>(r.bytes)))
+                    .arg(r.ranks);
+    }
+    return QStringLiteral(
+               "<b>%1</b><br>%2 reduce-scatter + %3 all-gather ring steps in %4; zoom in to "
+               "see each<hr>%5")
+        .arg(what)
+        .arg(c.reduce_scatter_steps)
+        .arg(c.all_gather_steps)
+        .arg(duration_text(static_cast<double>(c.end_ns - c.start_ns)))
+        .arg(text);
 }
 
 int TimelineView::eventAt(const QPointF& pos) const {

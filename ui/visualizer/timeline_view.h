@@ -106,6 +106,10 @@ class TimelineView : public QWidget {
     // Whether `lane`'s collective calls are drawn as one box each at `ns_per_px`.
     static bool collectivesCollapsed(const TimelineLane& lane, double ns_per_px);
 
+    // What hovering event `event` (index into Trace::events) shows at the current zoom: a
+    // ring step of a call drawn as one box also describes the whole call.
+    QString tooltipFor(int event) const;
+
     std::optional<std::int64_t> playbackCursor() const { return cursor_ns_; }
     int selectedEvent() const { return selected_; }
 
