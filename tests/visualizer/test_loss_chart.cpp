@@ -40,7 +40,9 @@ class TestLossChart : public QObject {
             QCOMPARE(sm.step, static_cast<int>(time[i].x()));
             QCOMPARE(time[i].y(), sm.time_s * 1e3);
         }
-        QVERIFY(chart.chart()->title().contains(QStringLiteral("→")));
+        QVERIFY(chart.chart()->title().contains(QStringLiteral("%1 → %2")
+                                                    .arg(r->trace.steps.front().loss, 0, 'f', 3)
+                                                    .arg(r->trace.steps.back().loss, 0, 'f', 3)));
         chart.setRun(nullptr, {});
         QCOMPARE(chart.lossSeries()->count(), 0);
         QVERIFY(chart.chart()->title().contains(QStringLiteral("no step")));

@@ -114,13 +114,16 @@ void LossChart::rebuild() {
     axis_time_ = new QValueAxis();
     axis_time_->setTitleText(tr("step time (ms)"));
     axis_time_->setLabelFormat(QStringLiteral("%.3g"));
+    // Round tick values (2.2, 2.4, ...) read at a glance.
     if (loss_->count() > 0) {
         const auto [lo, hi] = padded(loss_lo, loss_hi, false);
         axis_loss_->setRange(lo, hi);
+        axis_loss_->applyNiceNumbers();
     }
     {
         const auto [lo, hi] = padded(0, time_hi, true);
         axis_time_->setRange(lo, hi);
+        axis_time_->applyNiceNumbers();
     }
     c->addAxis(axis_step_, Qt::AlignBottom);
     c->addAxis(axis_loss_, Qt::AlignLeft);
@@ -130,16 +133,21 @@ void LossChart::rebuild() {
     time_->attachAxis(axis_step_);
     time_->attachAxis(axis_time_);
 
-    QString title = prefix_ + tr("Loss and step time per step");
+    // Two lines, as the memory chart's: a narrow (compared) chart keeps both whole.
+    QString detail;
     if (steps_.empty())
-        title += tr(" — no step completed");
+        detail = tr("no step completed");
     else if (loss_->count() < static_cast<int>(steps_.size()))
-        title += tr(" — the loss diverged (not finite)");
+        detail = tr("the loss diverged (not finite)");
     else if (steps_.size() >= 2)
-        title += tr(" — loss %1 → %2")
+        detail = tr("loss %1 → %2 over %3 steps")
                      .arg(steps_.front().loss, 0, 'f', 3)
-                     .arg(steps_.back().loss, 0, 'f', 3);
-    c->setTitle(title);
+                     .arg(steps_.back().loss, 0, 'f', 3)
+                     .arg(steps_.size());
+    else
+        detail = tr("one step: loss %1").arg(steps_.front().loss, 0, 'f', 3);
+    c->setTitle(prefix_ + tr("Loss and step time") +
+                QStringLiteral("<br><span style=\"font-weight:normal\">%1</span>").arg(detail));
     applyPalette(TimelinePalette::choose(theme_, palette()));
 }
 

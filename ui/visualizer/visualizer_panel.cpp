@@ -71,7 +71,11 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
                    note_caveat_);
     caveat->setObjectName(QStringLiteral("visualizerNoteCaveat"));
     caveat->setWordWrap(true);
-    caveat->setEnabled(false);  // the palette's muted (disabled) text colour, in every theme
+    // Muted and italic: it qualifies the note above rather than competing with it.
+    QFont cf = caveat->font();
+    cf.setItalic(true);
+    caveat->setFont(cf);
+    caveat->setForegroundRole(QPalette::PlaceholderText);
     reset_to_card_->setObjectName(QStringLiteral("resetToCard"));
     reset_to_card_->setToolTip(tr("Restore the card's settings and run them again"));
     caveat_layout->addWidget(caveat, 1);
@@ -294,8 +298,8 @@ QString VisualizerPanel::note() const {
 
 void VisualizerPanel::setNoteDescribesRun(bool describes) {
     note_describes_run_ = describes;
-    // Muted rather than hidden: the learner may still want to read what the card said.
-    note_->setEnabled(describes);
+    // The note stays readable (the learner may want what the card said); the line beneath
+    // says which run it is about.
     note_caveat_->setVisible(!describes && !note_->text().isEmpty());
 }
 
