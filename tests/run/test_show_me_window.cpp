@@ -1,13 +1,20 @@
 // "Show me" end to end, offscreen: the run starts, progress arrives, the result is shown;
 // cancel works and leaves the window usable; a pinned run is compared; an OOM is explained.
+#include <QFormLayout>
+#include <QImageReader>
+#include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "run_controller.h"
 #include "show_me_window.h"
+#include "visualizer/picture_export.h"
 #include "visualizer/visualizer_panel.h"
+#include "what_if_panel.h"
 
 using pd::ui::ShowMeWindow;
 
@@ -23,6 +30,12 @@ pd::RunConfig pipeline_scenario(int steps) {
     c.steps = steps;
     c.clock = pd::ClockMode::device;
     return c;
+}
+// The what-if knob a form row names ("&Micro-batches").
+QSpinBox* knob(ShowMeWindow& window, const QString& label) {
+    for (QLabel* l : window.whatIf()->findChildren<QLabel*>())
+        if (l->text() == label) return qobject_cast<QSpinBox*>(l->buddy());
+    return nullptr;
 }
 }  // namespace
 
@@ -87,6 +100,69 @@ class TestShowMeWindow : public QObject {
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         QVERIFY2(window.status().contains(QStringLiteral("Out of memory")),
                  qPrintable(window.status()));
+    }
+
+    // After a what-if change the card's note no longer describes the run on screen: it is
+    // marked, exports leave it out, and "Reset to card" brings the card's run back.
+    void note_belongs_to_its_run() {
+        ShowMeWindow window;
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        QSignalSpy finished(window.controller(), &pd::app::RunController::finished);
+        const QString note = QStringLiteral("With four micro-batches the bubble is 20%.");
+        window.showScenario(QStringLiteral("note"), note, pipeline_scenario(2));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        pd::vis::VisualizerPanel* vis = window.visualizer();
+        QVERIFY(window.showsCardRun());
+        QVERIFY(vis->noteDescribesRun());
+        QVERIFY(!window.whatIf()->differsFromCard());
+        QCOMPARE(vis->pictureOptions().note, note);
+        QVERIFY(!vis->resetToCardButton()->isVisibleTo(vis));
+
+        QSpinBox* microbatches = knob(window, QStringLiteral("&Micro-batches"));
+        QVERIFY(microbatches);
+        microbatches->setValue(8);
+        QVERIFY(window.whatIf()->differsFromCard());
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        QCOMPARE(shown.last().at(0).value<pd::RunConfig>().microbatches, 8);
+        QVERIFY(!window.showsCardRun());
+        QVERIFY(!vis->noteDescribesRun());
+        QCOMPARE(vis->note(), note);  // still readable, marked as the card's
+        QVERIFY(vis->resetToCardButton()->isVisibleTo(vis));
+        QVERIFY(vis->pictureOptions().note.isEmpty());
+
+        // The exported picture has no note line: its height is that of the picture without.
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("changed.png"));
+        QString error;
+        QVERIFY2(vis->exportPicture(path, &error), qPrintable(error));
+        pd::vis::PictureOptions without = vis->pictureOptions();
+        pd::vis::PictureOptions with = without;
+        with.note = note;
+        const std::vector<pd::vis::PictureRun> runs{
+            {finished.last().at(0).value<pd::RunConfig>(),
+             finished.last().at(1).value<std::shared_ptr<const pd::RunResult>>()}};
+        const QSize png = QImageReader(path).size();
+        QVERIFY(png.isValid());
+        QCOMPARE(png.height(), qRound(2 * pd::vis::picture_size(runs, without).height()));
+        QVERIFY(png.height() < qRound(2 * pd::vis::picture_size(runs, with).height()));
+
+        vis->resetToCardButton()->click();
+        QCOMPARE(microbatches->value(), 4);
+        QVERIFY(!window.whatIf()->differsFromCard());
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 3, 60000);
+        QCOMPARE(shown.last().at(0).value<pd::RunConfig>().microbatches, 4);
+        QVERIFY(window.showsCardRun());
+        QVERIFY(vis->noteDescribesRun());
+        QVERIFY(!vis->resetToCardButton()->isVisibleTo(vis));
+        QCOMPARE(vis->pictureOptions().note, note);
+
+        // Turning a knob back by hand is the card's run again too.
+        microbatches->setValue(8);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 4, 60000);
+        QVERIFY(!vis->noteDescribesRun());
+        microbatches->setValue(4);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 5, 60000);
+        QVERIFY(vis->noteDescribesRun());
     }
 
     void refused_scenario_says_why() {

@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QPalette>
+#include <QTabWidget>
 #include <cstdio>
 
 #include "pd/run.h"
@@ -128,6 +129,15 @@ int main(int argc, char** argv) {
             panel.fitStep();
             QApplication::processEvents();
             panel.grab().save(QStringLiteral("%1/panel-%2-%3.png").arg(out, name, theme));
+            if (name == QStringLiteral("dp-overlap") || name == QStringLiteral("pipeline-gpipe")) {
+                // The loss chart's tab, and the note as it reads after a what-if change.
+                if (auto* tabs = panel.findChild<QTabWidget*>()) tabs->setCurrentIndex(1);
+                panel.setNoteDescribesRun(false);
+                QApplication::processEvents();
+                panel.grab().save(QStringLiteral("%1/panel-%2-loss-%3.png").arg(out, name, theme));
+                if (auto* tabs = panel.findChild<QTabWidget*>()) tabs->setCurrentIndex(0);
+                panel.setNoteDescribesRun(true);
+            }
             if (name == QStringLiteral("dp-overlap")) {
                 // Mid-playback: cursor inside step 1's all-reduce.
                 panel.playback()->setCursor(panel.playback()->begin() +

@@ -3,6 +3,7 @@
 #include <QPainter>
 #include <QSignalSpy>
 #include <QtTest>
+#include <limits>
 
 #include "synthetic_trace.h"
 #include "visualizer/event_text.h"
@@ -246,6 +247,219 @@ class TestTimelineView : public QObject {
         image.fill(Qt::white);
         const auto zoomed = t.paint(painter, v);
         QVERIFY(zoomed.labels > 0);
+    }
+
+    // With many buckets, zoomed out: one box per bucket's all-reduce, its reduce-scatter half
+    // then its all-gather half; zoomed in far enough: the ring steps with their index.
+    void collectiveCallsAreOneBoxZoomedOut() {
+        const pd::RunConfig config = pd::vis::test::small_dp();
+        const auto r = pd::vis::test::run_engine(config);
+        QCOMPARE(r->status, pd::RunStatus::ok);
+        TimelineView t;
+        t.setRun(r);
+        const int n = config.devices;
+        const auto& lane = t.data().lane(0, pd::StreamKind::comm);
+        int calls = 0;
+        for (const auto& rec : r->trace.collectives)
+            if (rec.device == 0 && rec.op == "all_reduce") ++calls;
+        QVERIFY2(calls >= 2 * config.steps, "the test needs several buckets per step");
+        // Grouped by the trace's records: one call per all-reduce, n-1 steps of each phase.
+        QCOMPARE(static_cast<int>(lane.collectives.size()), calls);
+        for (const auto& c : lane.collectives) {
+            QVERIFY(c.record >= 0);
+            QCOMPARE(
+                QString::fromStdString(r->trace.collectives[static_cast<std::size_t>(c.record)].op),
+                QStringLiteral("all_reduce"));
+            QCOMPARE(c.reduce_scatter_steps, n - 1);
+            QCOMPARE(c.all_gather_steps, n - 1);
+            QVERIFY(c.start_ns < c.split_ns && c.split_ns < c.end_ns);
+            for (int k = c.first_box; k < c.first_box + c.box_count; ++k) {
+                const auto& e = r->trace.events[static_cast<std::size_t>(
+                    lane.boxes[static_cast<std::size_t>(k)].first_event)];
+                QCOMPARE(e.step, c.step);
+                QCOMPARE(e.step_index, (k - c.first_box) % (n - 1));
+            }
+        }
+        QCOMPARE(lane.collective_boxes.size(), lane.boxes.size() -
+                                                   static_cast<std::size_t>(calls * 2 * (n - 1)) +
+                                                   static_cast<std::size_t>(2 * calls));
+        QVERIFY(lane.median_ring_step_ns > 0);
+
+        // Look at the second call of step 1, with a ring step 4 px wide (zoomed out) and
+        // then 40 px wide (zoomed in).
+        const pd::vis::TimelineCollective* call = nullptr;
+        int seen = 0;
+        for (const auto& c : lane.collectives)
+            if (c.step == 1 && seen++ == 1) call = &c;
+        QVERIFY(call);
+        auto picture = [&](double step_px) {
+            Picture p;
+            p.view = t.currentView(QSizeF(1200, t.preferredHeight()));
+            p.view.palette = TimelinePalette::light_theme();
+            p.view.focus_step.reset();
+            p.view.origin_ns = 0;
+            p.view.mapping.left_px = TimelineView::kLeftMargin;
+            p.view.mapping.ns_per_px = static_cast<double>(lane.median_ring_step_ns) / step_px;
+            // The call's start a little right of the plot's left edge.
+            p.view.mapping.start_ns =
+                static_cast<double>(call->start_ns) - 20 * p.view.mapping.ns_per_px;
+            p.image = QImage(p.view.size.toSize(), QImage::Format_ARGB32_Premultiplied);
+            QPainter painter(&p.image);
+            p.stats = t.paint(painter, p.view);
+            return p;
+        };
+        const QRectF comm = t.laneRect(0, pd::StreamKind::comm, QSizeF(1200, t.preferredHeight()));
+        auto colour_at = [&](const Picture& p, double trace_ns) {
+            return p.image.pixelColor(static_cast<int>(p.view.mapping.x_of(trace_ns)),
+                                      static_cast<int>(comm.top() + 3));
+        };
+        const Picture out = picture(4.0);
+        QVERIFY(TimelineView::collectivesCollapsed(lane, out.view.mapping.ns_per_px));
+        QVERIFY(out.stats.collective_calls > 0);
+        QCOMPARE(out.stats.ring_steps, 0);
+        // The halves in their phase colours, the split where the reduce-scatter ended.
+        const double rs_mid = 0.5 * static_cast<double>(call->start_ns + call->split_ns);
+        const double ag_mid = 0.5 * static_cast<double>(call->split_ns + call->end_ns);
+        QVERIFY2(near(colour_at(out, rs_mid), out.view.palette.reduce_scatter),
+                 qPrintable(colour_at(out, rs_mid).name()));
+        QVERIFY2(near(colour_at(out, ag_mid), out.view.palette.all_gather),
+                 qPrintable(colour_at(out, ag_mid).name()));
+
+        const Picture in = picture(40.0);
+        QVERIFY(!TimelineView::collectivesCollapsed(lane, in.view.mapping.ns_per_px));
+        QCOMPARE(in.stats.collective_calls, 0);
+        QVERIFY(in.stats.ring_steps >= 2 * (n - 1));
+        QVERIFY(in.stats.labels >= 2 * (n - 1));  // each step says its index
+
+        // Hovering a zoomed-out call describes the call; zoomed in, just the ring step.
+        const int first_step = lane.boxes[static_cast<std::size_t>(call->first_box)].first_event;
+        QCOMPARE(t.data().collective_of(lane, first_step),
+                 static_cast<int>(call - lane.collectives.data()));
+        t.setMapping(out.view.mapping, 0);
+        const QString zoomed_out = t.tooltipFor(first_step);
+        QVERIFY2(zoomed_out.contains(QStringLiteral("all-reduce")), qPrintable(zoomed_out));
+        QVERIFY2(
+            zoomed_out.contains(QStringLiteral("%1 reduce-scatter + %1 all-gather").arg(n - 1)),
+            qPrintable(zoomed_out));
+        t.setMapping(in.view.mapping, 0);
+        QVERIFY(!t.tooltipFor(first_step).contains(QStringLiteral("zoom in")));
+    }
+
+    // ZeRO-2 reduce-scatters gradients and later all-gathers parameters: two calls, never one
+    // all-reduce, even where the second follows the first directly.
+    void separateCallsAreNotJoined() {
+        pd::RunConfig config = pd::vis::test::small_dp();
+        config.strategy = pd::StrategyKind::zero2;
+        const auto r = pd::vis::test::run_engine(config);
+        QCOMPARE(r->status, pd::RunStatus::ok);
+        TimelineView t;
+        t.setRun(r);
+        const auto& lane = t.data().lane(1, pd::StreamKind::comm);
+        int rs = 0, ag = 0;
+        for (const auto& c : lane.collectives) {
+            QVERIFY(c.record >= 0);
+            const std::string& op = r->trace.collectives[static_cast<std::size_t>(c.record)].op;
+            if (op == "reduce_scatter") {
+                ++rs;
+                QCOMPARE(c.all_gather_steps, 0);
+                QCOMPARE(c.reduce_scatter_steps, config.devices - 1);
+            } else {
+                QCOMPARE(QString::fromStdString(op), QStringLiteral("all_gather"));
+                ++ag;
+                QCOMPARE(c.reduce_scatter_steps, 0);
+                QCOMPARE(c.all_gather_steps, config.devices - 1);
+            }
+        }
+        QVERIFY(rs > 0 && ag > 0);
+    }
+
+    // A trace without collective records (hand-made): calls are told apart by the ring
+    // steps' own order, 0..n-2 of reduce-scatter then 0..n-2 of all-gather, within a step.
+    void ringOrderGroupsWithoutRecords() {
+        TimelineView t;
+        t.setRun(pd::vis::test::synthetic_result(4000, 2));
+        const auto& lane = t.data().lane(0, pd::StreamKind::comm);
+        QVERIFY(!lane.collectives.empty());
+        int full = 0;
+        for (const auto& c : lane.collectives) {
+            QCOMPARE(c.record, -1);
+            QVERIFY(c.reduce_scatter_steps <= 3 && c.all_gather_steps <= 3);
+            full += c.reduce_scatter_steps == 3 && c.all_gather_steps == 3;
+        }
+        QVERIFY(full > static_cast<int>(lane.collectives.size()) / 2);
+    }
+
+    // "Fit step 1" starts at step 1's first event, and a device still finishing step 0's
+    // optimizer inside step 1's range is drawn faded, not as step 1's optimizer.
+    void fitStepShowsOnlyThatStep() {
+        auto r = std::make_shared<pd::RunResult>();
+        pd::Trace& tr = r->trace;
+        tr.clock = pd::ClockMode::device;
+        tr.devices = 2;
+        auto add = [&](int device, pd::EventKind kind, int step, std::int64_t s, std::int64_t e) {
+            pd::TraceEvent ev;
+            ev.device = device;
+            ev.kind = kind;
+            ev.step = step;
+            ev.start_ns = s;
+            ev.end_ns = e;
+            tr.events.push_back(ev);
+        };
+        // Device 1 is slower: its step-0 optimizer runs while device 0 starts step 1.
+        add(0, pd::EventKind::forward, 0, 0, 100000);
+        add(0, pd::EventKind::optimizer, 0, 100000, 150000);
+        add(0, pd::EventKind::forward, 1, 150000, 300000);
+        add(0, pd::EventKind::optimizer, 1, 300000, 350000);
+        add(1, pd::EventKind::forward, 0, 0, 120000);
+        add(1, pd::EventKind::optimizer, 0, 120000, 220000);
+        add(1, pd::EventKind::forward, 1, 220000, 330000);
+        add(1, pd::EventKind::optimizer, 1, 330000, 360000);
+        TimelineView t;
+        t.setRun(r);
+        t.resize(1200, static_cast<int>(t.preferredHeight()));
+        t.fitStep(1);
+        QCOMPARE(t.focusStep(), std::optional<int>(1));
+        QCOMPARE(t.origin(), std::int64_t{150000});  // device 0's step-1 forward
+        Picture p = render(t);
+        // The plot's left edge is the step's first event: nothing earlier is in view.
+        QVERIFY(std::abs(p.view.mapping.t_of(TimelineView::kLeftMargin)) < 1.0);
+        const QPoint slow_opt = at(t, p, 185000, 1, 3);
+        const QColor c = p.image.pixelColor(slow_opt);
+        QVERIFY2(!near(c, p.view.palette.optimizer), qPrintable(c.name()));
+        QVERIFY2(c.lightness() > p.view.palette.optimizer.lightness(), qPrintable(c.name()));
+        QCOMPARE(p.stats.faded, 1);
+        // Step 1's own optimizer keeps its colour.
+        QVERIFY(near(p.image.pixelColor(at(t, p, 325000, 0, 3)), p.view.palette.optimizer));
+        // The whole run shows every step alike.
+        t.fitAll();
+        QVERIFY(!t.focusStep());
+        Picture all = render(t);
+        QVERIFY(near(all.image.pixelColor(at(t, all, 185000, 1, 3)), all.view.palette.optimizer));
+        QCOMPARE(all.stats.faded, 0);
+    }
+
+    // On a real data-parallel run the step range is exactly its events' extent.
+    void stepRangeIsItsEvents() {
+        pd::RunConfig config = pd::vis::test::small_dp();
+        config.steps = 3;
+        const auto r = pd::vis::test::run_engine(config);
+        TimelineView t;
+        t.setRun(r);
+        for (int step = 0; step < config.steps; ++step) {
+            std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
+            for (const auto& e : r->trace.events)
+                if (e.step == step && e.kind != pd::EventKind::wait) {
+                    first = std::min(first, e.start_ns);
+                    last = std::max(last, e.end_ns);
+                }
+            const auto range = t.data().step_range(step);
+            QVERIFY(range);
+            QCOMPARE(range->first, first);
+            QCOMPARE(range->second, last);
+        }
+        t.fitStep(1);
+        QCOMPARE(t.origin(), t.data().step_range(1)->first);
+        QCOMPARE(t.currentView().focus_step, std::optional<int>(1));
     }
 
     void hoverClickAndWheel() {

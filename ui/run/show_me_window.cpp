@@ -118,6 +118,8 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     connect(controller_, &pd::app::RunController::rejected, this, &ShowMeWindow::onRejected);
     connect(cancel_, &QPushButton::clicked, this, &ShowMeWindow::cancel);
     connect(what_if_, &WhatIfPanel::configChanged, this, &ShowMeWindow::run);
+    connect(visualizer_, &pd::vis::VisualizerPanel::resetToCardRequested, this,
+            &ShowMeWindow::resetToCard);
     connect(visualizer_, &pd::vis::VisualizerPanel::message, this,
             [this](const QString& text) { setStatus(text, false); });
     updateActions();
@@ -130,13 +132,21 @@ void ShowMeWindow::showScenario(const QString& title, const QString& note,
                                 const pd::RunConfig& config) {
     setWindowTitle(tr("Show me — %1").arg(title));
     visualizer_->setNote(note);
+    card_config_ = config;
     what_if_->setConfig(config);
     pinned_.reset();
     run(config);
 }
 
 void ShowMeWindow::run(const pd::RunConfig& config) {
+    // The knobs were set from the card, so they tell whether this run is the card's.
+    running_is_card_ = !what_if_->differsFromCard();
     controller_->start(config);
+}
+
+void ShowMeWindow::resetToCard() {
+    what_if_->setConfig(card_config_);
+    run(card_config_);
 }
 
 void ShowMeWindow::cancel() {
@@ -179,7 +189,10 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
     progress_->hide();
     cancel_->hide();
     current_ = Shown{config, result};
+    // A stale run's signals are dropped: this is the run last started.
+    shown_is_card_ = running_is_card_;
     visualizer_->setRun(config, result);
+    visualizer_->setNoteDescribesRun(shown_is_card_);
     if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
     const QString clock = QString::fromLatin1(pd::name_of(result->trace.clock).data());
     switch (result->status) {

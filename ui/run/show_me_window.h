@@ -40,12 +40,16 @@ class ShowMeWindow : public QMainWindow {
     WhatIfPanel* whatIf() const { return what_if_; }
     QString status() const;
     bool hasPinnedRun() const { return pinned_.has_value(); }
+    // Whether the run on screen has the card's settings, so the card's note describes it.
+    bool showsCardRun() const { return shown_is_card_; }
 
   public slots:
     void run(const pd::RunConfig& config);
     void cancel();
     void pinCurrentRun();
     void clearPinnedRun();
+    // Restores the card's settings in the knobs and runs them.
+    void resetToCard();
 
   signals:
     // A run's picture is on screen (the result of `config`).
@@ -74,6 +78,9 @@ class ShowMeWindow : public QMainWindow {
     QAction* unpin_;
     std::optional<Shown> current_;
     std::optional<Shown> pinned_;
+    pd::RunConfig card_config_;    // what showScenario() was given
+    bool running_is_card_ = true;  // the run last started has the card's settings
+    bool shown_is_card_ = true;    // the run on screen has them
 };
 
 }  // namespace pd::ui

@@ -157,6 +157,28 @@ void WhatIfPanel::setConfig(const pd::RunConfig& config) {
     debounce_->stop();
     updateEnabled();
     problem_->hide();
+    card_state_ = knobState();
+}
+
+// Read from the widgets rather than the config: a knob that shows a value the config
+// rounds (a byte size typed as "64 MiB") still compares as the learner sees it.
+QVariantList WhatIfPanel::knobState() const {
+    QVariantList state;
+    for (const QComboBox* c : findChildren<QComboBox*>()) state << c->currentIndex();
+    for (const QSpinBox* s : findChildren<QSpinBox*>()) state << s->value();
+    for (const QDoubleSpinBox* s : findChildren<QDoubleSpinBox*>()) state << s->value();
+    for (const QCheckBox* c : findChildren<QCheckBox*>()) state << c->isChecked();
+    for (const QLineEdit* e : findChildren<QLineEdit*>()) {
+        // Spin boxes have line edits of their own; their values are above.
+        if (qobject_cast<const QAbstractSpinBox*>(e->parent())) continue;
+        const auto bytes = pd::parse_byte_size(e->text().toStdString());
+        state << (bytes ? QVariant(static_cast<qulonglong>(*bytes)) : QVariant(e->text()));
+    }
+    return state;
+}
+
+bool WhatIfPanel::differsFromCard() const {
+    return knobState() != card_state_;
 }
 
 pd::RunConfig WhatIfPanel::config() const {

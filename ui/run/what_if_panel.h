@@ -3,6 +3,7 @@
 // as a new config after a short pause (so dragging a spin box does not start ten runs).
 #pragma once
 
+#include <QVariantList>
 #include <QWidget>
 
 #include "pd/run_config.h"
@@ -25,6 +26,8 @@ class WhatIfPanel : public QWidget {
     void setConfig(const pd::RunConfig& config);  // shows it; emits nothing
     pd::RunConfig config() const;                 // what the knobs say now
     QString problem() const;                      // why the knobs are invalid, or empty
+    // Whether any knob now differs from what setConfig() showed (the card's settings).
+    bool differsFromCard() const;
 
   signals:
     void configChanged(const pd::RunConfig& config);
@@ -33,8 +36,11 @@ class WhatIfPanel : public QWidget {
     void knobChanged();
     void emitIfValid();
     void updateEnabled();
+    QVariantList knobState() const;  // every knob's value, in a fixed order
 
     pd::RunConfig base_;  // fields the panel does not show are kept from here
+    // knobState() right after setConfig(): what "differs from the card" compares with.
+    QVariantList card_state_;
     bool updating_ = false;
     QComboBox* strategy_;
     QSpinBox* devices_;

@@ -81,13 +81,17 @@ void shared_axis(const std::vector<Prepared>& prepared, const PictureOptions& o,
         return;
     }
     double span = 1000;
+    bool steps = false;
     for (std::size_t i = 0; i < prepared.size(); ++i) {
-        const TimelineView& t = *prepared[i].timeline;
-        const auto [t0, t1] = t.stepRange(t.defaultStep());
+        TimelineView& t = *prepared[i].timeline;
+        const int step = t.defaultStep();
+        const auto [t0, t1] = t.stepRange(step);
         origins[i] = t.data().step_count() > 0 ? t0 : 0;
+        steps = steps || t.data().step_count() > 0;
         span = std::max(span, static_cast<double>(t1 - origins[i]));
+        t.setFocusStep(step);
     }
-    mapping = TimelineView::fittedMapping(0, span, o.width);
+    mapping = TimelineView::fittedMapping(0, span, o.width, /*left_air=*/!steps);
 }
 
 void paint_metrics(QPainter& p, const Prepared& prep, const QRectF& r, const TimelinePalette& pal) {
@@ -154,6 +158,7 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
         v.origin_ns = origins[i];
         v.cursor_ns = o.cursor_ns;
         v.palette = pal;
+        v.focus_step = o.mapping ? o.focus_step : t.focusStep();
         p.save();
         p.translate(0, y);
         t.paint(p, v);

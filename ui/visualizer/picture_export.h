@@ -31,6 +31,8 @@ struct PictureOptions {
     std::optional<TimeMapping> mapping;
     std::vector<std::int64_t> origins;
     std::optional<std::int64_t> cursor_ns;  // playback cursor (display time); unset: all shown
+    // The step in view (TimelineView::View::focus_step); unset with `mapping`: none.
+    std::optional<int> focus_step;
     bool memory = true;
     bool metrics = true;
     QString note;  // what to look at, printed above the timeline

@@ -34,6 +34,120 @@ TimelineBox box_of(const pd::TraceEvent& e, int index, int round) {
     return b;
 }
 
+bool is_ring_step(const TimelineBox& b) {
+    return b.kind == pd::EventKind::reduce_scatter_step || b.kind == pd::EventKind::all_gather_step;
+}
+
+// The collective call on `e`'s device that spans ring step `e`: the record of the same step
+// that began last at or before it and ends after it. `records` (indices into
+// Trace::collectives, one device's) are sorted by start; a device runs its calls one after
+// another per stream, so only the last few that began earlier can still be running.
+int record_of(const pd::Trace& t, const std::vector<int>& records, const pd::TraceEvent& e) {
+    auto it =
+        std::upper_bound(records.begin(), records.end(), e.start_ns, [&](std::int64_t s, int r) {
+            return s < t.collectives[static_cast<std::size_t>(r)].start_ns;
+        });
+    for (int looked = 0; it != records.begin() && looked < 4; ++looked) {
+        --it;
+        const pd::CollectiveRecord& r = t.collectives[static_cast<std::size_t>(*it)];
+        if (r.step == e.step && r.end_ns >= e.end_ns) return *it;
+    }
+    return -1;
+}
+
+// Whether ring step `next` continues the call whose last ring step was `prev`: the
+// reduce-scatter steps count up from 0, then the all-gather steps count up from 0.
+bool continues_ring(const pd::TraceEvent& prev, const pd::TraceEvent& next) {
+    if (prev.step != next.step) return false;
+    if (next.phase == prev.phase) return next.step_index == prev.step_index + 1;
+    return prev.phase == pd::CollectivePhase::reduce_scatter &&
+           next.phase == pd::CollectivePhase::all_gather && next.step_index == 0;
+}
+
+// Groups a lane's ring steps into collective calls and builds the boxes drawn zoomed out.
+void group_collectives(TimelineLane& lane, const pd::Trace& t, const std::vector<int>& records) {
+    std::vector<std::int64_t> durations;
+    int open = -1;  // the call the previous box belongs to
+    int open_record = -1;
+    for (std::size_t k = 0; k < lane.boxes.size(); ++k) {
+        TimelineBox& b = lane.boxes[k];
+        if (!is_ring_step(b)) {
+            open = -1;
+            continue;
+        }
+        durations.push_back(b.end_ns - b.start_ns);
+        const pd::TraceEvent& e = t.events[static_cast<std::size_t>(b.first_event)];
+        const int record = record_of(t, records, e);
+        bool extend = false;
+        if (open >= 0) {
+            const TimelineBox& prev = lane.boxes[k - 1];
+            const pd::TraceEvent& pe = t.events[static_cast<std::size_t>(prev.first_event)];
+            // With records the call is named by the trace; without (hand-made traces) only
+            // directly consecutive events in ring order form one call.
+            const bool same_call =
+                record >= 0
+                    ? record == open_record
+                    : open_record < 0 && prev.first_event + prev.event_count == b.first_event;
+            extend = same_call && continues_ring(pe, e);
+        }
+        const bool reducing = e.phase == pd::CollectivePhase::reduce_scatter;
+        if (!extend) {
+            TimelineCollective c;
+            c.start_ns = b.start_ns;
+            c.split_ns = b.start_ns;
+            c.end_ns = b.end_ns;
+            c.step = e.step;
+            c.first_box = static_cast<int>(k);
+            c.record = record;
+            lane.collectives.push_back(c);
+            open = static_cast<int>(lane.collectives.size()) - 1;
+            open_record = record;
+        }
+        TimelineCollective& c = lane.collectives[static_cast<std::size_t>(open)];
+        c.end_ns = std::max(c.end_ns, b.end_ns);
+        if (reducing) {
+            c.split_ns = c.end_ns;
+            ++c.reduce_scatter_steps;
+        } else {
+            ++c.all_gather_steps;
+        }
+        ++c.box_count;
+        b.collective = open;
+    }
+    if (!durations.empty()) {
+        auto mid = durations.begin() + static_cast<std::ptrdiff_t>(durations.size() / 2);
+        std::nth_element(durations.begin(), mid, durations.end());
+        lane.median_ring_step_ns = *mid;
+    }
+
+    lane.collective_boxes.reserve(lane.boxes.size());
+    for (std::size_t k = 0; k < lane.boxes.size(); ++k) {
+        const TimelineBox& b = lane.boxes[k];
+        if (b.collective < 0) {
+            lane.collective_boxes.push_back(b);
+            continue;
+        }
+        const TimelineCollective& c = lane.collectives[static_cast<std::size_t>(b.collective)];
+        if (static_cast<int>(k) != c.first_box) continue;
+        // The halves, each starting at its first ring step's event (for hover and details).
+        for (const bool reducing : {true, false}) {
+            const int steps = reducing ? c.reduce_scatter_steps : c.all_gather_steps;
+            if (steps == 0) continue;
+            TimelineBox half =
+                reducing ? b : lane.boxes[k + static_cast<std::size_t>(c.reduce_scatter_steps)];
+            half.start_ns = reducing ? c.start_ns : c.split_ns;
+            half.end_ns = reducing ? c.split_ns : c.end_ns;
+            half.kind =
+                reducing ? pd::EventKind::reduce_scatter_step : pd::EventKind::all_gather_step;
+            half.phase =
+                reducing ? pd::CollectivePhase::reduce_scatter : pd::CollectivePhase::all_gather;
+            half.step_index = -1;
+            half.event_count = steps;
+            lane.collective_boxes.push_back(half);
+        }
+    }
+}
+
 template <typename T>
 std::vector<std::int64_t> running_max_end(const std::vector<T>& items, auto end_of) {
     std::vector<std::int64_t> out;
@@ -114,6 +228,18 @@ TimelineData::TimelineData(std::shared_ptr<const pd::RunResult> result,
                 chunks_[static_cast<std::size_t>(d)].push_back(b.chunk);
     }
 
+    // Each device's collective calls by start, to name the call every ring step belongs to.
+    std::vector<std::vector<int>> records(static_cast<std::size_t>(devices_));
+    for (int i = 0; i < static_cast<int>(t.collectives.size()); ++i) {
+        const int d = t.collectives[static_cast<std::size_t>(i)].device;
+        if (d >= 0 && d < devices_) records[static_cast<std::size_t>(d)].push_back(i);
+    }
+    for (auto& r : records)
+        std::stable_sort(r.begin(), r.end(), [&](int a, int b) {
+            return t.collectives[static_cast<std::size_t>(a)].start_ns <
+                   t.collectives[static_cast<std::size_t>(b)].start_ns;
+        });
+
     for (auto& lane : lanes_) {
         std::stable_sort(lane.events.begin(), lane.events.end(), [&](int a, int b) {
             return t.events[static_cast<std::size_t>(a)].start_ns <
@@ -142,6 +268,9 @@ TimelineData::TimelineData(std::shared_ptr<const pd::RunResult> result,
         }
         lane.boxes_max_end =
             running_max_end(lane.boxes, [](const TimelineBox& b) { return b.end_ns; });
+        group_collectives(lane, t, records[static_cast<std::size_t>(lane.device)]);
+        lane.collective_boxes_max_end =
+            running_max_end(lane.collective_boxes, [](const TimelineBox& b) { return b.end_ns; });
     }
 
     for (const auto& [id, ends] : flow_ends)
@@ -194,17 +323,31 @@ std::size_t TimelineData::event_count() const {
 }
 
 std::pair<std::size_t, std::size_t> TimelineData::visible_boxes(const TimelineLane& lane,
-                                                                double t0_ns, double t1_ns) const {
+                                                                double t0_ns, double t1_ns,
+                                                                bool collapsed) const {
+    const auto& boxes = collapsed ? lane.collective_boxes : lane.boxes;
+    const auto& max_end = collapsed ? lane.collective_boxes_max_end : lane.boxes_max_end;
     // The running maximum of ends is sorted, so the first box that can reach t0 is found by
     // binary search even if boxes overlapped; starts are sorted for the right edge.
     const auto first =
-        std::lower_bound(lane.boxes_max_end.begin(), lane.boxes_max_end.end(), t0_ns,
+        std::lower_bound(max_end.begin(), max_end.end(), t0_ns,
                          [](std::int64_t end, double t) { return static_cast<double>(end) < t; });
-    const auto b = static_cast<std::size_t>(first - lane.boxes_max_end.begin());
+    const auto b = static_cast<std::size_t>(first - max_end.begin());
     const auto last = std::upper_bound(
-        lane.boxes.begin() + static_cast<std::ptrdiff_t>(b), lane.boxes.end(), t1_ns,
+        boxes.begin() + static_cast<std::ptrdiff_t>(b), boxes.end(), t1_ns,
         [](double t, const TimelineBox& box) { return t < static_cast<double>(box.start_ns); });
-    return {b, static_cast<std::size_t>(last - lane.boxes.begin())};
+    return {b, static_cast<std::size_t>(last - boxes.begin())};
+}
+
+int TimelineData::collective_of(const TimelineLane& lane, int event) const {
+    const auto& events = trace().events;
+    if (event < 0 || event >= static_cast<int>(events.size())) return -1;
+    const std::int64_t start = events[static_cast<std::size_t>(event)].start_ns;
+    auto it = std::lower_bound(lane.boxes.begin(), lane.boxes.end(), start,
+                               [](const TimelineBox& b, std::int64_t t) { return b.start_ns < t; });
+    for (; it != lane.boxes.end() && it->start_ns == start; ++it)
+        if (it->first_event == event) return it->collective;
+    return -1;
 }
 
 int TimelineData::event_at(const TimelineLane& lane, double t_ns, double tolerance_ns) const {

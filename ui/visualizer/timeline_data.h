@@ -28,6 +28,25 @@ struct TimelineBox {
     int round = 0;        // which of its device's model chunks (interleaved 1F1B), else 0
     int first_event = 0;  // index into Trace::events
     int event_count = 1;
+    // The lane's collective call this ring step (or, in TimelineLane::collective_boxes, this
+    // half of a collective) belongs to: index into TimelineLane::collectives, else -1.
+    int collective = -1;
+};
+
+// One collective call on one device as the learner reads it zoomed out: one box, its
+// reduce-scatter half then its all-gather half (an all-reduce has both, a reduce-scatter or
+// all-gather alone has one). Found from the trace's own fields: the CollectiveRecord that
+// spans the call on that device, and the ring steps' phase, step and step_index.
+struct TimelineCollective {
+    std::int64_t start_ns = 0;
+    std::int64_t split_ns = 0;  // end of the reduce-scatter half, start of the all-gather half
+    std::int64_t end_ns = 0;
+    int step = -1;
+    int reduce_scatter_steps = 0;
+    int all_gather_steps = 0;
+    int first_box = 0;  // its ring steps: TimelineLane::boxes[first_box, first_box + box_count)
+    int box_count = 0;
+    int record = -1;  // index into Trace::collectives; -1 when the trace has none for it
 };
 
 struct TimelineLane {
@@ -37,6 +56,12 @@ struct TimelineLane {
     std::vector<std::int64_t> events_max_end;  // running max of end over `events`
     std::vector<TimelineBox> boxes;            // waits excluded: they show as idle grey
     std::vector<std::int64_t> boxes_max_end;
+    // Collective calls, and the boxes drawn when their ring steps are too narrow to read:
+    // `boxes` with each call's ring steps replaced by its one or two halves.
+    std::vector<TimelineCollective> collectives;
+    std::vector<TimelineBox> collective_boxes;
+    std::vector<std::int64_t> collective_boxes_max_end;
+    std::int64_t median_ring_step_ns = 0;  // 0 when the lane has no ring steps
 };
 
 struct TimelineFlow {
@@ -62,7 +87,8 @@ class TimelineData {
 
     std::int64_t begin_ns() const { return begin_ns_; }
     std::int64_t end_ns() const { return end_ns_; }
-    // [first start, last end] of every event of training step `step`; nullopt if none.
+    // [first start, last end] of every event of training step `step` (by its `step` field,
+    // waits excluded); nullopt if none.
     std::optional<std::pair<std::int64_t, std::int64_t>> step_range(int step) const;
     int step_count() const { return static_cast<int>(steps_.size()); }
     // The step whose range holds t (or the last step that began before t); -1 if none.
@@ -83,9 +109,12 @@ class TimelineData {
         return phases_present_ >> static_cast<int>(phase) & 1u;
     }
 
-    // Boxes [first, last) of a lane that may overlap [t0, t1].
+    // Boxes [first, last) of a lane that may overlap [t0, t1]: of `lane.boxes`, or with
+    // `collapsed` of `lane.collective_boxes`.
     std::pair<std::size_t, std::size_t> visible_boxes(const TimelineLane& lane, double t0_ns,
-                                                      double t1_ns) const;
+                                                      double t1_ns, bool collapsed = false) const;
+    // The collective call (index into lane.collectives) ring step `event` belongs to, or -1.
+    int collective_of(const TimelineLane& lane, int event) const;
     // The event of a lane under time t (waits included), or the nearest one within
     // `tolerance_ns`; -1 if none.
     int event_at(const TimelineLane& lane, double t_ns, double tolerance_ns) const;

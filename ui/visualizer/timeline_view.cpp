@@ -39,6 +39,7 @@ constexpr double kRowGap = 10.0;
 constexpr double kBottomPad = 6.0;
 constexpr double kMinBoxPx = 2.0;        // narrower boxes are merged per pixel (hotspot)
 constexpr double kMinGapLabelPx = 56.0;  // idle gaps this wide are labelled
+constexpr std::size_t kEventKinds = static_cast<std::size_t>(pd::EventKind::collective) + 1;
 
 QFont pixel_font(int px, bool bold = false) {
     QFont f;
@@ -77,6 +78,16 @@ QString box_label(const TimelineBox& b, bool wide) {
             break;
     }
     return {};
+}
+
+// A zoomed-out half of a collective call, longest form first: "reduce-scatter · 3 steps",
+// "RS ×3", "RS".
+QStringList half_labels(const TimelineBox& b) {
+    const bool rs = b.kind == pd::EventKind::reduce_scatter_step;
+    const QString name = rs ? QStringLiteral("reduce-scatter") : QStringLiteral("all-gather");
+    const QString abbrev = rs ? QStringLiteral("RS") : QStringLiteral("AG");
+    return {QStringLiteral("%1 · %2 steps").arg(name).arg(b.event_count),
+            QStringLiteral("%1 ×%2").arg(abbrev).arg(b.event_count), abbrev};
 }
 
 QString ruler_text(double t_ns, double tick_ns) {
@@ -215,13 +226,20 @@ double TimelineView::plotWidth() const {
     return std::max(1.0, width() - kLeftMargin - kRightMargin);
 }
 
-TimeMapping TimelineView::fittedMapping(double t0, double t1, double width) {
+TimeMapping TimelineView::fittedMapping(double t0, double t1, double width, bool left_air) {
     TimeMapping m;
     m.left_px = kLeftMargin;
     const double span = std::max(t1 - t0, 1.0);
-    // A little air on both sides so the first and last boxes do not touch the edges.
-    m.fit(t0 - span * 0.01, t1 + span * 0.01, std::max(1.0, width - kLeftMargin - kRightMargin));
+    // A little air so the last box does not touch the edge (and the first, unless the
+    // left edge is a step's start).
+    m.fit(left_air ? t0 - span * 0.01 : t0, t1 + span * 0.01,
+          std::max(1.0, width - kLeftMargin - kRightMargin));
     return m;
+}
+
+bool TimelineView::collectivesCollapsed(const TimelineLane& lane, double ns_per_px) {
+    return lane.median_ring_step_ns > 0 &&
+           static_cast<double>(lane.median_ring_step_ns) / ns_per_px < kReadableRingStepPx;
 }
 
 std::pair<std::int64_t, std::int64_t> TimelineView::runRange() const {
@@ -240,6 +258,7 @@ int TimelineView::defaultStep() const {
 void TimelineView::fitAll() {
     const auto [t0, t1] = runRange();
     origin_ns_ = 0;
+    focus_step_.reset();
     pending_fit_ = {{t0, t1}};
     applyPendingFit();
 }
@@ -249,6 +268,7 @@ void TimelineView::fitStep(int step) {
     const auto [t0, t1] = stepRange(step);
     // The ruler counts from the start of the step, so two runs compare step against step.
     origin_ns_ = t0;
+    focus_step_ = data_.step_range(step) ? std::optional<int>(step) : std::nullopt;
     pending_fit_ = {{0, t1 - t0}};
     applyPendingFit();
 }
@@ -257,7 +277,7 @@ void TimelineView::applyPendingFit() {
     if (!pending_fit_) return;
     const double w = width() > 0 ? width() : 1200.0;
     mapping_ = fittedMapping(static_cast<double>(pending_fit_->first),
-                             static_cast<double>(pending_fit_->second), w);
+                             static_cast<double>(pending_fit_->second), w, !focus_step_);
     if (width() > 0) pending_fit_.reset();
     emitMapping();
     update();
@@ -267,6 +287,11 @@ void TimelineView::setMapping(const TimeMapping& mapping, std::int64_t origin_ns
     pending_fit_.reset();
     mapping_ = mapping;
     origin_ns_ = origin_ns;
+    update();
+}
+
+void TimelineView::setFocusStep(std::optional<int> step) {
+    focus_step_ = step && data_.step_range(*step) ? step : std::nullopt;
     update();
 }
 
@@ -295,6 +320,7 @@ TimelineView::View TimelineView::currentView(std::optional<QSizeF> size) const {
     v.palette = palette();
     v.highlighted_event = hovered_ >= 0 ? hovered_ : selected_;
     v.legend = legend_;
+    v.focus_step = focus_step_;
     return v;
 }
 
@@ -333,6 +359,20 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
     const double t_end = std::min(t1, cursor);
     auto x_of = [&](double t) { return m.x_of(t - origin); };
     const auto& events = data_.trace().events;
+    // Inside the focused step's range, boxes of another step are faded (and say their step).
+    const auto focus_range = view.focus_step ? data_.step_range(*view.focus_step) : std::nullopt;
+    auto of_other_step = [&](const TimelineBox& b) {
+        if (!focus_range) return false;
+        if (events[static_cast<std::size_t>(b.first_event)].step == *view.focus_step) return false;
+        return b.end_ns > focus_range->first && b.start_ns < focus_range->second;
+    };
+    auto faded = [&](const QColor& c) {
+        const QColor& bg = pal.background;
+        const double keep = 0.28;
+        return QColor::fromRgbF(static_cast<float>(c.redF() * keep + bg.redF() * (1 - keep)),
+                                static_cast<float>(c.greenF() * keep + bg.greenF() * (1 - keep)),
+                                static_cast<float>(c.blueF() * keep + bg.blueF() * (1 - keep)));
+    };
 
     const QFont small = pixel_font(11);
     const QFont label_font = pixel_font(12, true);
@@ -387,10 +427,16 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
                              QStringLiteral("other shade: the device's 2nd model chunk")});
         if (has(pd::EventKind::optimizer))
             items.push_back({pal.optimizer, QStringLiteral("optimizer")});
+        // Zoomed out, a collective call is one box in two halves: say where the steps went.
+        bool any_collapsed = false;
+        for (const TimelineLane& lane : data_.lanes())
+            any_collapsed = any_collapsed || collectivesCollapsed(lane, m.ns_per_px);
+        const QString steps_hint = any_collapsed ? QStringLiteral(" (zoom in for ring steps)")
+                                                 : QStringLiteral(" (ring step #)");
         if (rs || has(pd::EventKind::reduce_scatter_step))
-            items.push_back({pal.reduce_scatter, QStringLiteral("reduce-scatter (ring step #)")});
+            items.push_back({pal.reduce_scatter, QStringLiteral("reduce-scatter") + steps_hint});
         if (ag || has(pd::EventKind::all_gather_step))
-            items.push_back({pal.all_gather, QStringLiteral("all-gather (ring step #)")});
+            items.push_back({pal.all_gather, QStringLiteral("all-gather") + steps_hint});
         if (p2p) items.push_back({pal.p2p, QStringLiteral("send / recv")});
         if (has(pd::EventKind::broadcast))
             items.push_back({pal.broadcast, QStringLiteral("broadcast")});
@@ -507,28 +553,34 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
             const bool compute = s == pd::StreamKind::compute;
             const double top = compute ? cy : my;
             const double h = compute ? l.compute_h : l.comm_h;
-            const auto [b0, b1] = data_.visible_boxes(lane, t0, t_end);
+            // Ring steps too narrow to read: each collective call is one box in two halves.
+            const bool collapsed = collectivesCollapsed(lane, m.ns_per_px);
+            const std::vector<TimelineBox>& boxes = collapsed ? lane.collective_boxes : lane.boxes;
+            const auto [b0, b1] = data_.visible_boxes(lane, t0, t_end, collapsed);
+            int counted_call = -1;
             // A run of sub-pixel boxes becomes one rectangle in the colour of the kind that
-            // covers most of it (hotspot's TimeLineDelegate merges the same way).
+            // covers most of it (hotspot's TimeLineDelegate merges the same way); faded
+            // boxes of another step weigh in slots of their own.
             double pend_x0 = 0, pend_x1 = -1e18;
-            std::array<double, 12> pend_weight{};
+            std::array<double, 2 * kEventKinds> pend_weight{};
             bool pending = false;
             auto flush = [&] {
                 if (!pending) return;
                 std::size_t best = 0;
                 for (std::size_t k = 1; k < pend_weight.size(); ++k)
                     if (pend_weight[k] > pend_weight[best]) best = k;
-                const auto kind = static_cast<pd::EventKind>(best);
+                const auto kind = static_cast<pd::EventKind>(best % kEventKinds);
+                QColor fill = pal.color_of(kind, pd::CollectivePhase::none);
+                if (best >= kEventKinds) fill = faded(fill);
                 const double x0 = std::floor(pend_x0);
-                p.fillRect(QRectF(x0, top, std::max(1.0, pend_x1 - x0), h),
-                           pal.color_of(kind, pd::CollectivePhase::none));
+                p.fillRect(QRectF(x0, top, std::max(1.0, pend_x1 - x0), h), fill);
                 ++stats.boxes;
                 pending = false;
                 pend_weight.fill(0);
             };
             double prev_end_x = std::max(plot_left, x_of(run_begin));
             for (std::size_t k = b0; k < b1; ++k) {
-                const TimelineBox& b = lane.boxes[k];
+                const TimelineBox& b = boxes[k];
                 const double bs = static_cast<double>(b.start_ns);
                 if (bs > t_end) break;
                 const double be = std::min(static_cast<double>(b.end_ns), t_end);
@@ -545,6 +597,13 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
                                bubble_ ? QStringLiteral("bubble") : QStringLiteral("idle"));
                 }
                 if (compute) prev_end_x = std::max(prev_end_x, x1);
+                const bool other_step = of_other_step(b);
+                const bool half = collapsed && b.collective >= 0;
+                if (half && b.collective != counted_call) {
+                    counted_call = b.collective;
+                    ++stats.collective_calls;
+                }
+                if (other_step) ++stats.faded;
                 if (x1 - x0 < kMinBoxPx) {
                     if (pending && x0 <= pend_x1 + 1.0) {
                         pend_x1 = std::max(pend_x1, x1);
@@ -560,7 +619,8 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
                         kind_slot = pd::EventKind::reduce_scatter_step;
                     if (b.phase == pd::CollectivePhase::all_gather)
                         kind_slot = pd::EventKind::all_gather_step;
-                    pend_weight[static_cast<std::size_t>(kind_slot)] += std::max(be - bs, 1.0);
+                    pend_weight[static_cast<std::size_t>(kind_slot) +
+                                (other_step ? kEventKinds : 0)] += std::max(be - bs, 1.0);
                     // Boxes that start inside a pending rectangle at least a pixel wide add
                     // nothing visible: jump past them by binary search. The last of them may
                     // reach beyond, so it is still looked at.
@@ -569,18 +629,17 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
                         // Galloping first: usually only a few boxes share a pixel.
                         std::size_t lo = k + 1, step = 1;
                         while (lo + step < b1 &&
-                               static_cast<double>(lane.boxes[lo + step].start_ns) <= edge) {
+                               static_cast<double>(boxes[lo + step].start_ns) <= edge) {
                             lo += step;
                             step *= 2;
                         }
                         const auto next = std::upper_bound(
-                            lane.boxes.begin() + static_cast<std::ptrdiff_t>(lo),
-                            lane.boxes.begin() +
-                                static_cast<std::ptrdiff_t>(std::min(lo + step, b1)),
+                            boxes.begin() + static_cast<std::ptrdiff_t>(lo),
+                            boxes.begin() + static_cast<std::ptrdiff_t>(std::min(lo + step, b1)),
                             edge, [](double t, const TimelineBox& box) {
                                 return t < static_cast<double>(box.start_ns);
                             });
-                        const auto k2 = static_cast<std::size_t>(next - lane.boxes.begin());
+                        const auto k2 = static_cast<std::size_t>(next - boxes.begin());
                         if (k2 >= k + 3) k = k2 - 2;
                     }
                     continue;
@@ -589,29 +648,57 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
                 QColor fill = pal.color_of(b.kind, b.phase);
                 // Later model chunks of an interleaved schedule: the same hue, lighter.
                 if (b.round % 2 == 1) fill = pal.dark ? fill.darker(150) : fill.lighter(140);
+                if (other_step) fill = faded(fill);
                 const QRectF r(x0, top, x1 - x0, h);
                 p.fillRect(r, fill);
                 ++stats.boxes;
+                if (!collapsed && (b.kind == pd::EventKind::reduce_scatter_step ||
+                                   b.kind == pd::EventKind::all_gather_step))
+                    ++stats.ring_steps;
                 if (r.width() >= 5) {
                     p.setPen(QPen(fill.darker(pal.dark ? 170 : 135), 1));
                     p.drawRect(r.adjusted(0.5, 0.5, -0.5, -0.5));
                 }
                 if (r.width() >= 12 && h >= 10) {
-                    // Long form when it fits, else the short one (ring steps: just the index).
-                    for (bool wide : {r.width() > 70, false}) {
-                        const QString text = box_label(b, wide);
+                    // The longest form that fits (ring steps: just the index when narrow).
+                    QStringList texts;
+                    if (other_step)
+                        texts << QStringLiteral("step %1").arg(
+                            events[static_cast<std::size_t>(b.first_event)].step);
+                    else if (half)
+                        texts << half_labels(b);
+                    else if (r.width() > 70)
+                        texts << box_label(b, true) << box_label(b, false);
+                    else
+                        texts << box_label(b, false);
+                    for (const QString& text : texts) {
                         if (text.isEmpty()) break;
                         const QStaticText& st = staticLabel(text, small);
                         const QSizeF ts = st.size();
                         if (ts.width() + 4 <= r.width()) {
-                            p.setPen(pal.text_on(fill));
+                            p.setPen(other_step ? pal.muted : pal.text_on(fill));
                             p.drawStaticText(QPointF(r.center().x() - ts.width() / 2,
                                                      r.center().y() - ts.height() / 2),
                                              st);
                             ++stats.labels;
                             break;
                         }
-                        if (!wide) break;
+                    }
+                }
+                // The last half of a call: one outline round both, so they read as one box.
+                if (half &&
+                    (b.phase == pd::CollectivePhase::all_gather ||
+                     lane.collectives[static_cast<std::size_t>(b.collective)].all_gather_steps ==
+                         0)) {
+                    const TimelineCollective& c =
+                        lane.collectives[static_cast<std::size_t>(b.collective)];
+                    const double cx0 =
+                        std::max(x_of(static_cast<double>(c.start_ns)), plot_left - 1);
+                    const double cx1 = std::min(
+                        x_of(std::min(static_cast<double>(c.end_ns), t_end)), plot_right + 1);
+                    if (cx1 - cx0 >= 5) {
+                        p.setPen(QPen(other_step ? pal.muted : pal.text, 1));
+                        p.drawRect(QRectF(cx0, top, cx1 - cx0, h).adjusted(0.5, 0.5, -0.5, -0.5));
                     }
                 }
             }
@@ -817,9 +904,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
         update();
     }
     if (hit >= 0)
-        QToolTip::showText(
-            event->globalPosition().toPoint(),
-            describe_event(data_.trace().events[static_cast<std::size_t>(hit)], origin_ns_), this);
+        QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(hit), this);
     else
         QToolTip::hideText();
 }
@@ -873,6 +958,34 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
 void TimelineView::changeEvent(QEvent* event) {
     if (event->type() == QEvent::PaletteChange) update();
     QWidget::changeEvent(event);
+}
+
+QString TimelineView::tooltipFor(int event) const {
+    const pd::Trace& trace = data_.trace();
+    const pd::TraceEvent& e = trace.events[static_cast<std::size_t>(event)];
+    QString text = describe_event(e, origin_ns_);
+    const TimelineLane& lane = data_.lane(e.device, e.stream);
+    const int call = data_.collective_of(lane, event);
+    if (call < 0 || !collectivesCollapsed(lane, mapping_.ns_per_px)) return text;
+    // Zoomed out the box is the whole call: say so before the ring step under the pointer.
+    const TimelineCollective& c = lane.collectives[static_cast<std::size_t>(call)];
+    QString what = QStringLiteral("collective");
+    if (c.record >= 0) {
+        const pd::CollectiveRecord& r = trace.collectives[static_cast<std::size_t>(c.record)];
+        what = qs(r.op).replace(QLatin1Char('_'), QLatin1Char('-'));
+        if (r.label != r.op) what += QStringLiteral(" (%1)").arg(qs(r.label));
+        what += QStringLiteral(", %1 over %2 devices")
+                    .arg(bytes_text(static_cast<double>(r.bytes)))
+                    .arg(r.ranks);
+    }
+    return QStringLiteral(
+               "<b>%1</b><br>%2 reduce-scatter + %3 all-gather ring steps in %4; zoom in to "
+               "see each<hr>%5")
+        .arg(what)
+        .arg(c.reduce_scatter_steps)
+        .arg(c.all_gather_steps)
+        .arg(duration_text(static_cast<double>(c.end_ns - c.start_ns)))
+        .arg(text);
 }
 
 int TimelineView::eventAt(const QPointF& pos) const {

@@ -34,6 +34,9 @@ class TimelineView : public QWidget {
         bool header = true;          // clock, link model, legend and bubble lines
         bool legend = true;          // off for the second run of a comparison: same colours
         int highlighted_event = -1;  // index into Trace::events, outlined
+        // The step "Fit step" shows: inside its time range, events of other steps (a slower
+        // device still finishing the previous step) are faded, so none reads as this step's.
+        std::optional<int> focus_step;
     };
     // What one paint drew: tests and the benchmark read it.
     struct PaintStats {
@@ -41,10 +44,16 @@ class TimelineView : public QWidget {
         int labels = 0;             // text labels inside boxes
         int flows = 0;              // send -> recv arrows
         bool flows_hidden = false;  // too many to read at this zoom
+        int collective_calls = 0;   // collective calls drawn as one box (zoomed out)
+        int ring_steps = 0;         // ring steps drawn one by one (zoomed in)
+        int faded = 0;              // boxes of another step inside the focused step's range
     };
 
     static constexpr double kLeftMargin = 124.0;
     static constexpr double kRightMargin = 14.0;
+    // A lane's ring steps are drawn one by one (with their step index) once its typical
+    // step is this wide; narrower, each collective call is one box in two halves.
+    static constexpr double kReadableRingStepPx = 16.0;
 
     explicit TimelineView(QWidget* parent = nullptr);
 
@@ -77,14 +86,29 @@ class TimelineView : public QWidget {
     std::int64_t origin() const { return origin_ns_; }
     // Shared axis in compare mode: sets without emitting mappingChanged.
     void setMapping(const TimeMapping& mapping, std::int64_t origin_ns);
+    // The step this view shows (View::focus_step); unset, or a step the run lacks, shows
+    // every step alike.
+    void setFocusStep(std::optional<int> step);
     // Mapping that fits trace times [t0, t1] into a plot `width` wide (left margin included).
-    static TimeMapping fittedMapping(double t0_display, double t1_display, double width);
+    // A fitted step starts exactly at its first event (`left_air` false): what is left of
+    // it belongs to the step before.
+    static TimeMapping fittedMapping(double t0_display, double t1_display, double width,
+                                     bool left_air = true);
     // Time range (trace time) of step `step`, or the whole run if it has no such step.
     std::pair<std::int64_t, std::int64_t> stepRange(int step) const;
     std::pair<std::int64_t, std::int64_t> runRange() const;
     // The step a "fit step" shows by default: 1 when there are two or more (step 0 also
     // carries the set-up), else 0.
     int defaultStep() const;
+
+    // The step the last "fit step" showed; unset after "fit all".
+    std::optional<int> focusStep() const { return focus_step_; }
+    // Whether `lane`'s collective calls are drawn as one box each at `ns_per_px`.
+    static bool collectivesCollapsed(const TimelineLane& lane, double ns_per_px);
+
+    // What hovering event `event` (index into Trace::events) shows at the current zoom: a
+    // ring step of a call drawn as one box also describes the whole call.
+    QString tooltipFor(int event) const;
 
     std::optional<std::int64_t> playbackCursor() const { return cursor_ns_; }
     int selectedEvent() const { return selected_; }
@@ -130,6 +154,7 @@ class TimelineView : public QWidget {
     TimeMapping mapping_;
     std::int64_t origin_ns_ = 0;
     std::optional<std::int64_t> cursor_ns_;
+    std::optional<int> focus_step_;
     std::optional<std::pair<std::int64_t, std::int64_t>> pending_fit_;  // until sized
     int hovered_ = -1;
     int selected_ = -1;

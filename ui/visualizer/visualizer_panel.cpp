@@ -8,15 +8,18 @@
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "pd/exports.h"
 #include "visualizer/event_text.h"
+#include "visualizer/loss_chart.h"
 #include "visualizer/memory_bars.h"
 #include "visualizer/metrics_panel.h"
 #include "visualizer/metrics_text.h"
@@ -29,6 +32,8 @@ namespace pd::vis {
 VisualizerPanel::VisualizerPanel(QWidget* parent)
     : QWidget(parent),
       note_(new QLabel(this)),
+      note_caveat_(new QWidget(this)),
+      reset_to_card_(new QPushButton(tr("Reset to card"), note_caveat_)),
       step_box_(new QSpinBox(this)),
       timeline_(new TimelineView(this)),
       compare_timeline_(new TimelineView(this)),
@@ -38,6 +43,9 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
       memory_mode_(new QComboBox(this)),
       memory_(new MemoryBarsView(this)),
       compare_memory_(new MemoryBarsView(this)),
+      charts_tabs_(new QTabWidget(this)),
+      loss_(new LossChart(this)),
+      compare_loss_(new LossChart(this)),
       ring_(new RingDiagram(this)),
       compare_ring_(new RingDiagram(this)),
       metrics_(new MetricsPanel(this)),
@@ -55,6 +63,26 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     note_->setFont(nf);
     note_->hide();
     layout->addWidget(note_);
+    // Under a note that describes another run: say so, and offer the way back.
+    auto* caveat_layout = new QHBoxLayout(note_caveat_);
+    caveat_layout->setContentsMargins(0, 0, 0, 0);
+    auto* caveat =
+        new QLabel(tr("This note describes the card's run; the run shown has different settings."),
+                   note_caveat_);
+    caveat->setObjectName(QStringLiteral("visualizerNoteCaveat"));
+    caveat->setWordWrap(true);
+    // Muted and italic: it qualifies the note above rather than competing with it.
+    QFont cf = caveat->font();
+    cf.setItalic(true);
+    caveat->setFont(cf);
+    caveat->setForegroundRole(QPalette::PlaceholderText);
+    reset_to_card_->setObjectName(QStringLiteral("resetToCard"));
+    reset_to_card_->setToolTip(tr("Restore the card's settings and run them again"));
+    caveat_layout->addWidget(caveat, 1);
+    caveat_layout->addWidget(reset_to_card_, 0);
+    note_caveat_->hide();
+    layout->addWidget(note_caveat_);
+    connect(reset_to_card_, &QPushButton::clicked, this, &VisualizerPanel::resetToCardRequested);
 
     auto* bar = new QToolBar(this);
     bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -105,7 +133,17 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     charts->addWidget(compare_memory_, 1);
     memory_layout->addLayout(charts, 1);
     compare_memory_->hide();
-    bottom_layout->addWidget(memory_box, 3);
+    // Memory and the loss curve share one place: both are charts of the whole run.
+    auto* loss_box = new QWidget(bottom);
+    auto* loss_layout = new QHBoxLayout(loss_box);
+    loss_layout->setContentsMargins(0, 0, 0, 0);
+    loss_layout->addWidget(loss_, 1);
+    loss_layout->addWidget(compare_loss_, 1);
+    compare_loss_->hide();
+    charts_tabs_->setDocumentMode(true);
+    charts_tabs_->addTab(memory_box, tr("Memory"));
+    charts_tabs_->addTab(loss_box, tr("Loss and step time"));
+    bottom_layout->addWidget(charts_tabs_, 3);
     auto* ring_box = new QWidget(bottom);
     auto* ring_layout = new QVBoxLayout(ring_box);
     ring_layout->setContentsMargins(0, 0, 0, 0);
@@ -251,28 +289,44 @@ bool VisualizerPanel::hasComparison() const {
 void VisualizerPanel::setNote(const QString& note) {
     note_->setText(note);
     note_->setVisible(!note.isEmpty());
+    setNoteDescribesRun(true);
+}
+
+QString VisualizerPanel::note() const {
+    return note_->text();
+}
+
+void VisualizerPanel::setNoteDescribesRun(bool describes) {
+    note_describes_run_ = describes;
+    // The note stays readable (the learner may want what the card said); the line beneath
+    // says which run it is about.
+    note_caveat_->setVisible(!describes && !note_->text().isEmpty());
 }
 
 void VisualizerPanel::setTheme(ThemeChoice theme) {
     theme_ = theme;
     for (TimelineView* t : {timeline_, compare_timeline_}) t->setTheme(theme);
     for (MemoryBarsView* m : {memory_, compare_memory_}) m->setTheme(theme);
+    for (LossChart* c : {loss_, compare_loss_}) c->setTheme(theme);
     for (RingDiagram* r : {ring_, compare_ring_}) r->setTheme(theme);
 }
 
 void VisualizerPanel::showRun(int index) {
     TimelineView* t = index == 0 ? timeline_ : compare_timeline_;
     MemoryBarsView* m = index == 0 ? memory_ : compare_memory_;
+    LossChart* lc = index == 0 ? loss_ : compare_loss_;
     RingDiagram* r = index == 0 ? ring_ : compare_ring_;
     MetricsPanel* p = index == 0 ? metrics_ : compare_metrics_;
     const auto& shown = runs_[index];
     if (!shown) {
         t->setRun(nullptr);
         m->setRun(nullptr, {});
+        lc->setRun(nullptr, {});
         r->setRun(nullptr);
         p->clear();
         if (index == 1) {
-            for (QWidget* w : std::initializer_list<QWidget*>{t, m, r, p}) w->hide();
+            for (QWidget* w : std::initializer_list<QWidget*>{t, m, lc, r, p}) w->hide();
+            loss_->setTitlePrefix(QString());
         }
         return;
     }
@@ -282,6 +336,8 @@ void VisualizerPanel::showRun(int index) {
     t->setMaximumHeight(static_cast<int>(t->preferredHeight(true, t->legendVisible()) * 1.3));
     m->setRun(shown->result, shown->metrics);
     m->setTitlePrefix(runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString());
+    lc->setRun(shown->result, shown->metrics);
+    lc->setTitlePrefix(runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString());
     r->setRun(shown->result);
     r->setVisible(r->hasRingSteps());
     p->setRun(shown->config, *shown->result, shown->metrics, title);
@@ -292,10 +348,11 @@ void VisualizerPanel::showRun(int index) {
                               tr("A: ") + run_title(runs_[0]->config),
                               runs_[0]->metrics.stage_boundaries);
         memory_->setTitlePrefix(tr("A: "));
+        loss_->setTitlePrefix(tr("A: "));
         if (runs_[0])
             metrics_->setRun(runs_[0]->config, *runs_[0]->result, runs_[0]->metrics,
                              tr("A: ") + run_title(runs_[0]->config));
-        for (QWidget* w : std::initializer_list<QWidget*>{t, m, p}) w->show();
+        for (QWidget* w : std::initializer_list<QWidget*>{t, m, lc, p}) w->show();
     }
 }
 
@@ -313,8 +370,13 @@ void VisualizerPanel::fitStep() {
         span = std::max(span, t1 - origins[i]);
     }
     const double width = timeline_->width() > 0 ? timeline_->width() : 1200.0;
-    const TimeMapping m = TimelineView::fittedMapping(0, static_cast<double>(span), width);
-    for (int i = 0; i < 2; ++i) views[i]->setMapping(m, origins[i]);
+    // The ruler's zero is the step's first event: what lies left of it is the step before.
+    const TimeMapping m =
+        TimelineView::fittedMapping(0, static_cast<double>(span), width, /*left_air=*/false);
+    for (int i = 0; i < 2; ++i) {
+        views[i]->setMapping(m, origins[i]);
+        views[i]->setFocusStep(step);
+    }
     updatePlaybackRange();
 }
 
@@ -328,8 +390,10 @@ void VisualizerPanel::fitAll() {
     const double width = timeline_->width() > 0 ? timeline_->width() : 1200.0;
     const TimeMapping m =
         TimelineView::fittedMapping(static_cast<double>(t0), static_cast<double>(t1), width);
-    timeline_->setMapping(m, 0);
-    compare_timeline_->setMapping(m, 0);
+    for (TimelineView* t : {timeline_, compare_timeline_}) {
+        t->setMapping(m, 0);
+        t->setFocusStep(std::nullopt);
+    }
     updatePlaybackRange();
 }
 
@@ -401,7 +465,9 @@ PictureOptions VisualizerPanel::pictureOptions() const {
     o.mapping = m;
     o.origins = {timeline_->origin(), compare_timeline_->origin()};
     o.cursor_ns = timeline_->playbackCursor();
-    o.note = note_->text();
+    o.focus_step = timeline_->focusStep();
+    // A picture carries the note only when the note describes the run in it.
+    if (note_describes_run_) o.note = note_->text();
     return o;
 }
 

@@ -17,13 +17,16 @@
 class QAction;
 class QComboBox;
 class QLabel;
+class QPushButton;
 class QSpinBox;
 class QSplitter;
+class QTabWidget;
 
 namespace pd::vis {
 
 class TimelineView;
 class MemoryBarsView;
+class LossChart;
 class MetricsPanel;
 class PlaybackClock;
 class PlaybackBar;
@@ -44,6 +47,12 @@ class VisualizerPanel : public QWidget {
     bool hasComparison() const;
     // The card's note on what to look at, shown above the timeline (empty hides it).
     void setNote(const QString& note);
+    QString note() const;
+    // Whether the note describes the run shown. When it does not (a what-if knob differs
+    // from the card), the note is muted under a line that says so, with "Reset to card",
+    // and exported pictures leave it out.
+    void setNoteDescribesRun(bool describes);
+    bool noteDescribesRun() const { return note_describes_run_; }
     void setTheme(ThemeChoice theme);
 
     // Exports what the panel shows now (its zoom, playback cursor and theme): .png at 2x,
@@ -65,6 +74,8 @@ class VisualizerPanel : public QWidget {
     TimelineView* timeline() const { return timeline_; }
     TimelineView* comparisonTimeline() const { return compare_timeline_; }
     MemoryBarsView* memoryBars() const { return memory_; }
+    LossChart* lossChart() const { return loss_; }
+    QPushButton* resetToCardButton() const { return reset_to_card_; }
     MetricsPanel* metricsPanel() const { return metrics_; }
     PlaybackClock* playback() const { return clock_; }
     RingDiagram* ringDiagram() const { return ring_; }
@@ -80,6 +91,8 @@ class VisualizerPanel : public QWidget {
     void eventSelected(const pd::TraceEvent& event);
     // A line for the host's status bar ("Saved timeline.png").
     void message(const QString& text);
+    // "Reset to card" was pressed: the host restores the card's settings and runs them.
+    void resetToCardRequested();
 
   private:
     struct Shown {
@@ -105,6 +118,9 @@ class VisualizerPanel : public QWidget {
 
     QSplitter* split_ = nullptr;
     QLabel* note_;
+    QWidget* note_caveat_;
+    QPushButton* reset_to_card_;
+    bool note_describes_run_ = true;
     QSpinBox* step_box_;
     TimelineView* timeline_;
     TimelineView* compare_timeline_;
@@ -114,6 +130,9 @@ class VisualizerPanel : public QWidget {
     QComboBox* memory_mode_;
     MemoryBarsView* memory_;
     MemoryBarsView* compare_memory_;
+    QTabWidget* charts_tabs_;
+    LossChart* loss_;
+    LossChart* compare_loss_;
     RingDiagram* ring_;
     RingDiagram* compare_ring_;
     MetricsPanel* metrics_;

@@ -1,0 +1,212 @@
+#include "visualizer/loss_chart.h"
+
+#include <QEvent>
+#include <QGraphicsLayout>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QValueAxis>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace pd::vis {
+
+namespace {
+
+// An axis range with a little air, never empty (one step, or a flat loss, still shows).
+std::pair<double, double> padded(double lo, double hi, bool from_zero) {
+    if (from_zero) lo = std::min(lo, 0.0);
+    double span = hi - lo;
+    if (!(span > 0)) span = std::max(std::abs(hi), 1.0) * 0.1;
+    return {from_zero ? lo : lo - span * 0.08, hi + span * 0.08};
+}
+
+}  // namespace
+
+LossChart::LossChart(QWidget* parent) : QChartView(parent) {
+    setRenderHint(QPainter::Antialiasing);
+    // The view's own chart: setChart() with a new one would orphan this one.
+    QChart* c = chart();
+    c->legend()->setAlignment(Qt::AlignBottom);
+    c->setMargins(QMargins(4, 4, 4, 4));
+    c->layout()->setContentsMargins(0, 0, 0, 0);
+    c->setBackgroundRoundness(0);
+    setMinimumSize(260, 200);
+    rebuild();
+}
+
+void LossChart::setRun(std::shared_ptr<const pd::RunResult> result, const pd::RunMetrics& metrics) {
+    result_ = std::move(result);
+    steps_.clear();
+    if (result_) {
+        // The losses as the run recorded them; the step time of the same step beside each.
+        for (const pd::StepRecord& s : result_->trace.steps) {
+            pd::StepMetrics m;
+            m.step = s.step;
+            m.loss = s.loss;
+            for (const pd::StepMetrics& sm : metrics.steps)
+                if (sm.step == s.step) m.time_s = sm.time_s;
+            steps_.push_back(m);
+        }
+    }
+    rebuild();
+}
+
+void LossChart::setTheme(ThemeChoice theme) {
+    theme_ = theme;
+    applyPalette(TimelinePalette::choose(theme_, palette()));
+}
+
+void LossChart::setTitlePrefix(const QString& prefix) {
+    prefix_ = prefix;
+    rebuild();
+}
+
+void LossChart::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange && theme_ == ThemeChoice::follow_palette)
+        applyPalette(TimelinePalette::choose(theme_, palette()));
+    QChartView::changeEvent(event);
+}
+
+void LossChart::rebuild() {
+    QChart* c = chart();
+    c->removeAllSeries();
+    for (QAbstractAxis* a : c->axes()) {
+        c->removeAxis(a);
+        delete a;
+    }
+    loss_ = new QLineSeries();
+    loss_->setName(tr("loss"));
+    loss_->setPointsVisible(true);
+    time_ = new QLineSeries();
+    time_->setName(tr("step time (ms)"));
+    time_->setPointsVisible(true);
+    double loss_lo = std::numeric_limits<double>::max(), loss_hi = -loss_lo;
+    double time_hi = 0;
+    int first = 0, last = 0;
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+        const pd::StepMetrics& s = steps_[i];
+        if (i == 0) first = last = s.step;
+        first = std::min(first, s.step);
+        last = std::max(last, s.step);
+        // A diverged run's inf or NaN cannot be plotted: the title says so below.
+        if (std::isfinite(s.loss)) {
+            loss_->append(s.step, s.loss);
+            loss_lo = std::min(loss_lo, s.loss);
+            loss_hi = std::max(loss_hi, s.loss);
+        }
+        time_->append(s.step, s.time_s * 1e3);
+        time_hi = std::max(time_hi, s.time_s * 1e3);
+    }
+    c->addSeries(loss_);
+    c->addSeries(time_);
+
+    axis_step_ = new QValueAxis();
+    axis_step_->setTitleText(tr("step"));
+    axis_step_->setLabelFormat(QStringLiteral("%d"));
+    axis_step_->setTickType(QValueAxis::TicksDynamic);
+    axis_step_->setTickAnchor(0);
+    axis_step_->setTickInterval(std::max(1, (last - first + 1) / 8));
+    axis_step_->setRange(first - 0.25, std::max(first + 1, last) + 0.25);
+    axis_loss_ = new QValueAxis();
+    axis_loss_->setTitleText(tr("loss"));
+    axis_loss_->setLabelFormat(QStringLiteral("%.3g"));
+    axis_time_ = new QValueAxis();
+    axis_time_->setTitleText(tr("step time (ms)"));
+    axis_time_->setLabelFormat(QStringLiteral("%.3g"));
+    // Round tick values (2.2, 2.4, ...) read at a glance.
+    if (loss_->count() > 0) {
+        const auto [lo, hi] = padded(loss_lo, loss_hi, false);
+        axis_loss_->setRange(lo, hi);
+        axis_loss_->applyNiceNumbers();
+    }
+    {
+        const auto [lo, hi] = padded(0, time_hi, true);
+        axis_time_->setRange(lo, hi);
+        axis_time_->applyNiceNumbers();
+    }
+    c->addAxis(axis_step_, Qt::AlignBottom);
+    c->addAxis(axis_loss_, Qt::AlignLeft);
+    c->addAxis(axis_time_, Qt::AlignRight);
+    loss_->attachAxis(axis_step_);
+    loss_->attachAxis(axis_loss_);
+    time_->attachAxis(axis_step_);
+    time_->attachAxis(axis_time_);
+
+    // Two lines, as the memory chart's: a narrow (compared) chart keeps both whole.
+    QString detail;
+    if (steps_.empty())
+        detail = tr("no step completed");
+    else if (loss_->count() < static_cast<int>(steps_.size()))
+        detail = tr("the loss diverged (not finite)");
+    else if (steps_.size() >= 2)
+        detail = tr("loss %1 → %2 over %3 steps")
+                     .arg(steps_.front().loss, 0, 'f', 3)
+                     .arg(steps_.back().loss, 0, 'f', 3)
+                     .arg(steps_.size());
+    else
+        detail = tr("one step: loss %1").arg(steps_.front().loss, 0, 'f', 3);
+    c->setTitle(prefix_ + tr("Loss and step time") +
+                QStringLiteral("<br><span style=\"font-weight:normal\">%1</span>").arg(detail));
+    applyPalette(TimelinePalette::choose(theme_, palette()));
+}
+
+void LossChart::applyPalette(const TimelinePalette& pal) {
+    QChart* c = chart();
+    c->setBackgroundBrush(pal.background);
+    c->setPlotAreaBackgroundVisible(false);
+    c->setTitleBrush(pal.text);
+    QFont title = c->titleFont();
+    title.setPixelSize(13);
+    title.setBold(true);
+    c->setTitleFont(title);
+    c->legend()->setLabelColor(pal.text);
+    QFont legend_font = c->legend()->font();
+    legend_font.setPixelSize(11);
+    c->legend()->setFont(legend_font);
+    for (QAbstractAxis* a : c->axes()) {
+        a->setLabelsBrush(pal.text);
+        a->setTitleBrush(pal.muted);
+        a->setLinePenColor(pal.grid);
+        a->setGridLineColor(pal.grid);
+        QFont f = a->labelsFont();
+        f.setPixelSize(11);
+        a->setLabelsFont(f);
+        QFont tf = a->titleFont();
+        tf.setPixelSize(11);
+        tf.setBold(false);
+        a->setTitleFont(tf);
+    }
+    // The time axis has only a grid of its own when nothing else does: one grid reads better.
+    if (axis_time_) axis_time_->setGridLineVisible(false);
+    // Loss: the run's story, solid blue; step time: the cost, dashed orange (Okabe-Ito).
+    if (loss_) {
+        QPen pen(pal.all_gather, 2.2);
+        loss_->setPen(pen);
+        loss_->setColor(pal.all_gather);
+    }
+    if (time_) {
+        QPen pen(pal.optimizer, 1.6, Qt::DashLine);
+        time_->setPen(pen);
+        time_->setColor(pal.optimizer);
+    }
+    if (axis_loss_) axis_loss_->setLabelsBrush(pal.all_gather);
+    if (axis_time_) axis_time_->setLabelsBrush(pal.optimizer);
+}
+
+void LossChart::renderChart(QPainter& painter, const QRectF& target,
+                            const TimelinePalette& palette) {
+    applyPalette(palette);
+    QChart* c = chart();
+    const QSizeF saved_size = c->size();
+    c->resize(target.size());
+    // Lay the chart out now: an export has no event loop turn between resize and render.
+    if (c->layout()) c->layout()->activate();
+    scene()->setSceneRect(QRectF(QPointF(0, 0), target.size()));
+    c->setPos(0, 0);
+    scene()->render(&painter, target, QRectF(QPointF(0, 0), target.size()));
+    c->resize(saved_size);
+    applyPalette(TimelinePalette::choose(theme_, this->palette()));
+}
+
+}  // namespace pd::vis

@@ -1,0 +1,54 @@
+// Loss per step and step time per step of one run (Qt Charts), so a learner sees whether
+// the run learns and what a step costs. Losses are the run's own (Trace::steps); step times
+// are each step's extent in the trace (RunMetrics::steps), never typed in.
+#pragma once
+
+#include <QChartView>
+#include <memory>
+
+#include "pd/metrics.h"
+#include "pd/run.h"
+#include "visualizer/timeline_palette.h"
+
+class QLineSeries;
+class QValueAxis;
+
+namespace pd::vis {
+
+class LossChart : public QChartView {
+    Q_OBJECT
+
+  public:
+    explicit LossChart(QWidget* parent = nullptr);
+
+    // A null result clears the chart.
+    void setRun(std::shared_ptr<const pd::RunResult> result, const pd::RunMetrics& metrics);
+    void setTheme(ThemeChoice theme);
+    // Put before the chart title ("A: ") in compare mode.
+    void setTitlePrefix(const QString& prefix);
+    // (step, loss) and (step, step time in ms), one point per completed step.
+    QLineSeries* lossSeries() const { return loss_; }
+    QLineSeries* stepTimeSeries() const { return time_; }
+    // The chart alone, for exports: same colours and data as on screen.
+    void renderChart(QPainter& painter, const QRectF& target, const TimelinePalette& palette);
+    QSize sizeHint() const override { return {380, 260}; }
+
+  protected:
+    void changeEvent(QEvent* event) override;
+
+  private:
+    void rebuild();
+    void applyPalette(const TimelinePalette& palette);
+
+    std::shared_ptr<const pd::RunResult> result_;
+    std::vector<pd::StepMetrics> steps_;
+    ThemeChoice theme_ = ThemeChoice::follow_palette;
+    QString prefix_;
+    QLineSeries* loss_ = nullptr;
+    QLineSeries* time_ = nullptr;
+    QValueAxis* axis_step_ = nullptr;
+    QValueAxis* axis_loss_ = nullptr;
+    QValueAxis* axis_time_ = nullptr;
+};
+
+}  // namespace pd::vis
