@@ -47,6 +47,9 @@ struct LinkModel {
     }
 };
 
+// AdamW's default learning rate is this over the width (1e-3 at width 128).
+inline constexpr double kAdamwLrTimesWidth = 0.128;
+
 struct RunConfig {
     StrategyKind strategy = StrategyKind::single;
     int devices = 1;
@@ -58,7 +61,7 @@ struct RunConfig {
     int steps = 10;
     std::uint64_t seed = 42;
     OptimizerKind optimizer = OptimizerKind::adamw;
-    double lr = 0.0;  // 0 = the optimizer's default (see effective_lr)
+    double lr = 0.0;  // 0 = the optimizer's default (see effective_lr); constant, no schedule
     std::size_t bucket_bytes = 256 * 1024;
     bool overlap = true;
     std::size_t capacity_bytes = std::size_t{4} << 30;
@@ -80,6 +83,8 @@ struct RunConfig {
     bool native_collectives = false;
     double collective_timeout_s = 30.0;
 
+    // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
+    // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.
     double effective_lr() const;
     // Replicas that each process a slice of the global batch.
     int data_parallel_replicas() const;

@@ -73,7 +73,11 @@ std::optional<BackendKind> backend_from_name(std::string_view name) {
 
 double RunConfig::effective_lr() const {
     if (lr > 0) return lr;
-    return optimizer == OptimizerKind::sgd ? 0.01 : 1e-3;
+    if (optimizer == OptimizerKind::sgd) return 0.01;
+    // AdamW moves every weight by about lr per step whatever its gradient's scale, so a
+    // layer's output moves by about lr x fan-in: scaling lr as 1 / width keeps that move the
+    // same at every width (muP's rule for Adam's hidden and output layers). 1e-3 at width 128.
+    return kAdamwLrTimesWidth / width;
 }
 
 int RunConfig::data_parallel_replicas() const {
