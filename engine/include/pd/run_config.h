@@ -38,12 +38,16 @@ struct Mesh {
 };
 
 // The simulated link used by the device clock: a transfer of b bytes takes
-// latency + b / bandwidth.
+// latency + b / bandwidth. Users type and read link speeds in gigabits per second (Gb/s, as
+// NICs and links are quoted: scenario key link_gbps, --link-gbps, the what-if panel); the
+// model keeps bytes per nanosecond, which is the same number as gigabytes per second.
 struct LinkModel {
     double latency_us = 5.0;
-    double gbps = 25.0;  // gigabytes per second
+    double bytes_per_ns = 25.0;  // 25 GB/s = 200 Gb/s
+    double gbit_per_s() const { return bytes_per_ns * 8.0; }
+    void set_gbit_per_s(double gbit) { bytes_per_ns = gbit / 8.0; }
     double transfer_ns(std::size_t bytes) const {
-        return latency_us * 1e3 + static_cast<double>(bytes) / gbps;
+        return latency_us * 1e3 + static_cast<double>(bytes) / bytes_per_ns;
     }
 };
 

@@ -203,8 +203,8 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.capacity_bytes == 0) fail("capacity", "must be more than 0 bytes");
     if (!(c.link.latency_us >= 0) || !std::isfinite(c.link.latency_us))
         fail("link_latency_us", "must be 0 or more microseconds");
-    if (!(c.link.gbps > 0) || !std::isfinite(c.link.gbps))
-        fail("link_gbps", "must be more than 0 GB/s");
+    if (!(c.link.bytes_per_ns > 0) || !std::isfinite(c.link.bytes_per_ns))
+        fail("link_gbps", "must be more than 0 Gb/s");
     if (!(c.collective_timeout_s > 0)) fail("timeout_s", "must be more than 0 seconds");
     if (c.backend == BackendKind::cuda && c.clock == ClockMode::device)
         fail("clock",
