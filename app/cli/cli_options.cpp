@@ -17,11 +17,11 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.set_version_flag("--version", std::string("paralleldeck-run 0.1.0"));
 
     std::string scenario;
-    std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend;
+    std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
     std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp;
     std::optional<std::string> schedule;
     std::optional<std::uint64_t> seed;
-    std::optional<double> lr, latency, gbps, timeout;
+    std::optional<double> lr, latency, timeout;
     bool no_overlap = false, tf32 = false, native_collectives = false;
     RunRequest req;
 
@@ -35,13 +35,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
     app.add_option("--optimizer", optimizer, "sgd | adamw");
-    app.add_option("--lr", lr, "Learning rate (default: sgd 0.01, adamw 0.001)");
+    app.add_option("--lr", lr,
+                   "Learning rate, constant over the run (default: sgd 0.01, adamw 0.128 / width)");
     app.add_option("--bucket-bytes", bucket, "Gradient bucket size, e.g. 256KiB");
     app.add_flag("--no-overlap", no_overlap, "dp: all-reduce only after the whole backward");
     app.add_option("--capacity", capacity, "Memory per device, e.g. 64MiB");
     app.add_option("--clock", clock, "wall | device | auto");
     app.add_option("--link-latency-us", latency, "Simulated link latency (device clock)");
-    app.add_option("--link-gbps", gbps, "Simulated link bandwidth in GB/s (device clock)");
+    app.add_option("--link-gbps", link_speed,
+                   "Simulated link bandwidth (device clock): Gb/s, or with a unit such as "
+                   "100Gb/s or 12.5GB/s");
     app.add_option("--schedule", schedule, "Pipeline schedule: gpipe | 1f1b | interleaved");
     app.add_option("--microbatches", microbatches, "Micro-batches per step (pipeline)");
     app.add_option("--chunks", chunks, "Model chunks per device (interleaved)");
@@ -148,8 +151,13 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.link.latency_us = *latency;
         src["link_latency_us"] = "--link-latency-us";
     }
-    if (gbps) {
-        c.link.gbps = *gbps;
+    if (link_speed) {
+        const auto gbit = parse_link_speed_gbit(*link_speed);
+        if (!gbit)
+            throw BadInput("--link-gbps",
+                           "'" + *link_speed + "' is not a link speed; use " + kLinkSpeedForms,
+                           __FILE__, __LINE__);
+        c.link.set_gbit_per_s(*gbit);
         src["link_gbps"] = "--link-gbps";
     }
     if (timeout) {

@@ -20,7 +20,8 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
     out << "strategy " << name_of(config.strategy) << ", " << config.devices << " device"
         << (config.devices == 1 ? "" : "s") << ", clock " << name_of(result.trace.clock)
         << (config.clock == ClockMode::automatic ? " (auto)" : "") << ", link "
-        << config.link.latency_us << " us + " << config.link.gbps << " GB/s\n";
+        << config.link.latency_us << " us + " << format_link_speed(config.link.gbit_per_s())
+        << "\n";
     if (config.backend == BackendKind::cuda && !result.trace.device_names.empty())
         out << "backend cuda: " << result.trace.device_names.front()
             << (config.devices > 1 ? " ..." : "") << (config.tf32 ? ", TF32 on" : ", TF32 off")

@@ -90,7 +90,13 @@ class TestRunCli : public QObject {
         QVERIFY(s.value(QStringLiteral("communication"))
                     .toObject()
                     .contains(QStringLiteral("exposed_s")));
-        QVERIFY(s.value(QStringLiteral("link")).toObject().contains(QStringLiteral("gbps")));
+        // The engine's default link, in both units: 25 GB/s = 200 Gb/s.
+        const QJsonObject link = s.value(QStringLiteral("link")).toObject();
+        QCOMPARE(link.value(QStringLiteral("gbit_per_s")).toDouble(), 200.0);
+        QCOMPARE(link.value(QStringLiteral("gbyte_per_s")).toDouble(), 25.0);
+        QVERIFY2(o.out.contains(QStringLiteral("200 Gb/s (25 GB/s)")), qPrintable(o.out));
+        const QJsonObject other = t.value(QStringLiteral("otherData")).toObject();
+        QCOMPARE(other.value(QStringLiteral("link_gbit_per_s")).toDouble(), 200.0);
     }
 
     void out_of_memory_exits_3_with_partial_trace() {
@@ -163,6 +169,15 @@ class TestRunCli : public QObject {
             << QStringList{QStringLiteral("--backend"), QStringLiteral("cuda"),
                            QStringLiteral("--clock"), QStringLiteral("device")}
             << "--clock: 'device' times CPU threads";
+        QTest::addRow("link speed not a speed")
+            << QStringList{QStringLiteral("--link-gbps"), QStringLiteral("fast")}
+            << "--link-gbps: 'fast' is not a link speed; use a number of Gb/s";
+        QTest::addRow("link speed lower-case prefix")
+            << QStringList{QStringLiteral("--link-gbps"), QStringLiteral("100gb/s")}
+            << "--link-gbps: '100gb/s' is not a link speed";
+        QTest::addRow("link speed zero")
+            << QStringList{QStringLiteral("--link-gbps"), QStringLiteral("0")}
+            << "--link-gbps: must be more than 0 Gb/s";
         QTest::addRow("missing scenario")
             << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")}
             << "cannot read";
@@ -185,6 +200,59 @@ class TestRunCli : public QObject {
         QCOMPARE(o.code, 2);
         QVERIFY2(o.err.contains(QStringLiteral("--backend: 'cuda' cannot run here: ")),
                  qPrintable(o.err));
+    }
+
+    // --link-gbps takes Gb/s, or a unit; the report and the summary say both units.
+    void link_speed_flag_units_data() {
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<double>("gbit");
+        QTest::addColumn<QString>("report");
+        QTest::addRow("number is Gb/s") << "100" << 100.0 << "100 Gb/s (12.5 GB/s)";
+        QTest::addRow("Gb/s") << "100Gb/s" << 100.0 << "100 Gb/s (12.5 GB/s)";
+        QTest::addRow("GB/s") << "12.5GB/s" << 100.0 << "100 Gb/s (12.5 GB/s)";
+        QTest::addRow("Gbit/s") << "400 Gbit/s" << 400.0 << "400 Gb/s (50 GB/s)";
+        QTest::addRow("GB/s spaced") << "50 GB/s" << 400.0 << "400 Gb/s (50 GB/s)";
+    }
+
+    void link_speed_flag_units() {
+        QFETCH(QString, value);
+        QFETCH(double, gbit);
+        QFETCH(QString, report);
+        QTemporaryDir dir;
+        const QString summary = dir.filePath(QStringLiteral("s.json"));
+        const Outcome o =
+            run({QStringLiteral("--layers"), QStringLiteral("1"), QStringLiteral("--width"),
+                 QStringLiteral("16"), QStringLiteral("--steps"), QStringLiteral("1"),
+                 QStringLiteral("--link-gbps"), value, QStringLiteral("--summary"), summary});
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        QVERIFY2(o.out.contains(report), qPrintable(o.out));
+        const QJsonObject link = read_json(summary).value(QStringLiteral("link")).toObject();
+        QCOMPARE(link.value(QStringLiteral("gbit_per_s")).toDouble(), gbit);
+        QCOMPARE(link.value(QStringLiteral("gbyte_per_s")).toDouble(), gbit / 8);
+    }
+
+    void scenario_link_speed_with_unit() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("s.json")),
+                      summary = dir.filePath(QStringLiteral("out.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"layers": 1, "width": 16, "steps": 1, "link_gbps": "12.5GB/s"})");
+        f.close();
+        const Outcome o =
+            run({QStringLiteral("--scenario"), path, QStringLiteral("--summary"), summary});
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        const QJsonObject link = read_json(summary).value(QStringLiteral("link")).toObject();
+        QCOMPARE(link.value(QStringLiteral("gbit_per_s")).toDouble(), 100.0);
+
+        QFile bad(path);
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write(R"({"link_gbps": "12.5 GiB/s"})");
+        bad.close();
+        const Outcome e = run({QStringLiteral("--scenario"), path});
+        QCOMPARE(e.code, 2);
+        QVERIFY2(e.err.contains(QStringLiteral("scenario key 'link_gbps'")), qPrintable(e.err));
+        QVERIFY2(e.err.contains(QStringLiteral("\"12.5GB/s\"")), qPrintable(e.err));
     }
 
     void malformed_scenario_exits_2_naming_the_file() {
@@ -263,6 +331,29 @@ class TestRunCli : public QObject {
         QVERIFY(QFile::exists(out + QStringLiteral("/step0001_y.npy")));
         const QJsonObject manifest = read_json(out + QStringLiteral("/manifest.json"));
         QCOMPARE(manifest.value(QStringLiteral("batches")).toArray().size(), 2);
+        // What another framework needs to replay the updates: AdamW's hyper-parameters, the
+        // default lr for width 16 (0.128 / 16) and the schedule.
+        const QJsonObject opt = manifest.value(QStringLiteral("optimizer")).toObject();
+        QCOMPARE(opt.value(QStringLiteral("name")).toString(), QStringLiteral("adamw"));
+        QCOMPARE(opt.value(QStringLiteral("lr")).toDouble(), double(0.008f));
+        QCOMPARE(opt.value(QStringLiteral("betas")).toArray().size(), 2);
+        QCOMPARE(opt.value(QStringLiteral("betas")).toArray().at(1).toDouble(), double(0.999f));
+        QCOMPARE(opt.value(QStringLiteral("eps")).toDouble(), double(1e-8f));
+        QCOMPARE(opt.value(QStringLiteral("weight_decay")).toDouble(), double(0.01f));
+        const QJsonObject schedule = opt.value(QStringLiteral("lr_schedule")).toObject();
+        QCOMPARE(schedule.value(QStringLiteral("kind")).toString(), QStringLiteral("constant"));
+        QCOMPARE(schedule.value(QStringLiteral("warmup_steps")).toInt(), 0);
+        QCOMPARE(manifest.value(QStringLiteral("model"))
+                     .toObject()
+                     .value(QStringLiteral("width"))
+                     .toInt(),
+                 16);
+        // The head starts at zero, so step 0's loss is ln(classes).
+        QFile head(out + QStringLiteral("/init_head.w.npy"));
+        QVERIFY(head.open(QIODevice::ReadOnly));
+        const QByteArray head_bytes = head.readAll();
+        const QByteArray head_values = head_bytes.mid(head_bytes.size() - 16 * 10 * 4);
+        QCOMPARE(head_values, QByteArray(16 * 10 * 4, '\0'));
     }
 };
 

@@ -34,7 +34,8 @@ class TestScenario : public QObject {
         QCOMPARE(c.capacity_bytes, std::size_t{8} << 20);
         QCOMPARE(c.clock, ClockMode::device);
         QCOMPARE(c.link.latency_us, 2.5);
-        QCOMPARE(c.link.gbps, 10.0);
+        QCOMPARE(c.link.gbit_per_s(), 10.0);  // a bare number is Gb/s
+        QCOMPARE(c.link.bytes_per_ns, 1.25);
         validate(c, src);
         QVERIFY(src.at("devices").find("card.json") != std::string::npos);
     }
@@ -72,6 +73,18 @@ class TestScenario : public QObject {
                                   << "'capacity'";
         QTest::addRow("fractional devices") << R"({"devices": 1.5})"
                                             << "integer";
+        QTest::addRow("link speed unit unknown") << R"({"link_gbps": "100 parsecs"})"
+                                                 << "'link_gbps'";
+        QTest::addRow("link speed lower-case prefix") << R"({"link_gbps": "100gb/s"})"
+                                                      << "\"12.5GB/s\"";
+        QTest::addRow("link speed without number") << R"({"link_gbps": "Gb/s"})"
+                                                   << "'link_gbps'";
+        QTest::addRow("link speed negative") << R"({"link_gbps": "-5Gb/s"})"
+                                             << "'link_gbps'";
+        QTest::addRow("link speed of bytes") << R"({"link_gbps": "64MiB"})"
+                                             << "'link_gbps'";
+        QTest::addRow("link speed as bool") << R"({"link_gbps": true})"
+                                            << "a number of Gb/s";
     }
 
     void rejects_bad_scenarios() {
@@ -103,7 +116,10 @@ class TestScenario : public QObject {
         QTest::addRow("zero capacity") << R"({"capacity": 0})"
                                        << "'capacity'";
         QTest::addRow("zero bandwidth") << R"({"link_gbps": 0})"
-                                        << "'link_gbps'";
+                                        << "scenario key 'link_gbps' in s.json: must be more "
+                                           "than 0 Gb/s";
+        QTest::addRow("zero bandwidth with a unit") << R"({"link_gbps": "0 GB/s"})"
+                                                    << "more than 0 Gb/s";
     }
 
     void validation_names_the_key() {
@@ -318,6 +334,90 @@ class TestScenario : public QObject {
         QVERIFY(busy_per_device);
         QVERIFY(names.count("peak.optimizer_state"));
         QVERIFY(names.count("all_reduce_per_step"));
+    }
+
+    // Every accepted spelling of a link speed, in Gb/s. Case tells bits from bytes.
+    void link_speeds_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<double>("gbit");
+        QTest::addColumn<bool>("valid");
+        QTest::addRow("bare number is Gb/s") << "400" << 400.0 << true;
+        QTest::addRow("Gb/s") << "100Gb/s" << 100.0 << true;
+        QTest::addRow("Gb/s spaced") << "100 Gb/s" << 100.0 << true;
+        QTest::addRow("Gbit/s") << "400 Gbit/s" << 400.0 << true;
+        QTest::addRow("Gbps") << "25Gbps" << 25.0 << true;
+        QTest::addRow("GB/s") << "12.5GB/s" << 100.0 << true;
+        QTest::addRow("GB/s spaced") << "50 GB/s" << 400.0 << true;
+        QTest::addRow("GByte/s") << "2 GByte/s" << 16.0 << true;
+        QTest::addRow("GBps") << "1GBps" << 8.0 << true;
+        QTest::addRow("Mb/s") << "800 Mb/s" << 0.8 << true;
+        QTest::addRow("MB/s") << "125MB/s" << 1.0 << true;
+        QTest::addRow("Tb/s") << "1.6Tb/s" << 1600.0 << true;
+        QTest::addRow("TB/s") << "0.9 TB/s" << 7200.0 << true;
+        QTest::addRow("exponent") << "1e2 Gb/s" << 100.0 << true;
+        QTest::addRow("padded") << "  10 Gb/s  " << 10.0 << true;
+        QTest::addRow("zero parses, validate rejects") << "0" << 0.0 << true;
+        QTest::addRow("lower-case prefix") << "100gb/s" << 0.0 << false;
+        QTest::addRow("no per second") << "100Gb" << 0.0 << false;
+        QTest::addRow("byte size") << "64MiB" << 0.0 << false;
+        QTest::addRow("unknown unit") << "3 parsecs" << 0.0 << false;
+        QTest::addRow("unit only") << "GB/s" << 0.0 << false;
+        QTest::addRow("negative") << "-5 Gb/s" << 0.0 << false;
+        QTest::addRow("two numbers") << "10 20 Gb/s" << 0.0 << false;
+        QTest::addRow("empty") << "" << 0.0 << false;
+    }
+
+    void link_speeds() {
+        QFETCH(QString, text);
+        QFETCH(double, gbit);
+        QFETCH(bool, valid);
+        const auto parsed = parse_link_speed_gbit(text.toStdString());
+        QCOMPARE(parsed.has_value(), valid);
+        if (valid) QCOMPARE(*parsed, gbit);
+    }
+
+    // Scenario strings carry their unit; whatever the spelling, the link is the same.
+    void link_speed_strings_in_scenarios_data() {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<double>("bytes_per_ns");
+        QTest::addRow("number") << R"({"link_gbps": 100})" << 12.5;
+        QTest::addRow("Gb/s") << R"({"link_gbps": "100Gb/s"})" << 12.5;
+        QTest::addRow("GB/s") << R"({"link_gbps": "12.5GB/s"})" << 12.5;
+        QTest::addRow("Gbit/s") << R"({"link_gbps": "400 Gbit/s"})" << 50.0;
+        QTest::addRow("GB/s spaced") << R"({"link_gbps": "50 GB/s"})" << 50.0;
+    }
+
+    void link_speed_strings_in_scenarios() {
+        QFETCH(QString, json);
+        QFETCH(double, bytes_per_ns);
+        RunConfig c;
+        ConfigSources src;
+        apply_scenario_json(json.toStdString(), "card.json", c, src);
+        QCOMPARE(c.link.bytes_per_ns, bytes_per_ns);
+        validate(c, src);
+        // scenario_json writes the number of Gb/s, which reads back as the same link.
+        RunConfig back;
+        apply_scenario_json(scenario_json(c), "round trip", back, src);
+        QCOMPARE(back.link.bytes_per_ns, bytes_per_ns);
+    }
+
+    // The unit, end to end: 1 MB over 8 Gb/s (1 GB/s) takes 1 ms, plus the latency.
+    void link_transfer_time_proves_the_unit() {
+        RunConfig c;
+        ConfigSources src;
+        apply_scenario_json(R"({"link_gbps": 8, "link_latency_us": 5})", "card.json", c, src);
+        QCOMPARE(c.link.transfer_ns(1'000'000), 1e6 + 5e3);
+        apply_scenario_json(R"({"link_gbps": "1GB/s", "link_latency_us": 0})", "card.json", c, src);
+        QCOMPARE(c.link.transfer_ns(1'000'000), 1e6);
+        // The engine default stays the physical link it always was: 25 GB/s = 200 Gb/s.
+        const LinkModel standard;
+        QCOMPARE(standard.gbit_per_s(), 200.0);
+        QCOMPARE(standard.transfer_ns(25'000) - standard.latency_us * 1e3, 1000.0);
+    }
+
+    void link_speed_text_shows_both_units() {
+        QCOMPARE(QString::fromStdString(format_link_speed(100)),
+                 QStringLiteral("100 Gb/s (12.5 GB/s)"));
     }
 
     void auto_clock_follows_cores() {

@@ -88,6 +88,71 @@ class TestStrategies : public QObject {
                                 .arg(r.trace.steps.back().loss)));
     }
 
+    // What a card shows in its 2-6 steps: the zero-initialised head starts every run at
+    // ln(classes), and the loss is at least 10% lower by the last step, at the shapes the
+    // bundled cards use (and at the learning rates they set).
+    void learns_in_a_cards_few_steps_data() {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<int>("layers");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("steps");
+        QTest::addColumn<OptimizerKind>("optimizer");
+        QTest::addColumn<double>("lr");
+        QTest::addRow("width 128, 4 blocks, 2 steps")
+            << 128 << 4 << 32 << 2 << OptimizerKind::adamw << 0.0;
+        QTest::addRow("width 256, 8 blocks, lr 1e-3, 2 steps")
+            << 256 << 8 << 32 << 2 << OptimizerKind::adamw << 1e-3;
+        QTest::addRow("width 256, 8 blocks, lr 1e-3, 3 steps")
+            << 256 << 8 << 32 << 3 << OptimizerKind::adamw << 1e-3;
+        QTest::addRow("width 32, 2 blocks, 2 steps")
+            << 32 << 2 << 32 << 2 << OptimizerKind::adamw << 0.0;
+        QTest::addRow("sgd, width 64, 3 steps") << 64 << 2 << 32 << 3 << OptimizerKind::sgd << 0.0;
+        QTest::addRow("width 128, 4 blocks, 6 steps")
+            << 128 << 4 << 32 << 6 << OptimizerKind::adamw << 0.0;
+    }
+
+    void learns_in_a_cards_few_steps() {
+        QFETCH(int, width);
+        QFETCH(int, layers);
+        QFETCH(int, batch);
+        QFETCH(int, steps);
+        QFETCH(OptimizerKind, optimizer);
+        QFETCH(double, lr);
+        RunConfig c;
+        c.width = width;
+        c.layers = layers;
+        c.batch = batch;
+        c.steps = steps;
+        c.optimizer = optimizer;
+        c.lr = lr;
+        const RunResult r = run_config(c);
+        QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+        QCOMPARE(r.trace.steps.size(), std::size_t(steps));
+        const double first = r.trace.steps.front().loss, last = r.trace.steps.back().loss;
+        QVERIFY2(std::abs(first - std::log(double(c.classes))) < 1e-5,
+                 qPrintable(QStringLiteral("step 0 loss %1, ln(classes) %2")
+                                .arg(first)
+                                .arg(std::log(double(c.classes)))));
+        QVERIFY2(last < 0.9 * first,
+                 qPrintable(QStringLiteral("loss %1 -> %2").arg(first).arg(last)));
+    }
+
+    // AdamW's default learning rate follows the width (muP: 0.128 / width); SGD's is fixed.
+    void default_learning_rate_suits_the_width() {
+        RunConfig c;
+        c.width = 128;
+        QCOMPARE(c.effective_lr(), 1e-3);
+        c.width = 256;
+        QCOMPARE(c.effective_lr(), 5e-4);
+        c.width = 32;
+        QCOMPARE(c.effective_lr(), 4e-3);
+        c.lr = 0.02;
+        QCOMPARE(c.effective_lr(), 0.02);
+        c.lr = 0;
+        c.optimizer = OptimizerKind::sgd;
+        QCOMPARE(c.effective_lr(), 0.01);
+    }
+
     void buckets_cover_all_parameters_in_backward_order() {
         const ParamLayout layout = ParamLayout::build(ModelShape{32, 64, 3, 10});
         // Bucket ranges are internal; their effect is visible as all-reduce sizes summing to P.

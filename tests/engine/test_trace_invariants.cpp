@@ -1,9 +1,11 @@
 // Properties every trace must have, whatever the strategy and clock.
 #include <QtTest>
+#include <cmath>
 #include <map>
 #include <set>
 
 #include "engine_test_support.h"
+#include "pd/scenario.h"
 
 using namespace pd;
 using namespace pd::test;
@@ -104,7 +106,7 @@ class TestTraceInvariants : public QObject {
         fast.overlap = false;
         fast.steps = 2;
         RunConfig slow = fast;
-        slow.link.gbps = 0.001;  // 1 MB/s
+        slow.link.bytes_per_ns = 0.001;  // 1 MB/s
         const RunResult a = run_config(fast), b = run_config(slow);
         QCOMPARE(a.status, RunStatus::ok);
         QCOMPARE(b.status, RunStatus::ok);
@@ -115,7 +117,44 @@ class TestTraceInvariants : public QObject {
             if (is_communication(e.kind) && e.step >= 0) comm_b += e.duration_ns();
         // Link cost alone: the parameters cross a 1 MB/s link at least once per step.
         QVERIFY(comm_b > comm_a);
-        QCOMPARE(b.trace.link.gbps, 0.001);
+        QCOMPARE(b.trace.link.bytes_per_ns, 0.001);
+    }
+
+    // The link's unit, end to end. The scenario says 0.008 Gb/s: 1 MB/s, 0.001 bytes per ns.
+    // A transfer cannot arrive before its send began plus latency + bytes / bandwidth, 1.54 ms
+    // for this 1536-byte activation; the recv then ends once the copy is done (microseconds).
+    // Read as GB/s the same number would give 0.2 ms; a unit off by 8 the other way, 12 ms.
+    void link_speed_unit_sets_transfer_time() {
+        RunConfig c = small_config(StrategyKind::pipeline, 2);
+        c.layers = 2;
+        c.steps = 1;
+        c.microbatches = 2;
+        ConfigSources src;
+        apply_scenario_json(R"({"link_gbps": 0.008, "link_latency_us": 5})", "card.json", c, src);
+        QCOMPARE(c.link.bytes_per_ns, 0.001);
+        const RunResult r = run_config(c);
+        QCOMPARE(r.status, RunStatus::ok);
+        const TraceEvent* recv = nullptr;
+        for (const auto& e : r.trace.events)
+            if (e.kind == EventKind::recv && e.device == 1 &&
+                (!recv || e.start_ns < recv->start_ns))
+                recv = &e;
+        QVERIFY(recv);
+        const TraceEvent* send = nullptr;
+        for (const auto& e : r.trace.events)
+            if (e.kind == EventKind::send && e.flow_id == recv->flow_id) send = &e;
+        QVERIFY(send);
+        // 24 samples in 2 micro-batches: 12 rows of width 32 floats.
+        QCOMPARE(recv->bytes, std::size_t{12 * 32 * 4});
+        const double link_ns = 5e3 + static_cast<double>(recv->bytes) / 0.001;  // 1.541 ms
+        const double arrival = static_cast<double>(send->start_ns) + link_ns;
+        const double end = static_cast<double>(recv->end_ns);
+        QVERIFY2(end >= arrival - 1.0 && end < static_cast<double>(send->start_ns) + 2 * link_ns,
+                 qPrintable(QStringLiteral("recv [%1, %2] ns, send at %3 ns, link %4 ns")
+                                .arg(recv->start_ns)
+                                .arg(recv->end_ns)
+                                .arg(send->start_ns)
+                                .arg(link_ns)));
     }
 };
 

@@ -1,6 +1,7 @@
 // The what-if panel: shows a scenario, offers a valid change as a new config, and explains an
 // invalid one without starting anything.
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -9,6 +10,7 @@
 #include <QtTest>
 
 #include "pd/run.h"
+#include "visualizer/format.h"
 #include "what_if_panel.h"
 
 using pd::ui::WhatIfPanel;
@@ -65,6 +67,36 @@ class TestWhatIfPanel : public QObject {
             QVERIFY2(panel.problem().startsWith(QStringLiteral("backend: 'cuda' cannot run here")),
                      qPrintable(panel.problem()));
         }
+    }
+
+    // The link knob reads and writes Gb/s, as links are quoted; the config keeps bytes per
+    // ns. A scenario's link comes back unchanged, and a typed value means gigabits.
+    void link_speed_round_trips_in_gbit() {
+        WhatIfPanel panel;
+        pd::RunConfig c = pipeline_scenario();
+        c.link.set_gbit_per_s(100);  // a card's "link_gbps": 100, or "12.5GB/s"
+        panel.setConfig(c);
+        auto* link = panel.findChild<QDoubleSpinBox*>();
+        QVERIFY(link);
+        QCOMPARE(link->suffix(), QStringLiteral(" Gb/s"));
+        QCOMPARE(link->value(), 100.0);
+        QCOMPARE(panel.config().link.bytes_per_ns, 12.5);
+        QSignalSpy changed(&panel, &WhatIfPanel::configChanged);
+        link->setValue(8);  // 8 Gb/s: one byte per ns
+        QTRY_COMPARE(changed.count(), 1);
+        const auto offered = changed.first().first().value<pd::RunConfig>();
+        QCOMPARE(offered.link.bytes_per_ns, 1.0);
+        QCOMPARE(offered.link.transfer_ns(1'000'000) - offered.link.latency_us * 1e3, 1e6);
+        // The engine's default link shows as 200 Gb/s (25 GB/s).
+        panel.setConfig(pipeline_scenario());
+        QCOMPARE(link->value(), 200.0);
+    }
+
+    // The timeline header's form of the same link: both units, bytes first.
+    void link_speed_text_shows_both_units() {
+        QCOMPARE(pd::vis::link_speed_text(100), QStringLiteral("12.5 GB/s = 100 Gb/s"));
+        QCOMPARE(pd::vis::link_speed_text(200), QStringLiteral("25 GB/s = 200 Gb/s"));
+        QCOMPARE(pd::vis::link_speed_text(1), QStringLiteral("0.125 GB/s = 1 Gb/s"));
     }
 
     void gpipe_to_1f1b_offers_a_new_run() {

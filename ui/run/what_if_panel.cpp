@@ -78,10 +78,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     } else {
         backend_->setToolTip(tr("CUDA: each device is a GPU, or several devices share one"));
     }
+    // Gigabits per second, as links and NICs are quoted (the scenario key link_gbps too).
     link_gbps_ = new QDoubleSpinBox(this);
-    link_gbps_->setRange(0.001, 10000);
+    link_gbps_->setRange(0.001, 100000);
     link_gbps_->setDecimals(3);
-    link_gbps_->setSuffix(QStringLiteral(" GB/s"));
+    link_gbps_->setSuffix(QStringLiteral(" Gb/s"));
     link_gbps_->setKeyboardTracking(false);
     overlap_ = new QCheckBox(tr("Overlap all-reduce with backward"), this);
     bucket_ = new QLineEdit(this);
@@ -150,7 +151,7 @@ void WhatIfPanel::setConfig(const pd::RunConfig& config) {
         clock_->findData(QString::fromLatin1(pd::name_of(config.clock).data())));
     backend_->setCurrentIndex(
         backend_->findData(QString::fromLatin1(pd::name_of(config.backend).data())));
-    link_gbps_->setValue(config.link.gbps);
+    link_gbps_->setValue(config.link.gbit_per_s());
     overlap_->setChecked(config.overlap);
     bucket_->setText(bytes_text(config.bucket_bytes));
     updating_ = false;
@@ -204,7 +205,7 @@ pd::RunConfig WhatIfPanel::config() const {
                                                   : pd::ClockMode::automatic;
     c.backend = pd::backend_from_name(backend_->currentData().toString().toStdString())
                     .value_or(pd::BackendKind::cpu);
-    c.link.gbps = link_gbps_->value();
+    c.link.set_gbit_per_s(link_gbps_->value());
     c.overlap = overlap_->isChecked();
     if (auto b = pd::parse_byte_size(bucket_->text().toStdString()))
         c.bucket_bytes = *b;

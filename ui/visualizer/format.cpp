@@ -31,4 +31,10 @@ QString gbps_text(double gigabytes_per_s) {
     return QStringLiteral("%1 GB/s").arg(gigabytes_per_s, 0, 'f', gigabytes_per_s < 10 ? 2 : 1);
 }
 
+QString link_speed_text(double gigabits_per_s) {
+    return QStringLiteral("%1 GB/s = %2 Gb/s")
+        .arg(gigabits_per_s / 8, 0, 'g', 4)
+        .arg(gigabits_per_s, 0, 'g', 4);
+}
+
 }  // namespace pd::vis

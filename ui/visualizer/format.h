@@ -11,6 +11,8 @@ QString duration_text(double ns);
 QString bytes_text(double bytes);
 QString percent_text(double fraction);
 QString gbps_text(double gigabytes_per_s);
+// A link speed in both units people quote: "12.5 GB/s = 100 Gb/s".
+QString link_speed_text(double gigabits_per_s);
 inline QString qs(std::string_view s) {
     return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
 }

@@ -394,9 +394,9 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
         if (tr.backend == pd::BackendKind::cuda)
             clock += virtual_gpu_note(tr);
         else if (tr.clock == pd::ClockMode::device)
-            clock += QStringLiteral("   ·   Link model: %1 µs latency + %2 GB/s")
+            clock += QStringLiteral("   ·   Link model: %1 µs latency + %2")
                          .arg(tr.link.latency_us, 0, 'g', 3)
-                         .arg(tr.link.gbps, 0, 'g', 3);
+                         .arg(link_speed_text(tr.link.gbit_per_s()));
         else
             clock += QStringLiteral("   ·   Transfers: real in-memory copies (no link model)");
         if (data_.result() && data_.result()->status != pd::RunStatus::ok)

@@ -42,10 +42,18 @@ struct ParamLayout {
 };
 
 // Deterministic initial parameters: the same seed gives the same weights on every strategy.
+// Weights are fan-in scaled normals except the classifier head, which starts at zero.
 std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t seed);
 
-// A seeded teacher-student task: inputs are Gaussian, labels are the argmax of a fixed random
-// two-layer teacher. Sample i of step s is the same whichever device draws it.
+// A seeded teacher-student task the student can learn in the 2-6 steps a card runs: each
+// class has a fixed random prototype (entries N(0, kPrototypeScale^2)); a sample is a uniform
+// label and its prototype plus unit Gaussian noise. The teacher is therefore linear with a wide
+// margin (two prototypes lie about kPrototypeScale * sqrt(2 * input_dim) noise deviations
+// apart), so even the zero-initialised head's first update, a step along the class means of
+// the body's features, lowers the loss on the next, fresh batch; a random nonlinear teacher
+// (what this used to be) lowered the loss by only 2-8% in six AdamW steps, and not steadily.
+// Samples are fresh every step (no dataset is cycled), so a falling loss is generalisation, not
+// memory. Sample i of step s is the same whichever device draws it.
 class SyntheticTask {
   public:
     SyntheticTask(const ModelShape& shape, std::uint64_t seed);
@@ -53,12 +61,12 @@ class SyntheticTask {
     // input_dim], labels has `count` entries.
     void batch(int step, int first, int count, float* x, int* labels) const;
 
+    static constexpr double kPrototypeScale = 3.0;
+
   private:
-    static constexpr int kTeacherHidden = 32;
     ModelShape shape_;
     std::uint64_t seed_;
-    std::vector<float> teacher_w1_;  // [input_dim, kTeacherHidden]
-    std::vector<float> teacher_w2_;  // [kTeacherHidden, classes]
+    std::vector<float> prototypes_;  // [classes, input_dim]
 };
 
 }  // namespace pd

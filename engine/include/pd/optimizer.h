@@ -8,6 +8,9 @@
 
 namespace pd {
 
+// PyTorch's torch.optim.SGD (momentum, no dampening) and torch.optim.AdamW with their
+// defaults; the learning rate is constant over the run (no warm-up, no decay), which the
+// --dump-dir manifest states so another framework can replay the updates.
 struct OptimizerSettings {
     OptimizerKind kind = OptimizerKind::adamw;
     float lr = 1e-3f;

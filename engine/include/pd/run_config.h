@@ -38,14 +38,21 @@ struct Mesh {
 };
 
 // The simulated link used by the device clock: a transfer of b bytes takes
-// latency + b / bandwidth.
+// latency + b / bandwidth. Users type and read link speeds in gigabits per second (Gb/s, as
+// NICs and links are quoted: scenario key link_gbps, --link-gbps, the what-if panel); the
+// model keeps bytes per nanosecond, which is the same number as gigabytes per second.
 struct LinkModel {
     double latency_us = 5.0;
-    double gbps = 25.0;  // gigabytes per second
+    double bytes_per_ns = 25.0;  // 25 GB/s = 200 Gb/s
+    double gbit_per_s() const { return bytes_per_ns * 8.0; }
+    void set_gbit_per_s(double gbit) { bytes_per_ns = gbit / 8.0; }
     double transfer_ns(std::size_t bytes) const {
-        return latency_us * 1e3 + static_cast<double>(bytes) / gbps;
+        return latency_us * 1e3 + static_cast<double>(bytes) / bytes_per_ns;
     }
 };
+
+// AdamW's default learning rate is this over the width (1e-3 at width 128).
+inline constexpr double kAdamwLrTimesWidth = 0.128;
 
 struct RunConfig {
     StrategyKind strategy = StrategyKind::single;
@@ -58,7 +65,7 @@ struct RunConfig {
     int steps = 10;
     std::uint64_t seed = 42;
     OptimizerKind optimizer = OptimizerKind::adamw;
-    double lr = 0.0;  // 0 = the optimizer's default (see effective_lr)
+    double lr = 0.0;  // 0 = the optimizer's default (see effective_lr); constant, no schedule
     std::size_t bucket_bytes = 256 * 1024;
     bool overlap = true;
     std::size_t capacity_bytes = std::size_t{4} << 30;
@@ -80,6 +87,8 @@ struct RunConfig {
     bool native_collectives = false;
     double collective_timeout_s = 30.0;
 
+    // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
+    // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.
     double effective_lr() const;
     // Replicas that each process a slice of the global batch.
     int data_parallel_replicas() const;

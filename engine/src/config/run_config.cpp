@@ -73,7 +73,11 @@ std::optional<BackendKind> backend_from_name(std::string_view name) {
 
 double RunConfig::effective_lr() const {
     if (lr > 0) return lr;
-    return optimizer == OptimizerKind::sgd ? 0.01 : 1e-3;
+    if (optimizer == OptimizerKind::sgd) return 0.01;
+    // AdamW moves every weight by about lr per step whatever its gradient's scale, so a
+    // layer's output moves by about lr x fan-in: scaling lr as 1 / width keeps that move the
+    // same at every width (muP's rule for Adam's hidden and output layers). 1e-3 at width 128.
+    return kAdamwLrTimesWidth / width;
 }
 
 int RunConfig::data_parallel_replicas() const {
@@ -199,8 +203,8 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.capacity_bytes == 0) fail("capacity", "must be more than 0 bytes");
     if (!(c.link.latency_us >= 0) || !std::isfinite(c.link.latency_us))
         fail("link_latency_us", "must be 0 or more microseconds");
-    if (!(c.link.gbps > 0) || !std::isfinite(c.link.gbps))
-        fail("link_gbps", "must be more than 0 GB/s");
+    if (!(c.link.bytes_per_ns > 0) || !std::isfinite(c.link.bytes_per_ns))
+        fail("link_gbps", "must be more than 0 Gb/s");
     if (!(c.collective_timeout_s > 0)) fail("timeout_s", "must be more than 0 seconds");
     if (c.backend == BackendKind::cuda && c.clock == ClockMode::device)
         fail("clock",

@@ -47,6 +47,14 @@ struct KeyReader {
         if (!value.is_string()) fail("must be a string, got " + value.dump());
         return value.get<std::string>();
     }
+    // A number is Gb/s; a string may carry its unit ("100Gb/s", "12.5GB/s").
+    double link_speed_gbit() const {
+        if (value.is_number()) return value.get<double>();
+        if (value.is_string()) {
+            if (auto gbit = parse_link_speed_gbit(value.get<std::string>())) return *gbit;
+        }
+        fail(std::string("must be ") + kLinkSpeedForms + ", got " + value.dump());
+    }
     std::size_t bytes() const {
         if (value.is_number_integer() && value.get<long long>() >= 0)
             return static_cast<std::size_t>(value.get<long long>());
@@ -125,7 +133,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         } else if (key == "link_latency_us")
             c.link.latency_us = r.number();
         else if (key == "link_gbps")
-            c.link.gbps = r.number();
+            c.link.set_gbit_per_s(r.link_speed_gbit());
         else if (key == "schedule") {
             const std::string name = r.text();
             const auto kind = schedule_from_name(name);
@@ -189,7 +197,7 @@ std::string scenario_json(const RunConfig& c) {
     j["capacity"] = c.capacity_bytes;
     j["clock"] = std::string(name_of(c.clock));
     j["link_latency_us"] = c.link.latency_us;
-    j["link_gbps"] = c.link.gbps;
+    j["link_gbps"] = c.link.gbit_per_s();
     j["schedule"] = std::string(name_of(c.schedule));
     j["microbatches"] = c.effective_microbatches();
     j["chunks"] = c.chunks;

@@ -115,7 +115,8 @@ std::string chrome_trace_json(const Trace& trace) {
                          {"clock", std::string(name_of(trace.clock))},
                          {"backend", std::string(name_of(trace.backend))},
                          {"link_latency_us", trace.link.latency_us},
-                         {"link_gbps", trace.link.gbps}};
+                         {"link_gbit_per_s", trace.link.gbit_per_s()},
+                         {"link_gbyte_per_s", trace.link.bytes_per_ns}};
     return root.dump();
 }
 

@@ -6,6 +6,7 @@
 #include "pd/error.h"
 #include "pd/exports.h"
 #include "pd/model.h"
+#include "pd/optimizer.h"
 
 namespace pd {
 
@@ -76,7 +77,41 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
     manifest["format"] = "paralleldeck-dump";
     manifest["note"] =
         "Weights are [in, out] row-major (y = x @ w + b). Blocks: h + (gelu_tanh(h @ w1 + b1) "
-        "@ w2 + b2). Loss: mean softmax cross-entropy over the global batch.";
+        "@ w2 + b2). Loss: mean softmax cross-entropy over the global batch. Step s computes the "
+        "loss and gradient of batch s at the current weights, then applies one optimizer update "
+        "(t = s + 1); the reported loss of step s is the one before its update.";
+    manifest["model"] = {{"input_dim", config.input_dim},
+                         {"width", config.width},
+                         {"hidden", shape.hidden()},
+                         {"layers", config.layers},
+                         {"classes", config.classes}};
+    manifest["batch"] = config.batch;
+    manifest["steps"] = config.steps;
+    manifest["seed"] = config.seed;
+    // Everything another framework needs to apply the same updates, from the very settings the
+    // strategies use, so the manifest cannot disagree with the run.
+    const OptimizerSettings opt = OptimizerSettings::from(config);
+    nlohmann::json optimizer = {{"name", std::string(name_of(opt.kind))}, {"lr", opt.lr}};
+    if (opt.kind == OptimizerKind::sgd) {
+        optimizer["momentum"] = opt.momentum;
+        optimizer["dampening"] = 0.0;
+        optimizer["nesterov"] = false;
+        optimizer["weight_decay"] = opt.weight_decay;
+        optimizer["rule"] = "torch.optim.SGD: v = momentum * v + g (v starts at 0); p -= lr * v";
+    } else {
+        optimizer["betas"] = {opt.beta1, opt.beta2};
+        optimizer["eps"] = opt.eps;
+        optimizer["weight_decay"] = opt.weight_decay;
+        optimizer["amsgrad"] = false;
+        optimizer["rule"] =
+            "torch.optim.AdamW: p -= lr * weight_decay * p; m = b1 m + (1 - b1) g; v = b2 v + "
+            "(1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)";
+    }
+    optimizer["applies_to"] = "every tensor, biases included (one parameter group)";
+    optimizer["lr_schedule"] = {{"kind", "constant"},
+                                {"warmup_steps", 0},
+                                {"lr_at_step", "lr at every update t = 1 .. steps"}};
+    manifest["optimizer"] = std::move(optimizer);
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : layout.tensors) {
         const std::string file = "init_" + t.name + ".npy";

@@ -20,7 +20,8 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["clock_requested"] = std::string(name_of(config.clock));
     j["link"] = {
         {"latency_us", config.link.latency_us},
-        {"gbps", config.link.gbps},
+        {"gbit_per_s", config.link.gbit_per_s()},
+        {"gbyte_per_s", config.link.bytes_per_ns},
         {"applies_to", "device clock: a transfer of b bytes takes latency + b / bandwidth"}};
     j["model"] = {{"layers", config.layers},
                   {"width", config.width},

@@ -54,6 +54,11 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
     for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
         const TensorSpec& t = layout.tensors[i];
         if (t.rows == 1) continue;  // biases start at zero
+        // The classifier head starts at zero, as practitioners initialise it: every class has
+        // the same logit, so step 0's loss is exactly ln(classes) and the first update moves
+        // only the head. A random head instead starts above ln(classes) and, under AdamW's
+        // sign-like first steps, amplifies every change of the body into the logits.
+        if (t.unit == layout.units - 1) continue;
         // Fan-in scaled normal; the second linear of each block starts small so the residual
         // stream stays well conditioned as blocks are added.
         float std_dev = 1.0f / std::sqrt(static_cast<float>(t.rows));
@@ -68,42 +73,24 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
 SyntheticTask::SyntheticTask(const ModelShape& shape, std::uint64_t seed)
     : shape_(shape), seed_(seed) {
     Rng rng(mix_seed(seed, 0x7eac4e2ULL, 0));
-    teacher_w1_.resize(static_cast<std::size_t>(shape.input_dim) * kTeacherHidden);
-    teacher_w2_.resize(static_cast<std::size_t>(kTeacherHidden) * shape.classes);
-    const float s1 = 1.0f / std::sqrt(static_cast<float>(shape.input_dim));
-    const float s2 = 1.0f / std::sqrt(static_cast<float>(kTeacherHidden));
-    for (auto& w : teacher_w1_) w = static_cast<float>(rng.normal()) * s1 * 2.0f;
-    for (auto& w : teacher_w2_) w = static_cast<float>(rng.normal()) * s2 * 2.0f;
+    prototypes_.resize(static_cast<std::size_t>(shape.classes) * shape.input_dim);
+    for (auto& p : prototypes_) p = static_cast<float>(rng.normal() * kPrototypeScale);
 }
 
 void SyntheticTask::batch(int step, int first, int count, float* x, int* labels) const {
     const int in = shape_.input_dim;
-    std::vector<float> hidden(kTeacherHidden);
     for (int i = 0; i < count; ++i) {
         const int sample = first + i;
         Rng rng(mix_seed(seed_, static_cast<std::uint64_t>(step) + 1,
                          static_cast<std::uint64_t>(sample)));
+        // Uniform label, then its prototype plus unit noise. Drawn in this order from the
+        // sample's own generator so any device (and the dump) draws the same sample.
+        const int label =
+            std::min(static_cast<int>(rng.uniform() * shape_.classes), shape_.classes - 1);
+        const float* prototype = prototypes_.data() + static_cast<std::size_t>(label) * in;
         float* row = x + static_cast<std::size_t>(i) * in;
-        for (int j = 0; j < in; ++j) row[j] = static_cast<float>(rng.normal());
-        for (int h = 0; h < kTeacherHidden; ++h) {
-            float acc = 0;
-            for (int j = 0; j < in; ++j)
-                acc += row[j] * teacher_w1_[static_cast<std::size_t>(j) * kTeacherHidden + h];
-            hidden[static_cast<std::size_t>(h)] = std::tanh(acc);
-        }
-        int best = 0;
-        float best_score = -1e30f;
-        for (int c = 0; c < shape_.classes; ++c) {
-            float score = 0;
-            for (int h = 0; h < kTeacherHidden; ++h)
-                score += hidden[static_cast<std::size_t>(h)] *
-                         teacher_w2_[static_cast<std::size_t>(h) * shape_.classes + c];
-            if (score > best_score) {
-                best_score = score;
-                best = c;
-            }
-        }
-        labels[i] = best;
+        for (int j = 0; j < in; ++j) row[j] = prototype[j] + static_cast<float>(rng.normal());
+        labels[i] = label;
     }
 }
 

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace pd {
@@ -48,6 +49,74 @@ std::optional<std::size_t> parse_byte_size(std::string_view text) {
     const double bytes = value * factor;
     if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e18) return std::nullopt;
     return static_cast<std::size_t>(std::llround(bytes));
+}
+
+std::optional<double> parse_link_speed_gbit(std::string_view text) {
+    auto space = [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; };
+    std::size_t i = 0;
+    while (i < text.size() && space(text[i])) ++i;
+    const std::size_t number_begin = i;
+    bool seen_digit = false, seen_dot = false, seen_exponent = false;
+    while (i < text.size()) {
+        const char ch = text[i];
+        if (std::isdigit(static_cast<unsigned char>(ch))) {
+            seen_digit = true;
+        } else if (ch == '.' && !seen_dot && !seen_exponent) {
+            seen_dot = true;
+        } else if ((ch == 'e' || ch == 'E') && seen_digit && !seen_exponent &&
+                   i + 1 < text.size() &&
+                   (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-' ||
+                    text[i + 1] == '+')) {
+            seen_exponent = true;
+            if (text[i + 1] == '-' || text[i + 1] == '+') ++i;
+        } else {
+            break;
+        }
+        ++i;
+    }
+    if (!seen_digit) return std::nullopt;
+    const double value =
+        std::strtod(std::string(text.substr(number_begin, i - number_begin)).c_str(), nullptr);
+    while (i < text.size() && space(text[i])) ++i;
+    std::size_t end = text.size();
+    while (end > i && space(text[end - 1])) --end;
+    const std::string_view unit = text.substr(i, end - i);
+    // Gigabits per second per unit; the prefix is the first letter, then bits or bytes.
+    double factor = 0;
+    if (unit.empty()) {
+        factor = 1;
+    } else {
+        double prefix = 0;
+        switch (unit.front()) {
+            case 'M':
+                prefix = 1e-3;
+                break;
+            case 'G':
+                prefix = 1;
+                break;
+            case 'T':
+                prefix = 1e3;
+                break;
+            default:
+                return std::nullopt;
+        }
+        const std::string_view rest = unit.substr(1);
+        if (rest == "b/s" || rest == "bit/s" || rest == "bps")
+            factor = prefix;
+        else if (rest == "B/s" || rest == "Byte/s" || rest == "Bps")
+            factor = prefix * 8;
+        else
+            return std::nullopt;
+    }
+    const double gbit = value * factor;
+    if (!std::isfinite(gbit) || gbit < 0) return std::nullopt;  // 0: validate() says why
+    return gbit;
+}
+
+std::string format_link_speed(double gigabits_per_s) {
+    char out[64];
+    std::snprintf(out, sizeof out, "%.4g Gb/s (%.4g GB/s)", gigabits_per_s, gigabits_per_s / 8);
+    return out;
 }
 
 std::string format_bytes(double bytes) {
