@@ -303,12 +303,15 @@ class Replay {
         std::vector<std::size_t> next_p2p(static_cast<std::size_t>(devices_), 0);
         std::vector<std::int64_t> last_work_end(static_cast<std::size_t>(devices_), 0);
         for (auto& v : p2p) std::stable_sort(v.begin(), v.end(), by_start);
-        // Collectives inside a forward or backward are the tensor-parallel sums it waits for.
-        auto collectives_within = [&](int d, std::int64_t begin, std::int64_t end) {
+        // Collectives inside a forward or backward are the tensor-parallel sums it waits for;
+        // the comm stream's untraced time after it waited for the compute is the op's too.
+        auto collectives_within = [&](int d, std::int64_t begin, std::int64_t end, double& inner) {
             double total = 0.0;
             for (const TraceEvent* e : collectives[static_cast<std::size_t>(d)])
-                if (e->start_ns >= begin && e->end_ns <= end)
+                if (e->start_ns >= begin && e->end_ns <= end) {
                     total += static_cast<double>(e->duration_ns());
+                    inner += gap_of(*e).second;
+                }
             return total;
         };
         std::vector<std::pair<int, const TraceEvent*>> recvs;
@@ -324,9 +327,9 @@ class Replay {
                     const auto [begin, end] = it->second.second;
                     double inner = 0.0;
                     lead_in(task, work_events[it->first], inner);
+                    task.comm_samples.push_back(collectives_within(task.device, begin, end, inner));
                     task.compute_samples.push_back(it->second.first);
                     task.inner_samples.push_back(inner);
-                    task.comm_samples.push_back(collectives_within(task.device, begin, end));
                     last_work_end[d] = std::max(last_work_end[d], end);
                     break;
                 }
@@ -347,11 +350,16 @@ class Replay {
                     break;
                 }
                 case TaskKind::dp_sync: {
-                    double total = 0.0;
+                    double total = 0.0, inner = 0.0;
+                    std::vector<const TraceEvent*> events;
                     for (const TraceEvent* e : collectives[d])
-                        if (e->start_ns >= last_work_end[d])
+                        if (e->start_ns >= last_work_end[d]) {
                             total += static_cast<double>(e->duration_ns());
+                            events.push_back(e);
+                        }
+                    lead_in(task, events, inner);
                     task.comm_samples.push_back(total);
+                    task.inner_samples.push_back(inner);
                     break;
                 }
                 case TaskKind::optimizer: {
