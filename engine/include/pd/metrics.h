@@ -77,9 +77,9 @@ struct BubbleCauses {
 };
 
 // The bubble this run's own durations imply: the schedule's dependency graph (the order the
-// engine runs on each stage's compute and comm streams) replayed with the measured forward,
-// backward, transfer and optimizer times of each task (median over the figure steps), and its
-// critical path taken as the step time.
+// engine runs on each stage's compute and comm streams) replayed with each figure step's
+// measured forward, backward, transfer and optimizer times, its critical path taken as the
+// step time; the median step's (the mean of the middle two for an even count).
 struct BubblePrediction {
     double fraction = 0.0;
     double step_time_s = 0.0;  // the replayed critical path

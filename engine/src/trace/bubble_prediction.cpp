@@ -76,7 +76,8 @@ class Replay {
         for (int d = 0; d < devices_; ++d) build_program(config, mesh, d);
     }
 
-    // Reads every task's durations from the steps in `steps`; false when one is missing.
+    // Reads every task's durations from the steps in `steps` (their medians); false when one
+    // is missing.
     bool measure(const Trace& trace, StepRange steps) {
         for (int step = steps.first; step <= steps.last; ++step)
             if (!measure_step(trace, step)) return false;
@@ -465,19 +466,33 @@ std::optional<BubblePrediction> predict_bubble(const Trace& trace, const RunConf
                                                StepRange steps, double theoretical) {
     const Mesh mesh = config.effective_mesh();
     if (steps.empty() || mesh.pp < 2 || trace.devices != mesh.size()) return std::nullopt;
-    Replay replay(trace, config);
-    if (!replay.measure(trace, steps)) return std::nullopt;
-    std::array<double, level_count> b{};
-    double makespan = 0.0;
-    for (int level = uniform; level < level_count; ++level) {
-        const auto r = replay.bubble(static_cast<Level>(level));
-        if (!r) return std::nullopt;
-        b[static_cast<std::size_t>(level)] = r->first;
-        makespan = r->second;
+    // Each step replayed with its own times, then the median step, as the measured bubble is
+    // the median of the steps' bubbles: a step slowed by the machine slows both alike.
+    using Levels = std::array<double, level_count + 1>;  // bubbles per level, then makespan
+    std::vector<Levels> per_step;
+    for (int step = steps.first; step <= steps.last; ++step) {
+        Replay replay(trace, config);
+        if (!replay.measure(trace, StepRange{step, step})) return std::nullopt;
+        Levels b{};
+        for (int level = uniform; level < level_count; ++level) {
+            const auto r = replay.bubble(static_cast<Level>(level));
+            if (!r) return std::nullopt;
+            b[static_cast<std::size_t>(level)] = r->first;
+            b[level_count] = r->second;
+        }
+        per_step.push_back(b);
     }
+    std::sort(per_step.begin(), per_step.end(),
+              [](const Levels& x, const Levels& y) { return x[full] < y[full]; });
+    // An even count takes the mean of the middle two, level by level, so the causes still
+    // add up to the prediction.
+    const std::size_t n = per_step.size();
+    Levels b = per_step[n / 2];
+    if (n % 2 == 0)
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.5 * (b[i] + per_step[n / 2 - 1][i]);
     BubblePrediction out;
     out.fraction = b[full];
-    out.step_time_s = makespan * 1e-9;
+    out.step_time_s = b[level_count] * 1e-9;
     out.causes.schedule = b[uniform] - theoretical;
     out.causes.stage_imbalance = b[imbalance] - b[uniform];
     out.causes.transfers = b[transfers] - b[imbalance];

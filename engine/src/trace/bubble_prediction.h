@@ -12,7 +12,7 @@
 
 namespace pd {
 
-// `steps`: the steps whose durations are used (median per task). `theoretical`: the formula's
+// `steps`: the steps replayed, each with its own durations (the median step is reported).
 // fraction the causes are measured from. Empty when the trace lacks a task of the schedule.
 std::optional<BubblePrediction> predict_bubble(const Trace& trace, const RunConfig& config,
                                                StepRange steps, double theoretical);
