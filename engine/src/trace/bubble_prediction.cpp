@@ -256,7 +256,11 @@ class Replay {
         // Each event's untraced lead-in since the stream's previous event of this step: what
         // came before a wait (pre) and what came after it (post). The first event of a step
         // has none: the time before it is the host's, between steps.
-        std::map<const TraceEvent*, std::pair<double, double>> gap;
+        struct Gap {
+            double pre = 0.0, post = 0.0;
+            bool waited = false;  // the stream waited right before the event
+        };
+        std::map<const TraceEvent*, Gap> gap;
         {
             std::map<std::pair<int, int>, std::vector<const TraceEvent*>> per_stream;
             for (const TraceEvent& e : trace.events)
@@ -274,26 +278,28 @@ class Replay {
                         continue;
                     }
                     const bool waited = list[i - 1]->kind == EventKind::wait;
-                    gap[list[i]] = waited ? std::make_pair(before_wait, since)
-                                          : std::make_pair(before_wait + since, 0.0);
+                    gap[list[i]] = waited ? Gap{before_wait, since, true}
+                                          : Gap{before_wait + since, 0.0, false};
                     before_wait = since = 0.0;
                 }
             }
         }
         auto gap_of = [&](const TraceEvent& e) {
             auto it = gap.find(&e);
-            return it == gap.end() ? std::make_pair(0.0, 0.0) : it->second;
+            return it == gap.end() ? Gap{} : it->second;
         };
         // A task's lead-in is its first event's; the gaps between its own events lengthen it.
         auto lead_in = [&](Task& task, std::vector<const TraceEvent*> events, double& inner) {
             std::stable_sort(events.begin(), events.end(), by_start);
             for (std::size_t i = 0; i < events.size(); ++i) {
-                const auto [pre, post] = gap_of(*events[i]);
+                const Gap g = gap_of(*events[i]);
                 if (i == 0) {
-                    task.pre_samples.push_back(pre);
-                    task.post_samples.push_back(post);
+                    task.pre_samples.push_back(g.pre);
+                    task.post_samples.push_back(g.post);
                 } else {
-                    inner += pre + post;
+                    // After a wait only what followed it holds the task up; what came before
+                    // ran while the stream waited (a tensor-parallel sum on the comm stream).
+                    inner += g.waited ? g.post : g.pre;
                 }
             }
             if (events.empty()) {
@@ -311,7 +317,7 @@ class Replay {
             for (const TraceEvent* e : collectives[static_cast<std::size_t>(d)])
                 if (e->start_ns >= begin && e->end_ns <= end) {
                     total += static_cast<double>(e->duration_ns());
-                    inner += gap_of(*e).second;
+                    inner += gap_of(*e).post;
                 }
             return total;
         };
