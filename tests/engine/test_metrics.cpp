@@ -344,6 +344,67 @@ class TestMetrics : public QObject {
         QVERIFY(near(pr.causes.untraced_gaps, pr.fraction - 3.0 / 11.0));
     }
 
+    // On the device clock each stream keeps its own time across steps: stage 1's long
+    // optimizer in step 0 (4 us) still runs when step 1's first forward is done, so step 1's
+    // forward on stage 1 starts 1 us late. The replay starts each stream when the previous
+    // step left it, and counts the delay with the optimizer tail.
+    void bubble_previous_optimizer_delays_the_next_step() {
+        RunConfig c;
+        c.strategy = StrategyKind::pipeline;
+        c.devices = 2;
+        c.layers = 4;
+        c.schedule = PipelineSchedule::gpipe;
+        c.microbatches = 1;
+        c.batch = 4;
+        const std::vector<StageBoundary> bounds = stage_boundaries(c);
+        Trace t;
+        t.devices = 2;
+        t.clock = ClockMode::device;
+        t.link.latency_us = 0;
+        std::uint64_t flow = 1;
+        auto work = [&](int device, EventKind kind, int step, std::int64_t start) {
+            TraceEvent e =
+                ev(device, StreamKind::compute, kind, step, start,
+                   start + (kind == EventKind::optimizer ? (device == 1 ? 4000 : 1000) : 1000));
+            e.microbatch = kind == EventKind::optimizer ? -1 : 0;
+            e.layer = bounds[static_cast<std::size_t>(device)].first_unit;
+            t.events.push_back(e);
+        };
+        auto transfer = [&](int from, int to, int step, std::int64_t at) {
+            TraceEvent s = ev(from, StreamKind::comm, EventKind::send, step, at, at);
+            s.flow_id = flow;
+            s.flow_source = true;
+            TraceEvent r = ev(to, StreamKind::comm, EventKind::recv, step, at, at);
+            r.flow_id = flow++;
+            t.events.push_back(s);
+            t.events.push_back(r);
+        };
+        // Step 0 from 0: F0, F1, B1, B0 back to back; optimizers 1 (3000-7000) and 0.
+        // Step 1 from 5000, when stage 0 is free; stage 1 is free only at 7000.
+        for (auto [step, at, late] : {std::tuple{0, std::int64_t{0}, std::int64_t{0}},
+                                      std::tuple{1, std::int64_t{5000}, std::int64_t{1000}}}) {
+            work(0, EventKind::forward, step, at);
+            transfer(0, 1, step, at + 1000);
+            work(1, EventKind::forward, step, at + 1000 + late);
+            work(1, EventKind::backward, step, at + 2000 + late);
+            transfer(1, 0, step, at + 3000 + late);
+            work(0, EventKind::backward, step, at + 3000 + late);
+            work(1, EventKind::optimizer, step, at + 3000 + late);
+            work(0, EventKind::optimizer, step, at + 4000 + late);
+            t.steps.push_back({step, 1.0});
+        }
+        fill_waits(t);
+        const RunMetrics m = compute_metrics(t, c);
+        QCOMPARE(m.figure_steps.first, 1);
+        QVERIFY(m.bubble && m.bubble->predicted);
+        const double measured = 1.0 - 9000.0 / (2 * 8000.0);  // step 1: 5000..13000
+        QVERIFY(near(m.bubble->measured, measured));
+        QVERIFY2(near(m.bubble->predicted->fraction, measured),
+                 qPrintable(QString::number(m.bubble->predicted->fraction)));
+        // Without the optimizers the two-stage, one-micro-batch pipeline is the formula's 50%.
+        QVERIFY(near(m.bubble->predicted->causes.optimizer_tail, measured - 0.5));
+    }
+
     // 1F1B (PipeDream-Flush): stage s warms up with p-s-1 forwards, then alternates one
     // forward and one backward, then drains. Every forward 1 us, every backward 2 us,
     // transfers instant: the replay's bubble is the formula's (p-1)/(m+p-1).

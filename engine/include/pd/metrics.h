@@ -67,7 +67,9 @@ struct BubbleCauses {
     // Stream time between a task's events that no event records (launches, event records,
     // buffer frees): small per task, but every hop of the critical path pays it.
     double untraced_gaps = 0.0;
-    double optimizer_tail = 0.0;  // the optimizer (and what waits for it) after the last backward
+    // The optimizer after the last backward, and (device clock) the previous step's
+    // optimizer still running on a stage when this step's first forward starts.
+    double optimizer_tail = 0.0;
     double cold_first_microbatch = 0.0;  // micro-batch 0's own times instead of the stage mean
     double microbatch_variation = 0.0;   // every other micro-batch's own times (noise)
     double sum() const {

@@ -98,8 +98,10 @@ class Replay {
         const std::size_t n = tasks_.size();
         std::vector<double> start(n, -1.0), end(n, -1.0);
         std::vector<std::array<std::size_t, kStreamsPerDevice>> pos(streams_.size());
+        // With the optimizer, each stream starts when the previous step really left it.
         std::vector<std::array<double, kStreamsPerDevice>> free(streams_.size());
-        for (auto& f : free) f.fill(0.0);
+        for (std::size_t d = 0; d < free.size(); ++d)
+            free[d] = level >= optimizer ? busy_until_[d] : std::array<double, kStreamsPerDevice>{};
         for (auto& q : pos) q.fill(0);
         std::size_t done = 0;
         // When a stream's next task may start, or a negative value while it still waits.
@@ -216,7 +218,29 @@ class Replay {
             for (const auto& [key, group] : dp_group_of_) dp_groups_.push_back(group);
     }
 
+    // On the device clock every stream keeps its own time across steps: a stage whose
+    // previous optimizer ran long starts this step late. How long after the step's first
+    // work each stream was still busy with earlier steps (zero on the wall clock, where the
+    // host's synchronisation between steps lines the streams up).
+    void measure_carry_over(const Trace& trace, int step) {
+        busy_until_.assign(static_cast<std::size_t>(devices_), {});
+        std::int64_t begin = 0;
+        bool any = false;
+        for (const TraceEvent& e : trace.events)
+            if (e.step == step && e.kind != EventKind::wait) {
+                begin = any ? std::min(begin, e.start_ns) : e.start_ns;
+                any = true;
+            }
+        for (const TraceEvent& e : trace.events) {
+            if (e.step < 0 || e.step >= step || e.device < 0 || e.device >= devices_) continue;
+            double& until =
+                busy_until_[static_cast<std::size_t>(e.device)][static_cast<std::size_t>(e.stream)];
+            until = std::max(until, static_cast<double>(e.end_ns - begin));
+        }
+    }
+
     bool measure_step(const Trace& trace, int step) {
+        measure_carry_over(trace, step);
         using Key = std::tuple<int, bool, int, int>;  // device, forward, micro-batch, chunk
         std::map<Key, std::pair<double, std::pair<std::int64_t, std::int64_t>>> work;
         std::map<Key, std::vector<const TraceEvent*>> work_events;
@@ -462,6 +486,7 @@ class Replay {
     std::map<std::pair<int, int>, std::vector<int>> dp_group_of_;  // (stage, tp rank)
     std::vector<std::vector<int>> dp_groups_;
     std::map<std::uint64_t, int> send_task_;  // flow id -> send task, within one step
+    std::vector<std::array<double, kStreamsPerDevice>> busy_until_;  // per device and stream
     std::map<std::tuple<int, int, bool>, double> stage_mean_;
     std::array<double, 2> uniform_mean_{};
 };
