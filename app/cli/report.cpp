@@ -58,7 +58,7 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         }
     }
     if (m.bubble) {
-        char line[200];
+        char line[256];
         std::snprintf(
             line, sizeof line,
             "\npipeline %s: %d stages x %d micro-batches%s, bubble measured %.3f vs "
@@ -68,6 +68,17 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                                  : "",
             m.bubble->measured, m.bubble->theoretical);
         out << line;
+        if (const auto& p = m.bubble->predicted) {
+            const BubbleCauses& c = p->causes;
+            std::snprintf(line, sizeof line,
+                          "  predicted from this run's stage times %.3f (steps %d-%d): imbalance "
+                          "%+.3f transfers %+.3f gaps %+.3f optimizer %+.3f cold mb %+.3f other "
+                          "%+.3f\n",
+                          p->fraction, m.figure_steps.first + 1, m.figure_steps.last + 1,
+                          c.stage_imbalance, c.transfers, c.untraced_gaps, c.optimizer_tail,
+                          c.cold_first_microbatch, c.microbatch_variation + c.schedule);
+            out << line;
+        }
         for (const auto& b : m.stage_boundaries)
             out << "  chunk " << b.chunk << " on stage " << b.device_stage << ": units "
                 << b.first_unit << ".." << b.end_unit - 1 << "\n";

@@ -1,11 +1,20 @@
 // Metrics are computed from the trace: hand-made traces with known answers.
 #include <QtTest>
 
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "pd/exports.h"
 #include "pd/metrics.h"
 
 using namespace pd;
 
 namespace {
+
 TraceEvent ev(int device, StreamKind stream, EventKind kind, int step, std::int64_t start,
               std::int64_t end) {
     TraceEvent e;
@@ -17,6 +26,143 @@ TraceEvent ev(int device, StreamKind stream, EventKind kind, int step, std::int6
     e.end_ns = end;
     return e;
 }
+
+// The engine records every idle stretch of a stream as a wait: fill each stream's gaps
+// within a step with one, so the trace has no untraced stream time.
+void fill_waits(Trace& t) {
+    std::map<std::tuple<int, int, int>, std::vector<TraceEvent>> streams;
+    for (const TraceEvent& e : t.events)
+        streams[{e.device, static_cast<int>(e.stream), e.step}].push_back(e);
+    for (auto& [key, list] : streams) {
+        std::stable_sort(list.begin(), list.end(),
+                         [](const auto& l, const auto& r) { return l.start_ns < r.start_ns; });
+        for (std::size_t i = 1; i < list.size(); ++i)
+            if (list[i].start_ns > list[i - 1].end_ns)
+                t.events.push_back(ev(list[i].device, list[i].stream, EventKind::wait, list[i].step,
+                                      list[i - 1].end_ns, list[i].start_ns));
+    }
+    std::stable_sort(t.events.begin(), t.events.end(), [](const auto& l, const auto& r) {
+        return std::tie(l.device, l.stream, l.start_ns) < std::tie(r.device, r.stream, r.start_ns);
+    });
+}
+
+// A GPipe pipeline whose durations are chosen by the test: forward f[s] and backward b[s] on
+// stage s (plus `cold` on micro-batch 0), transfers of `x` ns (the device clock's link model:
+// latency only), the optimizer `o`. Laid out by GPipe's own recurrence: a forward starts when
+// the stage is free and the activation has arrived, a backward when the stage is free, its
+// gradient has arrived and (last stage) every forward is done.
+struct CraftedGpipe {
+    std::vector<std::int64_t> f, b;
+    int m = 4;
+    std::int64_t x = 0, o = 0, cold = 0;
+    std::int64_t lead_in = 0;  // untraced stream time before every forward and backward
+    int steps = 1;
+    std::int64_t first_step_scale = 1;  // step 0 runs this many times slower (cold start)
+
+    int p() const { return static_cast<int>(f.size()); }
+    RunConfig config() const {
+        RunConfig c;
+        c.strategy = StrategyKind::pipeline;
+        c.devices = p();
+        c.layers = 2 * p();
+        c.schedule = PipelineSchedule::gpipe;
+        c.microbatches = m;
+        c.batch = 4 * m;
+        return c;
+    }
+    // The step time the recurrence gives for steady steps.
+    std::int64_t step_ns = 0;
+    Trace trace() {
+        const RunConfig c = config();
+        const std::vector<StageBoundary> bounds = stage_boundaries(c);
+        Trace t;
+        t.devices = p();
+        t.clock = ClockMode::device;
+        t.link.latency_us = static_cast<double>(x) / 1000.0;
+        std::uint64_t flow = 1;
+        std::int64_t offset = 0;
+        for (int step = 0; step < steps; ++step) {
+            const std::int64_t k = step == 0 ? first_step_scale : 1;
+            auto dur = [&](const std::vector<std::int64_t>& d, int s, int mb) {
+                // A stream's first event of a step has no lead-in the trace could attribute.
+                const bool first = &d == &f && mb == 0;
+                return k * (d[static_cast<std::size_t>(s)] + (mb == 0 ? cold : 0)) +
+                       (first ? 0 : lead_in);
+            };
+            auto add = [&](int device, StreamKind stream, EventKind kind, int mb,
+                           std::int64_t start, std::int64_t end) {
+                TraceEvent e = ev(device, stream, kind, step, offset + start, offset + end);
+                e.microbatch = mb;
+                e.stage = device;
+                e.layer = bounds[static_cast<std::size_t>(device)].first_unit;
+                t.events.push_back(e);
+                return t.events.size() - 1;
+            };
+            // A receive is queued behind the device's earlier transfers (one comm stream) and
+            // ends when the data has landed.
+            std::vector<std::int64_t> comm_free(static_cast<std::size_t>(p()), 0);
+            auto transfer = [&](int from, int to, int mb, std::int64_t sent) {
+                TraceEvent& s =
+                    t.events[add(from, StreamKind::comm, EventKind::send, mb, sent, sent)];
+                s.flow_id = flow;
+                s.flow_source = true;
+                comm_free[static_cast<std::size_t>(from)] = sent;
+                auto& free = comm_free[static_cast<std::size_t>(to)];
+                const std::int64_t start = std::max(sent, free);
+                free = std::max(start, sent + x);
+                TraceEvent& r =
+                    t.events[add(to, StreamKind::comm, EventKind::recv, mb, start, free)];
+                r.flow_id = flow++;
+            };
+            const int P = p();
+            std::vector<std::vector<std::int64_t>> fe(P, std::vector<std::int64_t>(m)),
+                be(P, std::vector<std::int64_t>(m));
+            for (int i = 0; i < m; ++i)
+                for (int s = 0; s < P; ++s) {
+                    std::int64_t start = i > 0 ? fe[s][i - 1] : 0;
+                    if (s > 0) start = std::max(start, fe[s - 1][i] + x);
+                    fe[s][i] = start + dur(f, s, i);
+                    add(s, StreamKind::compute, EventKind::forward, i, start, fe[s][i]);
+                    if (s > 0) transfer(s - 1, s, i, fe[s - 1][i]);
+                }
+            for (int i = 0; i < m; ++i)
+                for (int s = P - 1; s >= 0; --s) {
+                    std::int64_t start = i > 0 ? be[s][i - 1] : fe[s][m - 1];
+                    if (s < P - 1) start = std::max(start, be[s + 1][i] + x);
+                    be[s][i] = start + dur(b, s, i);
+                    add(s, StreamKind::compute, EventKind::backward, i, start, be[s][i]);
+                    if (s < P - 1) transfer(s + 1, s, i, be[s + 1][i]);
+                }
+            std::int64_t end = 0;
+            for (int s = 0; s < P; ++s) {
+                add(s, StreamKind::compute, EventKind::optimizer, -1, be[s][m - 1],
+                    be[s][m - 1] + k * o);
+                end = std::max(end, be[s][m - 1] + k * o);
+            }
+            if (step == steps - 1) step_ns = end;
+            t.steps.push_back({step, 2.0});
+            offset += end + 1000;
+        }
+        fill_waits(t);
+        for (TraceEvent& e : t.events)
+            if ((e.kind == EventKind::forward && e.microbatch > 0) || e.kind == EventKind::backward)
+                e.start_ns += lead_in;
+        return t;
+    }
+    // 1 - busy / (p x T) of a steady step.
+    double expected_bubble() const {
+        double busy = 0;
+        for (int s = 0; s < p(); ++s)
+            busy += m * (f[static_cast<std::size_t>(s)] + b[static_cast<std::size_t>(s)]) +
+                    2 * cold + o;
+        return 1.0 - busy / (p() * static_cast<double>(step_ns));
+    }
+};
+
+bool near(double a, double b, double tol = 1e-9) {
+    return std::abs(a - b) <= tol;
+}
+
 }  // namespace
 
 class TestMetrics : public QObject {
@@ -80,6 +226,325 @@ class TestMetrics : public QObject {
                  std::size_t{300});
         QCOMPARE(m.devices[1].peak_total_bytes, std::size_t{700});
         QCOMPARE(m.devices[0].peak_total_bytes, std::size_t{0});
+    }
+
+    // With every stage equally fast and nothing else on the critical path, this run's
+    // replayed schedule is the textbook's: predicted == measured == (p-1)/(m+p-1).
+    void bubble_equal_stages_is_textbook_data() {
+        QTest::addColumn<int>("stages");
+        QTest::addColumn<int>("microbatches");
+        QTest::addRow("p2 m4") << 2 << 4;
+        QTest::addRow("p4 m8") << 4 << 8;
+        QTest::addRow("p4 m1 (no micro-batches)") << 4 << 1;
+        QTest::addRow("p3 m6") << 3 << 6;
+    }
+    void bubble_equal_stages_is_textbook() {
+        QFETCH(int, stages);
+        QFETCH(int, microbatches);
+        CraftedGpipe g;
+        g.f.assign(static_cast<std::size_t>(stages), 1000);
+        g.b.assign(static_cast<std::size_t>(stages), 2000);
+        g.m = microbatches;
+        const Trace t = g.trace();
+        const RunMetrics m = compute_metrics(t, g.config());
+        QVERIFY(m.bubble);
+        const double textbook = (stages - 1.0) / (microbatches + stages - 1.0);
+        QVERIFY(near(m.bubble->theoretical, textbook));
+        QVERIFY(near(m.bubble->measured, textbook));
+        QVERIFY(m.bubble->predicted);
+        QVERIFY2(near(m.bubble->predicted->fraction, textbook),
+                 qPrintable(QString::number(m.bubble->predicted->fraction)));
+        QVERIFY(near(m.bubble->predicted->step_time_s, g.step_ns * 1e-9));
+        QVERIFY(near(m.bubble->predicted->causes.sum(), 0.0));
+    }
+
+    // One slow stage: GPipe's step is sum(f) + (m-1) max(f) + sum(b) + (m-1) max(b), and the
+    // whole difference from the formula is stage imbalance.
+    void bubble_slow_stage_is_imbalance() {
+        CraftedGpipe g;
+        g.f = {1000, 1000, 3000, 1000};
+        g.b = {2000, 2000, 6000, 2000};
+        g.m = 8;
+        const Trace t = g.trace();
+        QCOMPARE(g.step_ns, std::int64_t{6000 + 7 * 3000 + 12000 + 7 * 6000});
+        const RunMetrics m = compute_metrics(t, g.config());
+        QVERIFY(m.bubble && m.bubble->predicted);
+        const BubblePrediction& pr = *m.bubble->predicted;
+        QVERIFY(near(pr.fraction, g.expected_bubble()));
+        QVERIFY(near(m.bubble->measured, pr.fraction));
+        const double textbook = 3.0 / 11.0;
+        QVERIFY(pr.causes.stage_imbalance > 0.1);
+        QVERIFY(near(pr.causes.stage_imbalance, pr.fraction - textbook));
+        QVERIFY(near(pr.causes.schedule, 0.0));
+        QVERIFY(near(pr.causes.transfers, 0.0));
+        QVERIFY(near(pr.causes.optimizer_tail, 0.0));
+        QVERIFY(near(pr.causes.cold_first_microbatch, 0.0));
+    }
+
+    // Transfers of x ns put 2(p-1) of them on GPipe's critical path; the optimizer adds its
+    // tail after the last backward; a slow micro-batch 0 is the cold-start cause.
+    void bubble_transfers_optimizer_and_cold_start() {
+        CraftedGpipe g;
+        g.f = {1000, 1000, 1000, 1000};
+        g.b = {2000, 2000, 2000, 2000};
+        g.m = 8;
+        g.x = 500;
+        const Trace t = g.trace();
+        QCOMPARE(g.step_ns, std::int64_t{11 * 3000 + 2 * 3 * 500});
+        const RunMetrics m = compute_metrics(t, g.config());
+        QVERIFY(m.bubble && m.bubble->predicted);
+        const BubblePrediction& pr = *m.bubble->predicted;
+        QVERIFY(near(pr.fraction, g.expected_bubble()));
+        QVERIFY(near(m.bubble->measured, pr.fraction));
+        QVERIFY(near(pr.causes.transfers, pr.fraction - 3.0 / 11.0));
+        QVERIFY(pr.causes.transfers > 0.02);
+        QVERIFY(near(pr.causes.stage_imbalance, 0.0));
+
+        CraftedGpipe with_tail = g;
+        with_tail.o = 4000;
+        const RunMetrics mt = compute_metrics(with_tail.trace(), with_tail.config());
+        QVERIFY(mt.bubble && mt.bubble->predicted);
+        const BubblePrediction& pt = *mt.bubble->predicted;
+        QVERIFY(near(pt.fraction, with_tail.expected_bubble()));
+        QVERIFY(near(pt.causes.transfers, pr.causes.transfers));
+        QVERIFY(near(pt.causes.optimizer_tail, pt.fraction - pr.fraction));
+
+        CraftedGpipe cold = g;
+        cold.cold = 1500;
+        const Trace ct = cold.trace();
+        const RunMetrics mc = compute_metrics(ct, cold.config());
+        QVERIFY(mc.bubble && mc.bubble->predicted);
+        const BubblePrediction& pc = *mc.bubble->predicted;
+        QVERIFY(near(pc.fraction, cold.expected_bubble()));
+        QVERIFY(near(mc.bubble->measured, pc.fraction));
+        QVERIFY(pc.causes.cold_first_microbatch > 0.0);
+        QVERIFY(near(pc.causes.stage_imbalance, 0.0));
+        QVERIFY(near(pc.causes.microbatch_variation, 0.0));
+        QVERIFY(near(pc.causes.sum(), pc.fraction - 3.0 / 11.0));
+    }
+
+    // Untraced stream time before every forward and backward (launch overhead) lengthens
+    // every hop of the critical path: the whole difference is that cause.
+    void bubble_untraced_gaps() {
+        CraftedGpipe g;
+        g.f = {1000, 1000, 1000, 1000};
+        g.b = {2000, 2000, 2000, 2000};
+        g.m = 8;
+        g.lead_in = 100;
+        const Trace t = g.trace();
+        // Forwards: the first 1000 (no lead-in), then m-1+p-1 hops of 1100; backwards m+p-1
+        // hops of 2100.
+        QCOMPARE(g.step_ns, std::int64_t{1000 + 10 * 1100 + 11 * 2100});
+        const RunMetrics m = compute_metrics(t, g.config());
+        QVERIFY(m.bubble && m.bubble->predicted);
+        const BubblePrediction& pr = *m.bubble->predicted;
+        QVERIFY(near(pr.fraction, g.expected_bubble()));
+        QVERIFY(near(m.bubble->measured, pr.fraction));
+        QVERIFY(pr.causes.untraced_gaps > 0.01);
+        QVERIFY(near(pr.causes.untraced_gaps, pr.fraction - 3.0 / 11.0));
+    }
+
+    // On the device clock each stream keeps its own time across steps: stage 1's long
+    // optimizer in step 0 (4 us) still runs when step 1's first forward is done, so step 1's
+    // forward on stage 1 starts 1 us late. The replay starts each stream when the previous
+    // step left it, and counts the delay with the optimizer tail.
+    void bubble_previous_optimizer_delays_the_next_step() {
+        RunConfig c;
+        c.strategy = StrategyKind::pipeline;
+        c.devices = 2;
+        c.layers = 4;
+        c.schedule = PipelineSchedule::gpipe;
+        c.microbatches = 1;
+        c.batch = 4;
+        const std::vector<StageBoundary> bounds = stage_boundaries(c);
+        Trace t;
+        t.devices = 2;
+        t.clock = ClockMode::device;
+        t.link.latency_us = 0;
+        std::uint64_t flow = 1;
+        auto work = [&](int device, EventKind kind, int step, std::int64_t start) {
+            TraceEvent e =
+                ev(device, StreamKind::compute, kind, step, start,
+                   start + (kind == EventKind::optimizer ? (device == 1 ? 4000 : 1000) : 1000));
+            e.microbatch = kind == EventKind::optimizer ? -1 : 0;
+            e.layer = bounds[static_cast<std::size_t>(device)].first_unit;
+            t.events.push_back(e);
+        };
+        auto transfer = [&](int from, int to, int step, std::int64_t at) {
+            TraceEvent s = ev(from, StreamKind::comm, EventKind::send, step, at, at);
+            s.flow_id = flow;
+            s.flow_source = true;
+            TraceEvent r = ev(to, StreamKind::comm, EventKind::recv, step, at, at);
+            r.flow_id = flow++;
+            t.events.push_back(s);
+            t.events.push_back(r);
+        };
+        // Step 0 from 0: F0, F1, B1, B0 back to back; optimizers 1 (3000-7000) and 0.
+        // Step 1 from 5000, when stage 0 is free; stage 1 is free only at 7000.
+        for (auto [step, at, late] : {std::tuple{0, std::int64_t{0}, std::int64_t{0}},
+                                      std::tuple{1, std::int64_t{5000}, std::int64_t{1000}}}) {
+            work(0, EventKind::forward, step, at);
+            transfer(0, 1, step, at + 1000);
+            work(1, EventKind::forward, step, at + 1000 + late);
+            work(1, EventKind::backward, step, at + 2000 + late);
+            transfer(1, 0, step, at + 3000 + late);
+            work(0, EventKind::backward, step, at + 3000 + late);
+            work(1, EventKind::optimizer, step, at + 3000 + late);
+            work(0, EventKind::optimizer, step, at + 4000 + late);
+            t.steps.push_back({step, 1.0});
+        }
+        fill_waits(t);
+        const RunMetrics m = compute_metrics(t, c);
+        QCOMPARE(m.figure_steps.first, 1);
+        QVERIFY(m.bubble && m.bubble->predicted);
+        const double measured = 1.0 - 9000.0 / (2 * 8000.0);  // step 1: 5000..13000
+        QVERIFY(near(m.bubble->measured, measured));
+        QVERIFY2(near(m.bubble->predicted->fraction, measured),
+                 qPrintable(QString::number(m.bubble->predicted->fraction)));
+        // Without the optimizers the two-stage, one-micro-batch pipeline is the formula's 50%.
+        QVERIFY(near(m.bubble->predicted->causes.optimizer_tail, measured - 0.5));
+    }
+
+    // 1F1B (PipeDream-Flush): stage s warms up with p-s-1 forwards, then alternates one
+    // forward and one backward, then drains. Every forward 1 us, every backward 2 us,
+    // transfers instant: the replay's bubble is the formula's (p-1)/(m+p-1).
+    void bubble_one_f_one_b_equal_stages() {
+        const int P = 4, M = 8;
+        RunConfig c;
+        c.strategy = StrategyKind::pipeline;
+        c.devices = P;
+        c.layers = 2 * P;
+        c.schedule = PipelineSchedule::one_f_one_b;
+        c.microbatches = M;
+        c.batch = 4 * M;
+        const std::vector<StageBoundary> bounds = stage_boundaries(c);
+        // Each stage's ops back to back on its compute stream: only durations and the order
+        // of each comm stream matter to the replay.
+        Trace t;
+        t.devices = P;
+        t.clock = ClockMode::device;
+        t.link.latency_us = 0;
+        auto flow = [](bool activation, int to, int mb) {
+            return static_cast<std::uint64_t>(1 + (activation ? 0 : 1000) + to * 100 + mb);
+        };
+        for (int s = 0; s < P; ++s) {
+            std::vector<std::pair<bool, int>> ops;  // (forward, micro-batch)
+            int f = 0, b = 0;
+            for (; f < P - s - 1; ++f) ops.push_back({true, f});
+            while (f < M) {
+                ops.push_back({true, f++});
+                ops.push_back({false, b++});
+            }
+            while (b < M) ops.push_back({false, b++});
+            std::int64_t now = 0;
+            for (auto [forward, mb] : ops) {
+                auto comm = [&](EventKind kind, std::uint64_t id) {
+                    TraceEvent e = ev(s, StreamKind::comm, kind, 0, now, now);
+                    e.flow_id = id;
+                    e.flow_source = kind == EventKind::send;
+                    t.events.push_back(e);
+                };
+                if (forward ? s > 0 : s < P - 1) comm(EventKind::recv, flow(forward, s, mb));
+                TraceEvent e =
+                    ev(s, StreamKind::compute, forward ? EventKind::forward : EventKind::backward,
+                       0, now, now + (forward ? 1000 : 2000));
+                e.microbatch = mb;
+                e.layer = bounds[static_cast<std::size_t>(s)].first_unit;
+                t.events.push_back(e);
+                now = e.end_ns;
+                if (forward ? s < P - 1 : s > 0)
+                    comm(EventKind::send, flow(forward, forward ? s + 1 : s - 1, mb));
+            }
+        }
+        t.steps.push_back({0, 1.0});
+        fill_waits(t);
+        const RunMetrics m = compute_metrics(t, c);
+        QVERIFY(m.bubble && m.bubble->predicted);
+        const double textbook = (P - 1.0) / (M + P - 1.0);
+        QVERIFY(near(m.bubble->theoretical, textbook));
+        QVERIFY2(near(m.bubble->predicted->fraction, textbook),
+                 qPrintable(QString::number(m.bubble->predicted->fraction)));
+        QVERIFY(near(m.bubble->predicted->step_time_s, (M + P - 1) * 3000e-9));
+    }
+
+    // Headline figures leave out the cold first step: two steps, the first three times slower.
+    void figures_cover_the_steady_steps() {
+        CraftedGpipe g;
+        g.f = {1000, 1000, 3000, 1000};
+        g.b = {2000, 2000, 6000, 2000};
+        g.m = 4;
+        g.o = 500;
+        g.steps = 3;
+        g.first_step_scale = 3;
+        const Trace t = g.trace();
+        const RunMetrics m = compute_metrics(t, g.config());
+        QCOMPARE(m.figure_steps.first, 1);
+        QCOMPARE(m.figure_steps.last, 2);
+        QCOMPARE(m.figure_steps.count(), 2);
+        QVERIFY(m.bubble && m.bubble->predicted);
+        QVERIFY(near(m.bubble->measured, g.expected_bubble()));
+        QVERIFY(near(m.bubble->predicted->fraction, g.expected_bubble()));
+        // Stage 2's busy time over steps 1 and 2 only.
+        QVERIFY(near(m.devices[2].busy_s, 2 * (4 * (3000 + 6000) + 500) * 1e-9, 1e-15));
+
+        Trace one;
+        one.devices = 1;
+        one.events.push_back(ev(0, StreamKind::compute, EventKind::forward, 0, 0, 100));
+        QCOMPARE(figure_steps(one).first, 0);
+        QCOMPARE(figure_steps(one).last, 0);
+        QVERIFY(figure_steps(Trace{}).empty());
+    }
+
+    // A trace without the schedule's tasks (tracing off) has no prediction, not a made-up one.
+    void bubble_prediction_needs_every_task() {
+        CraftedGpipe g;
+        g.f = {1000, 1000};
+        g.b = {2000, 2000};
+        Trace t = g.trace();
+        t.events.erase(std::remove_if(t.events.begin(), t.events.end(),
+                                      [](const TraceEvent& e) {
+                                          return e.kind == EventKind::backward && e.device == 1 &&
+                                                 e.microbatch == 2;
+                                      }),
+                       t.events.end());
+        const RunMetrics m = compute_metrics(t, g.config());
+        QVERIFY(m.bubble);
+        QVERIFY(!m.bubble->predicted);
+    }
+
+    void summary_carries_prediction_and_causes() {
+        CraftedGpipe g;
+        g.f = {1000, 1000, 3000, 1000};
+        g.b = {2000, 2000, 6000, 2000};
+        g.m = 8;
+        g.x = 500;
+        g.steps = 2;
+        RunResult result;
+        result.trace = g.trace();
+        result.steps_completed = 2;
+        const RunConfig c = g.config();
+        const RunMetrics m = compute_metrics(result.trace, c);
+        const QJsonObject j =
+            QJsonDocument::fromJson(QByteArray::fromStdString(summary_json(c, result, m))).object();
+        const QJsonObject bubble = j.value(QStringLiteral("bubble_fraction")).toObject();
+        QVERIFY(near(bubble.value(QStringLiteral("predicted_from_stage_times")).toDouble(),
+                     m.bubble->predicted->fraction));
+        const QJsonObject causes = bubble.value(QStringLiteral("causes")).toObject();
+        double sum = 0;
+        for (const QString& k :
+             {QStringLiteral("schedule"), QStringLiteral("stage_imbalance"),
+              QStringLiteral("transfers"), QStringLiteral("untraced_gaps"),
+              QStringLiteral("optimizer_tail"), QStringLiteral("cold_first_microbatch"),
+              QStringLiteral("microbatch_variation")}) {
+            QVERIFY2(causes.contains(k), qPrintable(k));
+            sum += causes.value(k).toDouble();
+        }
+        QVERIFY(near(sum, m.bubble->predicted->fraction - m.bubble->theoretical, 1e-12));
+        QVERIFY(causes.value(QStringLiteral("stage_imbalance")).toDouble() > 0.1);
+        const QJsonObject steps = j.value(QStringLiteral("figure_steps")).toObject();
+        QCOMPARE(steps.value(QStringLiteral("first")).toInt(), 1);
+        QCOMPARE(steps.value(QStringLiteral("last")).toInt(), 1);
+        QCOMPARE(steps.value(QStringLiteral("excludes_first_step")).toBool(), true);
     }
 
     void collective_bandwidth() {

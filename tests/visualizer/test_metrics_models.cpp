@@ -100,6 +100,86 @@ class TestMetricsModels : public QObject {
                 found = l.value.contains(QStringLiteral("theoretical"));
         QVERIFY(found);
         QVERIFY(run_title(c).contains(QStringLiteral("gpipe")));
+        // The run's own prediction and its causes beside the formula, and the note's line.
+        QVERIFY(m.bubble && m.bubble->predicted);
+        QStringList labels, values;
+        for (const auto& l : summary_lines(c, *r, m)) {
+            labels << l.label;
+            values << l.value;
+        }
+        QVERIFY(labels.contains(QStringLiteral("Bubble vs formula")));
+        QVERIFY(values.join(QLatin1Char('\n')).contains(QStringLiteral("predicted")));
+        const QString note = bubble_note(m);
+        QVERIFY2(note.startsWith(QStringLiteral("Bubble ")), qPrintable(note));
+        QVERIFY(note.contains(QStringLiteral("predicted from this run's stage times")));
+        QVERIFY(note.contains(QStringLiteral("textbook")));
+        QVERIFY(bubble_note(metrics_).isEmpty());  // data parallel: no bubble
+    }
+
+    void bubbleCausesText_data() {
+        QTest::addColumn<double>("imbalance");
+        QTest::addColumn<double>("transfers");
+        QTest::addColumn<double>("optimizer");
+        QTest::addColumn<QString>("text");
+        QTest::addRow("largest first, a true minus")
+            << 0.021 << 0.010 << -0.033
+            << QStringLiteral("−3.3 pts optimizer tail, +2.1 stage imbalance, +1.0 transfers");
+        QTest::addRow("below 0.05 points left out")
+            << 0.0004 << 0.012 << 0.0 << QStringLiteral("+1.2 pts transfers");
+        QTest::addRow("nothing to explain") << 0.0 << 0.0 << 0.0 << QString();
+    }
+    void bubbleCausesText() {
+        QFETCH(double, imbalance);
+        QFETCH(double, transfers);
+        QFETCH(double, optimizer);
+        QFETCH(QString, text);
+        pd::BubbleCauses c;
+        c.stage_imbalance = imbalance;
+        c.transfers = transfers;
+        c.optimizer_tail = optimizer;
+        QCOMPARE(bubble_causes_text(c), text);
+    }
+
+    void noteAndStepsFromCraftedMetrics() {
+        pd::RunMetrics m;
+        m.figure_steps = {1, 3};
+        QCOMPARE(figure_steps_text(m), QStringLiteral("steps 2–4"));
+        m.bubble = pd::BubbleMetrics{};
+        m.bubble->measured = 0.31;
+        m.bubble->theoretical = 0.27;
+        pd::BubblePrediction p;
+        p.fraction = 0.30;
+        p.causes.stage_imbalance = 0.021;
+        p.causes.transfers = 0.010;
+        m.bubble->predicted = p;
+        QCOMPARE(bubble_note(m),
+                 QStringLiteral("Bubble 31% measured (steps 2–4), 30% predicted from this run's "
+                                "stage times, 27% textbook: +2.1 pts stage imbalance, +1.0 "
+                                "transfers"));
+        m.figure_steps = {0, 0};
+        QCOMPARE(figure_steps_text(m), QStringLiteral("step 1"));
+        QVERIFY(figure_steps_text(pd::RunMetrics{}).isEmpty());
+    }
+
+    // Each communication figure says whether it is one device's or the sum over devices.
+    void communicationSaysPerDeviceOrSummed() {
+        for (const auto& l : summary_lines(config_, *result_, metrics_)) {
+            if (l.label == QStringLiteral("Communication"))
+                QVERIFY2(l.value.contains(QStringLiteral("summed over 3 devices")),
+                         qPrintable(l.value));
+            if (l.label == QStringLiteral("all_reduce"))
+                QVERIFY2(l.value.contains(QStringLiteral("per device")), qPrintable(l.value));
+        }
+        DeviceMetricsModel devices;
+        devices.setMetrics(metrics_);
+        QVERIFY(devices.headerData(DeviceMetricsModel::CommExposed, Qt::Horizontal, Qt::ToolTipRole)
+                    .toString()
+                    .startsWith(QStringLiteral("Per device")));
+        CollectiveMetricsModel collectives;
+        QVERIFY(
+            collectives.headerData(CollectiveMetricsModel::Bytes, Qt::Horizontal, Qt::ToolTipRole)
+                .toString()
+                .startsWith(QStringLiteral("Per device")));
     }
 
     void panelFillsItsTables() {

@@ -58,7 +58,15 @@ QVariant DeviceMetricsModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant DeviceMetricsModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    if (orientation != Qt::Horizontal) return {};
+    if (role == Qt::ToolTipRole && section != Device && section != ModelState &&
+        section < ColumnCount)
+        return section == PeakMemory
+                   ? QStringLiteral("Per device: the peak of this device's live bytes")
+                   : QStringLiteral(
+                         "Per device: this device's own time over the figure steps "
+                         "(not summed over devices)");
+    if (role != Qt::DisplayRole) return {};
     switch (section) {
         case Device:
             return QStringLiteral("Device");
@@ -127,8 +135,12 @@ QVariant CollectiveMetricsModel::headerData(int section, Qt::Orientation orienta
     if (orientation != Qt::Horizontal) return {};
     if (role == Qt::ToolTipRole && (section == AlgBw || section == BusBw))
         return QStringLiteral(
-            "algbw = bytes / time; busbw = algbw × 2(n−1)/n for all-reduce, "
+            "Per device: algbw = bytes / time; busbw = algbw × 2(n−1)/n for all-reduce, "
             "(n−1)/n for reduce-scatter and all-gather (nccl-tests)");
+    if (role == Qt::ToolTipRole && (section == Bytes || section == Calls))
+        return QStringLiteral(
+            "Per device: each device's buffer per call, and its calls over "
+            "the run");
     if (role != Qt::DisplayRole) return {};
     switch (section) {
         case Op:

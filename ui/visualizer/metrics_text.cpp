@@ -1,6 +1,8 @@
 #include "visualizer/metrics_text.h"
 
 #include <QStringList>
+#include <algorithm>
+#include <cmath>
 
 #include "visualizer/format.h"
 
@@ -26,6 +28,57 @@ QString run_title(const pd::RunConfig& config) {
     return parts.join(QStringLiteral(" · "));
 }
 
+QString figure_steps_text(const pd::RunMetrics& m) {
+    if (m.figure_steps.empty()) return {};
+    if (m.figure_steps.count() == 1) return QStringLiteral("step %1").arg(m.figure_steps.first + 1);
+    return QStringLiteral("steps %1–%2").arg(m.figure_steps.first + 1).arg(m.figure_steps.last + 1);
+}
+
+QString bubble_causes_text(const pd::BubbleCauses& c) {
+    const std::vector<std::pair<double, QString>> all = {
+        {c.stage_imbalance, QStringLiteral("stage imbalance")},
+        {c.transfers, QStringLiteral("transfers")},
+        {c.untraced_gaps, QStringLiteral("launch gaps")},
+        {c.optimizer_tail, QStringLiteral("optimizer tail")},
+        {c.cold_first_microbatch, QStringLiteral("cold first micro-batch")},
+        {c.microbatch_variation, QStringLiteral("micro-batch variation")},
+        {c.schedule, QStringLiteral("schedule")}};
+    std::vector<std::pair<double, QString>> shown;
+    for (const auto& cause : all)
+        if (std::abs(cause.first) >= 0.0005) shown.push_back(cause);  // 0.05 points
+    std::stable_sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
+        return std::abs(a.first) > std::abs(b.first);
+    });
+    QStringList parts;
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+        const double pts = shown[i].first * 100.0;
+        // A true minus sign; the first cause carries the unit.
+        const QString number = (pts < 0 ? QStringLiteral("−") : QStringLiteral("+")) +
+                               QString::number(std::abs(pts), 'f', 1);
+        parts << (i == 0 ? QStringLiteral("%1 pts %2") : QStringLiteral("%1 %2"))
+                     .arg(number, shown[i].second);
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
+QString bubble_note(const pd::RunMetrics& m) {
+    if (!m.bubble) return {};
+    const pd::BubbleMetrics& b = *m.bubble;
+    auto pct = [](double f) { return QStringLiteral("%1%").arg(f * 100.0, 0, 'f', 0); };
+    QString text = QStringLiteral("Bubble %1 measured").arg(pct(b.measured));
+    const QString steps = figure_steps_text(m);
+    if (!steps.isEmpty()) text += QStringLiteral(" (%1)").arg(steps);
+    if (b.predicted)
+        text += QStringLiteral(", %1 predicted from this run's stage times")
+                    .arg(pct(b.predicted->fraction));
+    text += QStringLiteral(", %1 textbook").arg(pct(b.theoretical));
+    if (b.predicted) {
+        const QString causes = bubble_causes_text(b.predicted->causes);
+        if (!causes.isEmpty()) text += QStringLiteral(": ") + causes;
+    }
+    return text;
+}
+
 std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::RunResult& result,
                                       const pd::RunMetrics& m) {
     std::vector<MetricLine> out;
@@ -43,6 +96,15 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
         out.push_back({QStringLiteral("Measured"), QStringLiteral("no training step completed"),
                        QStringLiteral("Step time, throughput and busy time need a finished step")});
     } else {
+        const QString steps = figure_steps_text(m);
+        if (!steps.isEmpty())
+            out.push_back({QStringLiteral("Figures over"),
+                           m.figure_steps.first > 0
+                               ? QStringLiteral("%1 (step 1 left out: cold start)").arg(steps)
+                               : steps,
+                           QStringLiteral("Busy, communication and bubble figures cover these "
+                                          "steps; the first pays for page faults and cold "
+                                          "caches, so it is left out when there are more")});
         out.push_back({QStringLiteral("Step time"), duration_text(m.median_step_time_s * 1e9),
                        QStringLiteral("Median over the run's training steps")});
         out.push_back({QStringLiteral("Throughput"),
@@ -65,26 +127,50 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                  QStringLiteral("%1 · idle %2 per device")
                      .arg(percent_text(busy / static_cast<double>(m.devices.size())),
                           duration_text(idle / static_cast<double>(m.devices.size()) * 1e9)),
-                 QStringLiteral("Compute-stream time in forward, backward and optimizer work")});
+                 QStringLiteral("Per device, averaged over devices: compute-stream time in "
+                                "forward, backward and optimizer work over the figure steps")});
         }
         out.push_back(
             {QStringLiteral("Communication"),
-             QStringLiteral("exposed %1 · overlapped %2")
+             QStringLiteral("exposed %1 · overlapped %2, summed over %3 devices")
                  .arg(duration_text(m.exposed_comm_s * 1e9),
-                      duration_text(m.overlapped_comm_s * 1e9)),
-             QStringLiteral("Summed over devices. Exposed: communication not hidden behind compute "
-                            "(HTA's definition); overlapped: running while compute runs.")});
+                      duration_text(m.overlapped_comm_s * 1e9))
+                 .arg(m.devices.size()),
+             QStringLiteral("Summed over devices (each device's own figures are in the table), "
+                            "over the figure steps. Exposed: communication not hidden behind "
+                            "compute (HTA's definition); overlapped: running while compute "
+                            "runs.")});
     }
-    if (m.bubble)
+    if (m.bubble) {
+        const pd::BubbleMetrics& b = *m.bubble;
         out.push_back(
             {QStringLiteral("Pipeline bubble"),
-             QStringLiteral("measured %1 · theoretical %2")
-                 .arg(percent_text(m.bubble->measured), percent_text(m.bubble->theoretical)),
-             QStringLiteral("Measured 1 − Σbusy/(p·T); theoretical (p−1)/(m+p−1), interleaved "
-                            "(p−1)/(v·m+p−1)")});
+             b.predicted
+                 ? QStringLiteral("measured %1 · predicted %2 from this run's stage times · "
+                                  "theoretical %3")
+                       .arg(percent_text(b.measured), percent_text(b.predicted->fraction),
+                            percent_text(b.theoretical))
+                 : QStringLiteral("measured %1 · theoretical %2")
+                       .arg(percent_text(b.measured), percent_text(b.theoretical)),
+             QStringLiteral("Measured 1 − Σbusy/(p·T), median over the figure steps; predicted: "
+                            "the schedule replayed with this run's own forward, backward, "
+                            "transfer and optimizer times, its critical path as T; theoretical "
+                            "(p−1)/(m+p−1), interleaved (p−1)/(v·m+p−1)")});
+        if (b.predicted) {
+            const QString causes = bubble_causes_text(b.predicted->causes);
+            out.push_back(
+                {QStringLiteral("Bubble vs formula"),
+                 causes.isEmpty() ? QStringLiteral("none: the run keeps to the formula") : causes,
+                 QStringLiteral("Predicted − theoretical, added one effect at a time: each "
+                                "stage's own times (imbalance), transfers and collectives, "
+                                "untraced launch gaps between tasks, the optimizer after the "
+                                "last backward (it is busy time, so it can lower the bubble), "
+                                "micro-batch 0's cold times, the other micro-batches' spread")});
+        }
+    }
     for (const auto& c : m.collectives)
         out.push_back({qs(c.op),
-                       QStringLiteral("%1 × %2 on %3 ranks: algbw %4 · busbw %5")
+                       QStringLiteral("%1 × %2 on %3 ranks: algbw %4 · busbw %5, per device")
                            .arg(c.count)
                            .arg(bytes_text(static_cast<double>(c.bytes)))
                            .arg(c.ranks)

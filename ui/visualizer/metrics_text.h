@@ -18,6 +18,16 @@ struct MetricLine {
 
 // "pipeline 1F1B · 4 devices · 8 micro-batches"
 QString run_title(const pd::RunConfig& config);
+// "steps 2–4" (1-based, as the CLI counts): the steps busy, communication and bubble figures
+// cover; empty when no step recorded work.
+QString figure_steps_text(const pd::RunMetrics& metrics);
+// "+2.1 pts stage imbalance, +1.0 transfers, −3.3 optimizer tail": the causes that moved the
+// prediction at least 0.05 points from the formula, largest first.
+QString bubble_causes_text(const pd::BubbleCauses& causes);
+// One line for the Show me note area: "Bubble 31% measured (steps 2–2), 30% predicted from
+// this run's stage times, 27% textbook: +2.1 pts stage imbalance, ...". Empty without a
+// pipeline bubble.
+QString bubble_note(const pd::RunMetrics& metrics);
 std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::RunResult& result,
                                       const pd::RunMetrics& metrics);
 

@@ -21,6 +21,7 @@ struct StepMetrics {
     double time_s = 0.0;
 };
 
+// Busy, idle and communication times cover the figure steps (RunMetrics::figure_steps).
 struct DeviceMetrics {
     int device = 0;
     double busy_s = 0.0;  // compute-stream time in forward, backward and optimizer work
@@ -43,14 +44,60 @@ struct CollectiveMetrics {
     double busbw_gbps = 0.0;  // algbw scaled as nccl-tests does
 };
 
+// The steps (0-based, inclusive) that the headline figures (bubble, busy, exposed
+// communication) cover: every step but the cold first one (page faults, cold caches) when the
+// run has two or more, else the one step there is. Empty when no step recorded any work.
+struct StepRange {
+    int first = 0;
+    int last = -1;
+    bool empty() const { return last < first; }
+    bool contains(int step) const { return step >= first && step <= last; }
+    int count() const { return empty() ? 0 : last - first + 1; }
+};
+
+// Why this run's predicted bubble differs from the textbook formula, in fractions of the step
+// (0.021 = 2.1 points). Each cause is the change in the replayed bubble when that effect is
+// added to the one before it, in this order, so the causes sum to predicted - theoretical.
+struct BubbleCauses {
+    // Equal forward and equal backward times everywhere, no transfers, no optimizer, against
+    // the formula: what the schedule as the engine runs it adds (zero for GPipe and 1F1B).
+    double schedule = 0.0;
+    double stage_imbalance = 0.0;  // each stage's own mean forward/backward times
+    double transfers = 0.0;        // point-to-point sends and collectives on the critical path
+    // Stream time between a task's events that no event records (launches, event records,
+    // buffer frees): small per task, but every hop of the critical path pays it.
+    double untraced_gaps = 0.0;
+    // The optimizer after the last backward, and (device clock) the previous step's
+    // optimizer still running on a stage when this step's first forward starts.
+    double optimizer_tail = 0.0;
+    double cold_first_microbatch = 0.0;  // micro-batch 0's own times instead of the stage mean
+    double microbatch_variation = 0.0;   // every other micro-batch's own times (noise)
+    double sum() const {
+        return schedule + stage_imbalance + transfers + untraced_gaps + optimizer_tail +
+               cold_first_microbatch + microbatch_variation;
+    }
+};
+
+// The bubble this run's own durations imply: the schedule's dependency graph (the order the
+// engine runs on each stage's compute and comm streams) replayed with each figure step's
+// measured forward, backward, transfer and optimizer times, its critical path taken as the
+// step time; the median step's (the mean of the middle two for an even count).
+struct BubblePrediction {
+    double fraction = 0.0;
+    double step_time_s = 0.0;  // the replayed critical path
+    BubbleCauses causes;
+};
+
 // Pipeline bubble: measured = 1 - sum(compute busy of every device) / (devices x step time),
-// theoretical = (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1).
+// the median over the figure steps; theoretical = (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1).
 struct BubbleMetrics {
     int stages = 1;
     int microbatches = 1;
     int chunks = 1;
     double measured = 0.0;
     double theoretical = 0.0;
+    // Absent when the trace does not hold the schedule's every task (tracing off, a failed run).
+    std::optional<BubblePrediction> predicted;
 };
 
 // Per device (one pipeline stage of one replica): activation memory at its peak.
@@ -82,10 +129,11 @@ struct RunMetrics {
     double final_loss = 0.0;
     double median_step_time_s = 0.0;
     double samples_per_s = 0.0;
+    StepRange figure_steps;  // what busy, communication and bubble figures cover
     std::vector<DeviceMetrics> devices;
-    std::vector<CollectiveMetrics> collectives;
-    double exposed_comm_s = 0.0;  // summed over devices
-    double overlapped_comm_s = 0.0;
+    std::vector<CollectiveMetrics> collectives;  // per device, over the whole run
+    double exposed_comm_s = 0.0;                 // summed over devices, over figure_steps
+    double overlapped_comm_s = 0.0;              // summed over devices, over figure_steps
 
     // Filled by the config-aware overload.
     std::size_t parameter_count = 0;
@@ -100,6 +148,9 @@ struct RunMetrics {
 // nccl-tests' bus-bandwidth factors: all-reduce 2(n-1)/n, reduce-scatter and all-gather
 // (n-1)/n, broadcast 1.
 double bus_bandwidth_factor(const std::string& op, int ranks);
+
+// The steady steps of a trace (see StepRange).
+StepRange figure_steps(const Trace& trace);
 
 RunMetrics compute_metrics(const Trace& trace, int global_batch);
 // All of the above plus what needs the run's settings: bubble, activations per stage, model

@@ -84,12 +84,35 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
         const Mesh mesh = config.effective_mesh();
         j["mesh"] = {{"dp", mesh.dp}, {"pp", mesh.pp}, {"tp", mesh.tp}};
     }
+    // The steps busy, communication and bubble figures cover (0-based, inclusive).
+    j["figure_steps"] = metrics.figure_steps.empty()
+                            ? json(nullptr)
+                            : json{{"first", metrics.figure_steps.first},
+                                   {"last", metrics.figure_steps.last},
+                                   {"excludes_first_step", metrics.figure_steps.first > 0}};
     if (metrics.bubble) {
-        j["bubble_fraction"] = {{"measured", metrics.bubble->measured},
-                                {"theoretical", metrics.bubble->theoretical},
-                                {"stages", metrics.bubble->stages},
-                                {"microbatches", metrics.bubble->microbatches},
-                                {"chunks", metrics.bubble->chunks}};
+        const BubbleMetrics& b = *metrics.bubble;
+        j["bubble_fraction"] = {{"measured", b.measured},
+                                {"theoretical", b.theoretical},
+                                {"stages", b.stages},
+                                {"microbatches", b.microbatches},
+                                {"chunks", b.chunks}};
+        if (b.predicted) {
+            const BubbleCauses& c = b.predicted->causes;
+            j["bubble_fraction"]["predicted_from_stage_times"] = b.predicted->fraction;
+            j["bubble_fraction"]["predicted_step_time_s"] = b.predicted->step_time_s;
+            // Fractions of the step; they sum to predicted - theoretical.
+            j["bubble_fraction"]["causes"] = {{"schedule", c.schedule},
+                                              {"stage_imbalance", c.stage_imbalance},
+                                              {"transfers", c.transfers},
+                                              {"untraced_gaps", c.untraced_gaps},
+                                              {"optimizer_tail", c.optimizer_tail},
+                                              {"cold_first_microbatch", c.cold_first_microbatch},
+                                              {"microbatch_variation", c.microbatch_variation}};
+        } else {
+            j["bubble_fraction"]["predicted_from_stage_times"] = nullptr;
+            j["bubble_fraction"]["causes"] = nullptr;
+        }
     } else {
         j["bubble_fraction"] = nullptr;
     }

@@ -46,7 +46,30 @@ std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Inte
     return total;
 }
 
+// From the earliest start to the latest end of the work tagged with each step. Waits are left
+// out: a stream idling into the step from before it began is not the step's time.
+std::map<int, Interval> step_spans(const Trace& trace) {
+    std::map<int, Interval> spans;
+    for (const auto& e : trace.events) {
+        if (e.step < 0 || e.kind == EventKind::wait) continue;
+        auto [it, inserted] = spans.try_emplace(e.step, Interval{e.start_ns, e.end_ns});
+        if (!inserted) {
+            it->second.first = std::min(it->second.first, e.start_ns);
+            it->second.second = std::max(it->second.second, e.end_ns);
+        }
+    }
+    return spans;
+}
+
 }  // namespace
+
+StepRange figure_steps(const Trace& trace) {
+    const std::map<int, Interval> spans = step_spans(trace);
+    if (spans.empty()) return {};
+    const int first = spans.begin()->first, last = spans.rbegin()->first;
+    // The first step pays for page faults and cold caches; leave it out when there is more.
+    return StepRange{last > first ? first + 1 : first, last};
+}
 
 double bus_bandwidth_factor(const std::string& op, int ranks) {
     const double n = ranks;
@@ -60,17 +83,7 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
     RunMetrics m;
     constexpr double kNs = 1e-9;
 
-    // Steps: from the earliest start to the latest end of the work tagged with the step. Waits
-    // are left out: a stream idling into the step from before it began is not the step's time.
-    std::map<int, Interval> spans;
-    for (const auto& e : trace.events) {
-        if (e.step < 0 || e.kind == EventKind::wait) continue;
-        auto [it, inserted] = spans.try_emplace(e.step, Interval{e.start_ns, e.end_ns});
-        if (!inserted) {
-            it->second.first = std::min(it->second.first, e.start_ns);
-            it->second.second = std::max(it->second.second, e.end_ns);
-        }
-    }
+    const std::map<int, Interval> spans = step_spans(trace);
     for (const auto& s : trace.steps) {
         StepMetrics sm;
         sm.step = s.step;
@@ -89,11 +102,16 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
         if (m.median_step_time_s > 0) m.samples_per_s = global_batch / m.median_step_time_s;
     }
 
+    // Busy and communication figures cover the steady steps only, so a re-run agrees with
+    // the first run instead of with how cold its first step happened to be.
+    m.figure_steps = figure_steps(trace);
     std::int64_t window_begin = 0, window_end = 0;
-    if (!spans.empty()) {
-        window_begin = spans.begin()->second.first;
-        window_end = window_begin;
-        for (const auto& [step, span] : spans) window_end = std::max(window_end, span.second);
+    bool first_span = true;
+    for (const auto& [step, span] : spans) {
+        if (!m.figure_steps.contains(step)) continue;
+        window_begin = first_span ? span.first : std::min(window_begin, span.first);
+        window_end = first_span ? span.second : std::max(window_end, span.second);
+        first_span = false;
     }
     const double window_s = static_cast<double>(window_end - window_begin) * kNs;
 
@@ -102,7 +120,7 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
         dm.device = d;
         std::vector<Interval> compute, comm;
         for (const auto& e : trace.events) {
-            if (e.device != d || e.step < 0) continue;
+            if (e.device != d || e.step < 0 || !m.figure_steps.contains(e.step)) continue;
             if (is_compute(e.kind) && e.stream == StreamKind::compute)
                 compute.push_back({e.start_ns, e.end_ns});
             if (is_communication(e.kind)) comm.push_back({e.start_ns, e.end_ns});

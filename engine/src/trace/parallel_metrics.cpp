@@ -6,6 +6,7 @@
 #include "pd/metrics.h"
 #include "pd/model.h"
 #include "strategies/pipeline_schedule.h"
+#include "trace/bubble_prediction.h"
 
 namespace pd {
 
@@ -15,7 +16,7 @@ ModelShape shape_of(const RunConfig& c) {
     return ModelShape{c.input_dim, c.width, c.layers, c.classes};
 }
 
-BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config) {
+BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config, StepRange steps) {
     BubbleMetrics b;
     const Mesh mesh = config.effective_mesh();
     b.stages = mesh.pp;
@@ -27,7 +28,7 @@ BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config) {
     std::map<int, std::pair<std::int64_t, std::int64_t>> spans;
     std::map<int, std::int64_t> busy;
     for (const auto& e : trace.events) {
-        if (e.step < 0 || e.kind == EventKind::wait) continue;
+        if (!steps.contains(e.step) || e.kind == EventKind::wait) continue;
         auto [it, inserted] = spans.try_emplace(e.step, e.start_ns, e.end_ns);
         if (!inserted) {
             it->second.first = std::min(it->second.first, e.start_ns);
@@ -36,7 +37,7 @@ BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config) {
         if (e.stream == StreamKind::compute && is_compute(e.kind))
             busy[e.step] += e.end_ns - e.start_ns;
     }
-    // The median over steps, so a cold first step (page faults, caches) does not dominate.
+    // The median over the steady steps, so one step disturbed by the machine does not decide.
     std::vector<double> per_step;
     for (const auto& [step, span] : spans) {
         const double t = static_cast<double>(span.second - span.first);
@@ -47,6 +48,7 @@ BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config) {
         const std::size_t n = per_step.size();
         b.measured = n % 2 ? per_step[n / 2] : 0.5 * (per_step[n / 2 - 1] + per_step[n / 2]);
     }
+    b.predicted = predict_bubble(trace, config, steps, b.theoretical);
     return b;
 }
 
@@ -187,7 +189,7 @@ RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     m.parameter_count = ParamLayout::build(shape_of(config)).total;
     const Mesh mesh = config.effective_mesh();
     if (config.strategy != StrategyKind::ps && mesh.pp > 1) {
-        m.bubble = measure_bubble(trace, config);
+        m.bubble = measure_bubble(trace, config, m.figure_steps);
         m.stage_boundaries = stage_boundaries(config);
     }
     m.stage_activations = measure_activations(trace, config);
