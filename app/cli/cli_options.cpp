@@ -136,7 +136,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.bucket_bytes = size_flag("--bucket-bytes", *bucket);
         src["bucket_bytes"] = "--bucket-bytes";
     }
-    if (no_overlap) c.overlap = false;
+    if (no_overlap) {
+        c.overlap = false;
+        src["no_overlap"] = "--no-overlap";
+    }
     if (capacity) {
         c.capacity_bytes = size_flag("--capacity", *capacity);
         src["capacity"] = "--capacity";

@@ -157,7 +157,7 @@ class TestModelParallel : public QObject {
         }
     }
 
-    void bubble_matches_theory_on_device_clock() {
+    void bubble_matches_its_prediction_on_device_clock() {
         if (kSanitized)
             QSKIP("sanitizer instrumentation changes the relative cost of compute and copies");
         auto config = [](PipelineSchedule s, int v) {
@@ -180,18 +180,27 @@ class TestModelParallel : public QObject {
             const RunMetrics m = compute_metrics(r.trace, c);
             QVERIFY(m.bubble.has_value());
             bubble[s] = *m.bubble;
-            qInfo("%s: bubble measured %.3f, theoretical %.3f", name_of(s).data(),
-                  m.bubble->measured, m.bubble->theoretical);
+            qInfo("%s: bubble measured %.3f, predicted %.3f, theoretical %.3f", name_of(s).data(),
+                  m.bubble->measured, m.bubble->predicted ? m.bubble->predicted->fraction : -1.0,
+                  m.bubble->theoretical);
         }
         QCOMPARE(bubble[PipelineSchedule::gpipe].theoretical, 3.0 / 11.0);
         QCOMPARE(bubble[PipelineSchedule::interleaved].theoretical, 3.0 / 19.0);
-        for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
-            const double rel =
-                std::abs(bubble[s].measured - bubble[s].theoretical) / bubble[s].theoretical;
-            QVERIFY2(rel <= 0.15, qPrintable(QStringLiteral("%1: measured %2 theoretical %3")
+        // The measured bubble is the one this run's own stage times predict (the textbook figure
+        // assumes equal stages, no transfers and no optimizer: the causes name each difference,
+        // and they add up to it). Compared with the run's prediction, not with the formula, so
+        // a loaded machine moves both sides alike.
+        for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
+                       PipelineSchedule::interleaved}) {
+            const BubbleMetrics& b = bubble[s];
+            QVERIFY(b.predicted.has_value());
+            const double rel = std::abs(b.measured - b.predicted->fraction) / b.predicted->fraction;
+            QVERIFY2(rel <= 0.10, qPrintable(QStringLiteral("%1: measured %2 predicted %3")
                                                  .arg(QString::fromLatin1(name_of(s).data()))
-                                                 .arg(bubble[s].measured)
-                                                 .arg(bubble[s].theoretical)));
+                                                 .arg(b.measured)
+                                                 .arg(b.predicted->fraction)));
+            QVERIFY(std::abs(b.theoretical + b.predicted->causes.sum() - b.predicted->fraction) <
+                    1e-9);
         }
         QVERIFY(bubble[PipelineSchedule::interleaved].measured <
                 bubble[PipelineSchedule::one_f_one_b].measured);

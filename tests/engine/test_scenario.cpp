@@ -42,18 +42,34 @@ class TestScenario : public QObject {
 
     void round_trips() {
         RunConfig c;
-        c.strategy = StrategyKind::ps;
+        c.strategy = StrategyKind::dp;
         c.devices = 3;
-        c.batch = 10;
+        c.batch = 12;
         c.overlap = false;
         RunConfig back;
         ConfigSources src;
         apply_scenario_json(scenario_json(c), "round trip", back, src);
+        validate(back, src);  // only the keys the strategy reads are written
         QCOMPARE(back.strategy, c.strategy);
         QCOMPARE(back.devices, 3);
-        QCOMPARE(back.batch, 10);
+        QCOMPARE(back.batch, 12);
         QCOMPARE(back.overlap, false);
         QCOMPARE(back.capacity_bytes, c.capacity_bytes);
+        // A pipeline config round-trips its schedule and writes no dp-only key.
+        RunConfig pipe;
+        pipe.strategy = StrategyKind::pipeline;
+        pipe.devices = 2;
+        pipe.schedule = PipelineSchedule::interleaved;
+        pipe.chunks = 2;
+        pipe.microbatches = 4;
+        const std::string text = scenario_json(pipe);
+        QVERIFY(text.find("bucket_bytes") == std::string::npos);
+        RunConfig pipe_back;
+        ConfigSources pipe_src;
+        apply_scenario_json(text, "round trip", pipe_back, pipe_src);
+        validate(pipe_back, pipe_src);
+        QCOMPARE(pipe_back.schedule, PipelineSchedule::interleaved);
+        QCOMPARE(pipe_back.chunks, 2);
     }
 
     void rejects_bad_scenarios_data() {
@@ -120,6 +136,25 @@ class TestScenario : public QObject {
                                            "than 0 Gb/s";
         QTest::addRow("zero bandwidth with a unit") << R"({"link_gbps": "0 GB/s"})"
                                                     << "more than 0 Gb/s";
+        QTest::addRow("bucket size off dp")
+            << R"({"strategy": "pipeline", "devices": 2, "bucket_bytes": 1024})"
+            << "'bucket_bytes' in s.json: applies to strategy 'dp' only";
+        QTest::addRow("micro-batches off the pipeline")
+            << R"({"strategy": "dp", "devices": 2, "microbatches": 4})"
+            << "'microbatches' in s.json: applies to strategy 'pipeline'";
+        QTest::addRow("schedule on a hybrid without stages")
+            << R"({"strategy": "hybrid", "devices": 4, "dp": 2, "pp": 1, "tp": 2,
+                   "schedule": "gpipe"})"
+            << "'schedule'";
+        QTest::addRow("mesh sizes off hybrid") << R"({"strategy": "tp", "devices": 2, "tp": 2})"
+                                               << "applies to strategy 'hybrid' only";
+        QTest::addRow("chunks without interleaving")
+            << R"({"strategy": "pipeline", "devices": 2, "layers": 4, "chunks": 2})"
+            << "'chunks' in s.json: applies to the interleaved schedule only";
+        QTest::addRow("interleaved with one chunk")
+            << R"({"strategy": "pipeline", "devices": 2, "layers": 4, "microbatches": 4,
+                   "schedule": "interleaved", "chunks": 1})"
+            << "at least 2 model chunks";
     }
 
     void validation_names_the_key() {
@@ -272,7 +307,7 @@ class TestScenario : public QObject {
         run.metrics.steps = {{0, 2.0, 0.1}, {1, 1.5, 0.1}};
         run.metrics.final_loss = 1.5;
         run.metrics.median_step_time_s = 0.1;
-        run.metrics.bubble = BubbleMetrics{4, 8, 1, 0.30, 3.0 / 11};
+        run.metrics.bubble = BubbleMetrics{4, 8, 1, 0.30, 3.0 / 11, std::nullopt};
         run.metrics.devices.resize(2);
         run.metrics.devices[0].device = 0;
         run.metrics.devices[1].device = 1;

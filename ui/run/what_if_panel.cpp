@@ -216,12 +216,14 @@ pd::RunConfig WhatIfPanel::config() const {
 
 QString WhatIfPanel::problem() const {
     try {
+        const pd::RunConfig c = config();
+        // Messages name the knob by its key; knobs the strategy does not read are not named,
+        // since the panel leaves them at their defaults.
         pd::ConfigSources names;
         for (const char* key : {"strategy", "devices", "schedule", "microbatches", "chunks", "dp",
                                 "pp", "tp", "layers", "width", "batch", "capacity", "clock",
                                 "link_gbps", "bucket_bytes", "backend"})
-            names[key] = key;
-        const pd::RunConfig c = config();
+            if (pd::setting_applies(c, key)) names[key] = key;
         pd::validate(c, names);
         if (const std::string why = pd::backend_unavailable_reason(c.backend); !why.empty())
             return tr("backend: '%1' cannot run here: %2")

@@ -102,6 +102,12 @@ struct RunConfig {
 // names what the user typed.
 using ConfigSources = std::map<std::string, std::string>;
 
+// Whether a setting does anything for this config's strategy (a dp bucket size on a pipeline
+// run does nothing); `validate` rejects settings named in `sources` that do not apply.
+bool setting_applies(const RunConfig& config, std::string_view key);
+// Where a strategy-specific setting applies ("strategy 'dp'"), for messages.
+std::string where_setting_applies(std::string_view key);
+
 // Throws BadInput naming the offending key. `sources` maps key -> how the user spelt it.
 void validate(const RunConfig& config, const ConfigSources& sources = {});
 

@@ -129,6 +129,26 @@ std::string source_of(const ConfigSources& sources, const std::string& key) {
 
 }  // namespace
 
+bool setting_applies(const RunConfig& c, std::string_view key) {
+    const bool pipelined = c.strategy == StrategyKind::pipeline ||
+                           (c.strategy == StrategyKind::hybrid && c.mesh.pp > 1);
+    if (key == "bucket_bytes" || key == "no_overlap" || key == "overlap")
+        return c.strategy == StrategyKind::dp;
+    if (key == "schedule" || key == "microbatches") return pipelined;
+    if (key == "chunks") return pipelined && c.schedule == PipelineSchedule::interleaved;
+    if (key == "dp" || key == "pp" || key == "tp") return c.strategy == StrategyKind::hybrid;
+    return true;
+}
+
+std::string where_setting_applies(std::string_view key) {
+    if (key == "bucket_bytes" || key == "no_overlap" || key == "overlap") return "strategy 'dp'";
+    if (key == "schedule" || key == "microbatches")
+        return "strategy 'pipeline' (or 'hybrid' with pp > 1)";
+    if (key == "chunks") return "the interleaved schedule";
+    if (key == "dp" || key == "pp" || key == "tp") return "strategy 'hybrid'";
+    return "every strategy";
+}
+
 void validate(const RunConfig& c, const ConfigSources& sources) {
     auto fail = [&](const std::string& key, const std::string& reason) {
         throw BadInput(source_of(sources, key), reason, __FILE__, __LINE__);
@@ -197,6 +217,16 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                            std::to_string(c.effective_chunks()) + " chunks need at least " +
                            std::to_string(model_chunks) + " blocks (got " +
                            std::to_string(c.layers) + ")");
+    // Settings only some strategies read: naming one elsewhere would silently do nothing, so it
+    // is an error that says where the setting applies.
+    for (const auto& [key, spelled] : sources)
+        if (const std::string where = where_setting_applies(key); !setting_applies(c, key))
+            fail(key, "applies to " + where + " only (this run's strategy is '" +
+                          std::string(name_of(c.strategy)) + "')");
+    const bool pipelined = setting_applies(c, "microbatches");
+    if (pipelined && c.schedule == PipelineSchedule::interleaved && c.chunks < 2)
+        fail("chunks", "the interleaved schedule needs at least 2 model chunks per device (got " +
+                           std::to_string(c.chunks) + ")");
     if (!(c.lr >= 0) || !std::isfinite(c.lr))
         fail("lr", "must be a positive number (or 0 for the optimizer's default)");
     if (c.bucket_bytes < sizeof(float)) fail("bucket_bytes", "must be at least 4 bytes");

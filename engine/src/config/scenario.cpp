@@ -192,18 +192,24 @@ std::string scenario_json(const RunConfig& c) {
     j["seed"] = c.seed;
     j["optimizer"] = std::string(name_of(c.optimizer));
     j["lr"] = c.effective_lr();
-    j["bucket_bytes"] = c.bucket_bytes;
-    j["no_overlap"] = !c.overlap;
     j["capacity"] = c.capacity_bytes;
     j["clock"] = std::string(name_of(c.clock));
     j["link_latency_us"] = c.link.latency_us;
     j["link_gbps"] = c.link.gbit_per_s();
-    j["schedule"] = std::string(name_of(c.schedule));
-    j["microbatches"] = c.effective_microbatches();
-    j["chunks"] = c.chunks;
     j["backend"] = std::string(name_of(c.backend));
     if (c.tf32) j["tf32"] = true;
     if (c.native_collectives) j["native_collectives"] = true;
+    // Only the keys this strategy reads (the others are errors in a scenario).
+    if (c.strategy == StrategyKind::dp) {
+        j["bucket_bytes"] = c.bucket_bytes;
+        j["no_overlap"] = !c.overlap;
+    }
+    if (c.strategy == StrategyKind::pipeline ||
+        (c.strategy == StrategyKind::hybrid && c.mesh.pp > 1)) {
+        j["schedule"] = std::string(name_of(c.schedule));
+        j["microbatches"] = c.effective_microbatches();
+        if (c.schedule == PipelineSchedule::interleaved) j["chunks"] = c.chunks;
+    }
     if (c.strategy == StrategyKind::hybrid) {
         j["dp"] = c.mesh.dp;
         j["pp"] = c.mesh.pp;
