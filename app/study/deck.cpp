@@ -42,7 +42,7 @@ const std::set<std::string> kTagNamespaces = {"concept", "framework", "platform"
 constexpr int kShippedMaxDevices = 8;
 constexpr int kShippedMaxWidth = 256;
 constexpr int kShippedMaxLayers = 8;
-constexpr int kShippedMaxBatch = 64;
+constexpr int kShippedMaxBatch = 256;
 constexpr int kShippedMinSteps = 2;
 constexpr int kShippedMaxSteps = 6;
 // Versions the loader reads: 2 requires `expect` on every scenario; 1 predates it.

@@ -1,6 +1,7 @@
 // Runs every scenario of the bundled deck on the CPU and checks each of its expectations, so a
 // card can only claim what its run shows. Prints one line per card and claim with the measured
-// value beside the claim.
+// value beside the claim. PD_CHECK_DECK=FILE checks another deck file instead (for authors
+// tuning a card).
 #include <QTest>
 #include <cstdio>
 
@@ -11,10 +12,20 @@
 
 namespace {
 
+// Under sanitizers every memory access is instrumented, which changes the relative cost of
+// compute, copies and waits: figures from clocks are printed but not held to their claims there
+// (every other claim still is).
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kCheckTimedClaims = false;
+#else
+constexpr bool kCheckTimedClaims = true;
+#endif
+
 const pd::study::Deck& bundledDeck() {
     static const pd::study::Deck deck = [] {
-        const auto loaded =
-            pd::study::loadDeckFile(QStringLiteral(PD_DECK_DIR "/distributed-training.json"));
+        const QString other = qEnvironmentVariable("PD_CHECK_DECK");
+        const auto loaded = pd::study::loadDeckFile(
+            other.isEmpty() ? QStringLiteral(PD_DECK_DIR "/distributed-training.json") : other);
         if (!loaded.deck)
             qFatal("the bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
         return *loaded.deck;
@@ -70,9 +81,12 @@ class TestBundledScenarios : public QObject {
 
         QStringList failed;
         for (const pd::ClaimOutcome& o : pd::check_expectations(expect, run, variants)) {
+            const bool checked = kCheckTimedClaims || !o.timed;
             std::printf("%-36s %s: %s  %s\n", id.c_str(), o.description.c_str(), o.measured.c_str(),
-                        o.passed ? "PASS" : "FAIL");
-            if (!o.passed)
+                        !checked   ? "(timed: not checked under sanitizers)"
+                        : o.passed ? "PASS"
+                                   : "FAIL");
+            if (checked && !o.passed)
                 failed.append(QString::fromStdString(o.description + ": measured " + o.measured));
         }
         std::fflush(stdout);

@@ -77,6 +77,9 @@ struct ClaimOutcome {
     std::string description;  // "bubble within 0.273 +- 0.03"
     std::string measured;     // "0.281"
     bool passed = false;
+    // The claim reads a figure from clocks (a duration, a fraction of time): meaningful on a
+    // quiet, uninstrumented build; sanitizers change the relative cost of operations.
+    bool timed = false;
 };
 
 // Checks every claim against `run` and `variants` (one per Expectations::variants, in order).
@@ -92,5 +95,8 @@ struct MetricInfo {
     std::string_view meaning;
 };
 const std::vector<MetricInfo>& expectation_metrics();
+
+// Whether a metric is a figure from clocks (step time, busy, bubble, exposed communication).
+bool is_timed_metric(std::string_view name);
 
 }  // namespace pd

@@ -126,6 +126,32 @@ std::vector<MetricDef> build_metrics() {
     v.push_back(run_wide("bubble", "measured pipeline bubble fraction", [](const RunEvidence& e) {
         return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->measured) : std::nullopt;
     }));
+    v.push_back(run_wide("bubble.predicted",
+                         "the bubble this run's own stage times predict (schedule replayed)",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (!e.metrics.bubble || !e.metrics.bubble->predicted)
+                                 return std::nullopt;
+                             return e.metrics.bubble->predicted->fraction;
+                         }));
+    // The named causes of predicted - textbook, in fractions of the step (they add up to it).
+    using CauseField = double BubbleCauses::*;
+    for (const auto& [cause, field] :
+         {std::pair<const char*, CauseField>{"schedule", &BubbleCauses::schedule},
+          {"stage_imbalance", &BubbleCauses::stage_imbalance},
+          {"transfers", &BubbleCauses::transfers},
+          {"untraced_gaps", &BubbleCauses::untraced_gaps},
+          {"optimizer_tail", &BubbleCauses::optimizer_tail},
+          {"cold_first_microbatch", &BubbleCauses::cold_first_microbatch},
+          {"microbatch_variation", &BubbleCauses::microbatch_variation}}) {
+        const CauseField f = field;
+        v.push_back(
+            run_wide(intern(std::string("bubble.cause.") + cause),
+                     "one named cause of predicted - textbook bubble (fraction of the step)",
+                     [f](const RunEvidence& e) -> std::optional<double> {
+                         if (!e.metrics.bubble || !e.metrics.bubble->predicted) return std::nullopt;
+                         return e.metrics.bubble->predicted->causes.*f;
+                     }));
+    }
     v.push_back(
         run_wide("bubble.theoretical", "textbook bubble (p-1)/(v*m+p-1)", [](const RunEvidence& e) {
             return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->theoretical)
@@ -565,6 +591,9 @@ struct Checker {
 
     ClaimOutcome metric(const Claim& c) const {
         ClaimOutcome o;
+        o.timed = is_timed_metric(c.subject.metric) ||
+                  (c.relative_to && is_timed_metric(c.relative_to->metric)) ||
+                  (c.near_ref && is_timed_metric(c.near_ref->metric));
         std::vector<int> devices = c.devices;
         if (c.all_devices)
             for (int d = 0; d < run.result.trace.devices; ++d) devices.push_back(d);
@@ -634,6 +663,14 @@ struct Checker {
 };
 
 }  // namespace
+
+bool is_timed_metric(std::string_view name) {
+    for (std::string_view timed : {"step_time", "samples_per_s", "exposed_comm", "overlapped_comm",
+                                   "bubble", "bubble.predicted", "busy_fraction", "busy", "idle",
+                                   "comm", "exposed_comm.device", "exposed_comm_fraction"})
+        if (name == timed || (timed.ends_with('.') && name.starts_with(timed))) return true;
+    return false;
+}
 
 const std::vector<MetricInfo>& expectation_metrics() {
     static const std::vector<MetricInfo> infos = [] {
