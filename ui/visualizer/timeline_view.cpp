@@ -20,6 +20,24 @@ namespace pd::vis {
 
 namespace {
 
+// "Pipeline bubble (idle share of steps 2–5): measured 31% · predicted from this run's stage
+// times 30% · theoretical 27% = (p−1)/(m+p−1) ...": the three figures the metrics panel explains.
+QString bubble_header_text(const pd::BubbleMetrics& b, const pd::StepRange& steps,
+                           const QString& formula) {
+    QString share = QStringLiteral("the step");
+    if (steps.count() == 1)
+        share = QStringLiteral("step %1").arg(steps.first + 1);
+    else if (steps.count() > 1)
+        share = QStringLiteral("steps %1–%2").arg(steps.first + 1).arg(steps.last + 1);
+    QString text = QStringLiteral("Pipeline bubble (idle share of %1): measured %2")
+                       .arg(share, percent_text(b.measured));
+    if (b.predicted)
+        text += QStringLiteral("  ·  predicted from this run's stage times %1")
+                    .arg(percent_text(b.predicted->fraction));
+    return text +
+           QStringLiteral("  ·  theoretical %1 = %2").arg(percent_text(b.theoretical), formula);
+}
+
 constexpr double kHeaderLine = 18.0;
 
 // "   ·   4 virtual devices share one GPU" when devices of a CUDA run share a GPU; the trace's
@@ -481,9 +499,9 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
             p.drawText(
                 QRectF(8, 2 + kHeaderLine + legend_h + 4, view.size.width() - 16, kHeaderLine),
                 Qt::AlignLeft | Qt::AlignVCenter,
-                QStringLiteral(
-                    "Pipeline bubble (idle share of the step): measured %1  ·  theoretical %2 = %3")
-                    .arg(percent_text(b.measured), percent_text(b.theoretical), formula));
+                bubble_header_text(
+                    b, data_.result() ? pd::figure_steps(data_.result()->trace) : pd::StepRange{},
+                    formula));
             p.setFont(small);
         }
     }
