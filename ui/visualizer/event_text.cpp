@@ -46,7 +46,7 @@ QString describe_event(const pd::TraceEvent& e, std::int64_t origin_ns) {
     where << QStringLiteral("device %1").arg(e.device)
           << QStringLiteral("%1 stream").arg(qs(pd::name_of(e.stream)));
     if (e.stage >= 0) where << QStringLiteral("stage %1").arg(e.stage);
-    if (e.step >= 0) where << QStringLiteral("training step %1").arg(e.step);
+    if (e.step >= 0) where << QStringLiteral("training step %1").arg(e.step + 1);
     lines << where.join(QStringLiteral(" · "));
     QStringList what;
     if (e.microbatch >= 0) what << QStringLiteral("micro-batch %1").arg(e.microbatch);

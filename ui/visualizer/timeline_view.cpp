@@ -682,7 +682,7 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
                     QStringList texts;
                     if (other_step)
                         texts << QStringLiteral("step %1").arg(
-                            events[static_cast<std::size_t>(b.first_event)].step);
+                            events[static_cast<std::size_t>(b.first_event)].step + 1);
                     else if (half)
                         texts << half_labels(b);
                     else if (r.width() > 70)
@@ -746,7 +746,7 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
         const double next_x = s + 1 < data_.step_count() && data_.step_range(s + 1)
                                   ? x_of(static_cast<double>(data_.step_range(s + 1)->first))
                                   : x_of(static_cast<double>(r->second));
-        const QString step_text = QStringLiteral("step %1").arg(s);
+        const QString step_text = QStringLiteral("step %1").arg(s + 1);  // steps count from 1
         if (next_x - x > 60 &&
             x + 4 + QFontMetricsF(label_font, p.device()).horizontalAdvance(step_text) <
                 plot_right) {

@@ -244,8 +244,9 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
     showRun(1);
     for (QAction* a : {export_screenshot_, export_trace_, copy_image_})
         a->setEnabled(runs_[0].has_value());
-    step_box_->setRange(0, std::max(0, timeline_->data().step_count() - 1));
-    step_box_->setValue(timeline_->defaultStep());
+    // The box counts steps from 1, as every label does; the views index them from 0.
+    step_box_->setRange(1, std::max(1, timeline_->data().step_count()));
+    step_box_->setValue(timeline_->defaultStep() + 1);
     fitStep();
     sizeSplit();
 }
@@ -358,7 +359,7 @@ void VisualizerPanel::showRun(int index) {
 
 void VisualizerPanel::fitStep() {
     if (!runs_[0]) return;
-    const int step = step_box_->value();
+    const int step = step_box_->value() - 1;
     // Every run starts its ruler at the start of the same step, on one shared scale.
     std::int64_t span = 1000;
     std::int64_t origins[2] = {0, 0};
