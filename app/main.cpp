@@ -40,6 +40,10 @@ void addOptions(QCommandLineParser& parser) {
                       QStringLiteral("Run the card's scenario and write its timeline to <file> "
                                      "(.png at 2x, .svg or .pdf) without showing a window."),
                       QStringLiteral("file")});
+    parser.addOption({QStringLiteral("theme"),
+                      QStringLiteral("With --export-screenshot: the picture's colours, light "
+                                     "(default) or dark."),
+                      QStringLiteral("light|dark")});
     parser.addOption({QStringLiteral("check-deck"),
                       QStringLiteral("Check deck files (the following arguments) with the app's "
                                      "own rules and print 'OK N cards' or one line per problem; "
@@ -55,7 +59,12 @@ void addOptions(QCommandLineParser& parser) {
 // `--card ID --export-screenshot FILE`: run the scenario headless and write the picture.
 // Exit codes: 0 written, 1 the run or the export failed, 2 bad input (unknown card, ...).
 int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardId,
-                     const QString& path) {
+                     const QString& path, const QString& theme) {
+    if (theme != QStringLiteral("light") && theme != QStringLiteral("dark")) {
+        std::fprintf(stderr, "paralleldeck: --theme: '%s' is not light or dark\n",
+                     qPrintable(theme));
+        return 2;
+    }
     const pd::study::Card* card = nullptr;
     for (const pd::study::Deck& deck : library.decks())
         if ((card = deck.card(cardId))) break;
@@ -84,6 +93,8 @@ int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardI
     }
     pd::vis::PictureOptions options;
     options.note = card->scenarioNote;
+    options.theme =
+        theme == QStringLiteral("dark") ? pd::vis::ThemeChoice::dark : pd::vis::ThemeChoice::light;
     if (!pd::vis::export_picture(path, *config, result, &error, options)) {
         std::fprintf(stderr, "paralleldeck: --export-screenshot: %s\n", qPrintable(error));
         return 1;
@@ -173,7 +184,10 @@ int main(int argc, char** argv) {
             return 1;
         }
         return exportScreenshot(library, parser.value(QStringLiteral("card")),
-                                parser.value(QStringLiteral("export-screenshot")));
+                                parser.value(QStringLiteral("export-screenshot")),
+                                parser.isSet(QStringLiteral("theme"))
+                                    ? parser.value(QStringLiteral("theme"))
+                                    : QStringLiteral("light"));
     }
 
     const QString dbPath = parser.isSet(QStringLiteral("database"))

@@ -9,6 +9,7 @@
 #include <QPdfWriter>
 #include <QSvgGenerator>
 #include <algorithm>
+#include <cmath>
 
 #include "pd/metrics.h"
 #include "visualizer/memory_bars.h"
@@ -56,8 +57,19 @@ double band_height(const Prepared& p) {
     return std::max(kBandMinHeight, 26 + kLineHeight * static_cast<double>(p.lines.size()) + 8);
 }
 
+QFont note_font() {
+    QFont f;
+    f.setPixelSize(13);
+    f.setItalic(true);
+    return f;
+}
+
+// The note wraps onto as many lines as it needs: a cut-off note would hide what to look at.
 double note_height(const PictureOptions& o) {
-    return o.note.isEmpty() ? 0.0 : kNoteHeight;
+    if (o.note.isEmpty()) return 0.0;
+    const QRectF r = QFontMetricsF(note_font())
+                         .boundingRect(QRectF(0, 0, o.width - 16, 1e6), Qt::TextWordWrap, o.note);
+    return std::max(kNoteHeight, std::ceil(r.height()) + 8);
 }
 
 QSizeF size_of(const std::vector<Prepared>& prepared, const PictureOptions& o) {
@@ -139,14 +151,12 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
 
     double y = 0;
     if (!o.note.isEmpty()) {
-        QFont f;
-        f.setPixelSize(13);
-        f.setItalic(true);
-        p.setFont(f);
+        const double h = note_height(o);
+        p.setFont(note_font());
         p.setPen(pal.text);
-        p.drawText(QRectF(8, 2, o.width - 16, kNoteHeight - 4), Qt::AlignLeft | Qt::AlignVCenter,
-                   QFontMetricsF(f, p.device()).elidedText(o.note, Qt::ElideRight, o.width - 16));
-        y += kNoteHeight;
+        p.drawText(QRectF(8, 2, o.width - 16, h - 4),
+                   Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, o.note);
+        y += h;
     }
     for (std::size_t i = 0; i < prepared.size(); ++i) {
         const TimelineView& t = *prepared[i].timeline;
