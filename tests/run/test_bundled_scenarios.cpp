@@ -20,6 +20,7 @@ constexpr bool kCheckTimedClaims = false;
 #else
 constexpr bool kCheckTimedClaims = true;
 #endif
+constexpr int kAttempts = 3;
 
 const pd::study::Deck& bundledDeck() {
     static const pd::study::Deck deck = [] {
@@ -58,38 +59,57 @@ class TestBundledScenarios : public QObject {
         pd::RunConfig config;
         pd::ConfigSources sources;
         pd::Expectations expect;
-        std::vector<pd::RunEvidence> variants;
         try {
             pd::apply_scenario_json(card->scenarioJson.toStdString(), "card " + id, config, sources,
                                     &expect);
             pd::validate(config, sources);
-            for (std::size_t i = 0; i < expect.variants.size(); ++i)
-                variants.push_back(
-                    pd::run_for_evidence(pd::variant_config(config, expect, i, "card " + id)));
         } catch (const pd::BadInput& e) {
             QFAIL(e.what());
         }
         QVERIFY2(!expect.empty(), "the scenario has no expectations");
-        const pd::RunEvidence run = pd::run_for_evidence(config);
-        QVERIFY2(run.result.status == pd::RunStatus::ok ||
-                     run.result.status == pd::RunStatus::out_of_memory,
-                 run.result.error.c_str());
-        for (const auto& v : variants)
-            QVERIFY2(v.result.status == pd::RunStatus::ok ||
-                         v.result.status == pd::RunStatus::out_of_memory,
-                     v.result.error.c_str());
 
+        // Claims on counts, bytes, memory and losses must hold on the first run. A claim on a
+        // figure from clocks that fails is given up to two fresh runs of the scenario (and its
+        // compare_with runs): a shared machine can slow one stream for a moment, but a claim
+        // the run contradicts fails every time. Every attempt's measurement is printed.
         QStringList failed;
-        for (const pd::ClaimOutcome& o : pd::check_expectations(expect, run, variants)) {
-            const bool checked = kCheckTimedClaims || !o.timed;
-            std::printf("%-36s %s: %s  %s\n", id.c_str(), o.description.c_str(), o.measured.c_str(),
-                        !checked   ? "(timed: not checked under sanitizers)"
-                        : o.passed ? "PASS"
-                                   : "FAIL");
-            if (checked && !o.passed)
-                failed.append(QString::fromStdString(o.description + ": measured " + o.measured));
+        for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+            std::vector<pd::RunEvidence> variants;
+            try {
+                for (std::size_t i = 0; i < expect.variants.size(); ++i)
+                    variants.push_back(
+                        pd::run_for_evidence(pd::variant_config(config, expect, i, "card " + id)));
+            } catch (const pd::BadInput& e) {
+                QFAIL(e.what());
+            }
+            const pd::RunEvidence run = pd::run_for_evidence(config);
+            QVERIFY2(run.result.status == pd::RunStatus::ok ||
+                         run.result.status == pd::RunStatus::out_of_memory,
+                     run.result.error.c_str());
+            for (const auto& v : variants)
+                QVERIFY2(v.result.status == pd::RunStatus::ok ||
+                             v.result.status == pd::RunStatus::out_of_memory,
+                         v.result.error.c_str());
+
+            failed.clear();
+            bool timed_failure_only = true;
+            for (const pd::ClaimOutcome& o : pd::check_expectations(expect, run, variants)) {
+                const bool checked = kCheckTimedClaims || !o.timed;
+                std::printf(
+                    "%-36s %s: %s  %s%s\n", id.c_str(), o.description.c_str(), o.measured.c_str(),
+                    !checked   ? "(timed: not checked under sanitizers)"
+                    : o.passed ? "PASS"
+                               : "FAIL",
+                    attempt > 1 ? qPrintable(QStringLiteral(" (attempt %1)").arg(attempt)) : "");
+                if (checked && !o.passed) {
+                    failed.append(
+                        QString::fromStdString(o.description + ": measured " + o.measured));
+                    timed_failure_only = timed_failure_only && o.timed;
+                }
+            }
+            std::fflush(stdout);
+            if (failed.isEmpty() || !timed_failure_only) break;
         }
-        std::fflush(stdout);
         QVERIFY2(failed.isEmpty(), qPrintable(failed.join(QStringLiteral("; "))));
     }
 };
