@@ -27,7 +27,7 @@ class TestLossChart : public QObject {
         QCOMPARE(loss.size(), qsizetype{4});
         for (qsizetype i = 0; i < loss.size(); ++i) {
             const pd::StepRecord& s = r->trace.steps[static_cast<std::size_t>(i)];
-            QCOMPARE(loss[i].x(), static_cast<double>(s.step));
+            QCOMPARE(loss[i].x(), static_cast<double>(s.step + 1));  // labels count from 1
             QCOMPARE(loss[i].y(), s.loss);
         }
         const QList<QPointF> time = chart.stepTimeSeries()->points();
@@ -37,7 +37,7 @@ class TestLossChart : public QObject {
             QVERIFY(time[i].y() > 0);
             // The step's extent in the trace, in milliseconds.
             const auto& sm = m.steps[static_cast<std::size_t>(i)];
-            QCOMPARE(sm.step, static_cast<int>(time[i].x()));
+            QCOMPARE(sm.step + 1, static_cast<int>(time[i].x()));
             QCOMPARE(time[i].y(), sm.time_s * 1e3);
         }
         QVERIFY(chart.chart()->title().contains(QStringLiteral("%1 → %2")

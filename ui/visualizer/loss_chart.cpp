@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 
+#include "visualizer/chart_style.h"
+
 namespace pd::vis {
 
 namespace {
@@ -86,16 +88,17 @@ void LossChart::rebuild() {
     int first = 0, last = 0;
     for (std::size_t i = 0; i < steps_.size(); ++i) {
         const pd::StepMetrics& s = steps_[i];
-        if (i == 0) first = last = s.step;
-        first = std::min(first, s.step);
-        last = std::max(last, s.step);
+        const int n = s.step + 1;  // steps count from 1, as on the timeline
+        if (i == 0) first = last = n;
+        first = std::min(first, n);
+        last = std::max(last, n);
         // A diverged run's inf or NaN cannot be plotted: the title says so below.
         if (std::isfinite(s.loss)) {
-            loss_->append(s.step, s.loss);
+            loss_->append(n, s.loss);
             loss_lo = std::min(loss_lo, s.loss);
             loss_hi = std::max(loss_hi, s.loss);
         }
-        time_->append(s.step, s.time_s * 1e3);
+        time_->append(n, s.time_s * 1e3);
         time_hi = std::max(time_hi, s.time_s * 1e3);
     }
     c->addSeries(loss_);
@@ -105,7 +108,7 @@ void LossChart::rebuild() {
     axis_step_->setTitleText(tr("step"));
     axis_step_->setLabelFormat(QStringLiteral("%d"));
     axis_step_->setTickType(QValueAxis::TicksDynamic);
-    axis_step_->setTickAnchor(0);
+    axis_step_->setTickAnchor(1);
     axis_step_->setTickInterval(std::max(1, (last - first + 1) / 8));
     axis_step_->setRange(first - 0.25, std::max(first + 1, last) + 0.25);
     axis_loss_ = new QValueAxis();
@@ -152,31 +155,7 @@ void LossChart::rebuild() {
 }
 
 void LossChart::applyPalette(const TimelinePalette& pal) {
-    QChart* c = chart();
-    c->setBackgroundBrush(pal.background);
-    c->setPlotAreaBackgroundVisible(false);
-    c->setTitleBrush(pal.text);
-    QFont title = c->titleFont();
-    title.setPixelSize(13);
-    title.setBold(true);
-    c->setTitleFont(title);
-    c->legend()->setLabelColor(pal.text);
-    QFont legend_font = c->legend()->font();
-    legend_font.setPixelSize(11);
-    c->legend()->setFont(legend_font);
-    for (QAbstractAxis* a : c->axes()) {
-        a->setLabelsBrush(pal.text);
-        a->setTitleBrush(pal.muted);
-        a->setLinePenColor(pal.grid);
-        a->setGridLineColor(pal.grid);
-        QFont f = a->labelsFont();
-        f.setPixelSize(11);
-        a->setLabelsFont(f);
-        QFont tf = a->titleFont();
-        tf.setPixelSize(11);
-        tf.setBold(false);
-        a->setTitleFont(tf);
-    }
+    apply_chart_style(*chart(), pal);
     // The time axis has only a grid of its own when nothing else does: one grid reads better.
     if (axis_time_) axis_time_->setGridLineVisible(false);
     // Loss: the run's story, solid blue; step time: the cost, dashed orange (Okabe-Ito).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "visualizer/chart_style.h"
 #include "visualizer/format.h"
 
 namespace pd::vis {
@@ -219,27 +220,7 @@ void MemoryBarsView::show(const MemorySnapshot& s) {
 }
 
 void MemoryBarsView::applyPalette(const TimelinePalette& pal) {
-    QChart* c = chart();
-    c->setBackgroundBrush(pal.background);
-    c->setPlotAreaBackgroundVisible(false);
-    c->setTitleBrush(pal.text);
-    QFont title = c->titleFont();
-    title.setPixelSize(13);
-    title.setBold(true);
-    c->setTitleFont(title);
-    c->legend()->setLabelColor(pal.text);
-    QFont legend_font = c->legend()->font();
-    legend_font.setPixelSize(11);
-    c->legend()->setFont(legend_font);
-    for (QAbstractAxis* a : c->axes()) {
-        a->setLabelsBrush(pal.text);
-        a->setTitleBrush(pal.muted);
-        a->setLinePenColor(pal.grid);
-        a->setGridLineColor(pal.grid);
-        QFont f = a->labelsFont();
-        f.setPixelSize(11);
-        a->setLabelsFont(f);
-    }
+    apply_chart_style(*chart(), pal);
     const QColor reds[2] = {pal.oom, pal.oom.lighter(135)};
     for (qsizetype i = 0; i < sets_.size(); ++i) {
         QBarSet* set = sets_[i];
