@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
         }
     });
     const RunResult result = run.execute([&](const RunProgress& p) {
-        if (req.quiet || p.phase != "training") return;
+        if (req.quiet || p.phase != "training" || p.steps_done == 0) return;
         std::cerr << "\rstep " << p.steps_done << "/" << p.steps_total << "  loss " << p.loss
                   << std::flush;
         if (p.steps_done == p.steps_total) std::cerr << "\n";

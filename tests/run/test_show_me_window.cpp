@@ -1,5 +1,6 @@
 // "Show me" end to end, offscreen: the run starts, progress arrives, the result is shown;
 // cancel works and leaves the window usable; a pinned run is compared; an OOM is explained.
+#include <QApplication>
 #include <QFormLayout>
 #include <QImageReader>
 #include <QLabel>
@@ -13,6 +14,7 @@
 #include "run_controller.h"
 #include "show_me_window.h"
 #include "visualizer/picture_export.h"
+#include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 #include "what_if_panel.h"
 
@@ -163,6 +165,125 @@ class TestShowMeWindow : public QObject {
         microbatches->setValue(4);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 5, 60000);
         QVERIFY(vis->noteDescribesRun());
+    }
+
+    // Issue 20 item 2: the window, its charts and knobs fit a 1280x720 screen (title bar and
+    // a panel of about 40 px aside), for one run, a comparison and an OOM run alike; the
+    // what-if panel can be hidden and brought back.
+    void fits_a_1280_by_720_screen() {
+        ShowMeWindow window;
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        pd::RunConfig c = pipeline_scenario(2);
+        c.devices = 4;
+        c.layers = 4;
+        window.showScenario(QStringLiteral("fit"), QStringLiteral("A note of a few words."), c);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        const auto fits = [&window](const char* what) {
+            const QSize min = window.minimumSizeHint().expandedTo(window.minimumSize());
+            QVERIFY2(min.width() <= 1280 && min.height() <= 680,
+                     qPrintable(QStringLiteral("%1: minimum %2x%3")
+                                    .arg(QLatin1String(what))
+                                    .arg(min.width())
+                                    .arg(min.height())));
+        };
+        fits("one run");
+        window.pinCurrentRun();
+        c.schedule = pd::PipelineSchedule::one_f_one_b;
+        window.run(c);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        QVERIFY(window.visualizer()->hasComparison());
+        fits("comparison");
+        window.clearPinnedRun();
+        c.capacity_bytes = 2048;
+        window.run(c);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 3, 60000);
+        QVERIFY(window.status().contains(QStringLiteral("Out of memory")));
+        fits("out of memory");
+
+        auto* knobs = window.findChild<QWidget*>(QStringLiteral("whatIfScroll"));
+        QVERIFY(knobs);
+        window.show();
+        QVERIFY(knobs->isVisible());
+        window.whatIfPanelAction()->trigger();
+        QVERIFY(!knobs->isVisible());
+        window.whatIfPanelAction()->trigger();
+        QVERIFY(knobs->isVisible());
+    }
+
+    // Item 11: keys reach the timeline when the window opens; Esc cancels a run, then closes.
+    void escape_cancels_then_closes() {
+        ShowMeWindow window;
+        QSignalSpy progress(window.controller(), &pd::app::RunController::progress);
+        QSignalSpy cancelled(window.controller(), &pd::app::RunController::cancelled);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.showScenario(QStringLiteral("long"), QString(), pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 3, 60000);
+        QCOMPARE(QApplication::focusWidget(), window.visualizer()->timeline());
+        QTest::keyClick(&window, Qt::Key_Escape);
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 60000);
+        QVERIFY(window.isVisible());
+        QTest::keyClick(&window, Qt::Key_Escape);
+        QVERIFY(!window.isVisible());
+    }
+
+    // Item 17: a long first step is not "setting up"; the bar counts the seconds.
+    void progress_says_training_once_set_up() {
+        ShowMeWindow window;
+        QSignalSpy progress(window.controller(), &pd::app::RunController::progress);
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        window.showScenario(QStringLiteral("steps"), QString(), pipeline_scenario(2));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        bool first_step_announced = false;
+        for (const auto& p : progress)
+            if (p.at(2).toString() == QStringLiteral("training") && p.at(0).toInt() == 0)
+                first_step_announced = true;
+        QVERIFY(first_step_announced);
+        QSignalSpy again(window.controller(), &pd::app::RunController::progress);
+        window.run(pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(again.count() >= 2, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(window.progressText().startsWith(QStringLiteral("Step ")), 60000);
+        window.cancel();
+    }
+
+    // Item 13: after Cancel the knobs show the run on screen again; M on the same card while
+    // the window is open keeps the learner's changes; an invalid knob marks the old run.
+    void knobs_follow_the_run_on_screen() {
+        ShowMeWindow window;
+        window.show();
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        QSignalSpy cancelled(window.controller(), &pd::app::RunController::cancelled);
+        window.showScenario(QStringLiteral("knobs"), QStringLiteral("note"), pipeline_scenario(2));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QSpinBox* microbatches = knob(window, QStringLiteral("&Micro-batches"));
+        QSpinBox* steps = knob(window, QStringLiteral("S&teps"));
+        QVERIFY(microbatches && steps);
+        QCOMPARE(steps->value(), 2);
+        steps->setValue(100);
+        microbatches->setValue(8);
+        QTRY_VERIFY_WITH_TIMEOUT(window.controller()->isRunning(), 60000);
+        window.cancel();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 60000);
+        QCOMPARE(microbatches->value(), 4);  // the picture's run, not the cancelled one
+        QCOMPARE(steps->value(), 2);
+        QVERIFY(!window.whatIf()->differsFromCard());
+
+        microbatches->setValue(8);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        window.showScenario(QStringLiteral("knobs"), QStringLiteral("note"), pipeline_scenario(2));
+        QCOMPARE(microbatches->value(), 8);  // kept
+        QVERIFY(window.whatIf()->differsFromCard());
+
+        microbatches->setValue(5);  // 16 rows do not split into 5 micro-batches
+        const QString problem = window.whatIf()->problem();
+        QVERIFY(!problem.isEmpty());
+        QWidget* marked = window.whatIf()->markedKnob();
+        QVERIFY2(marked, qPrintable(problem));
+        // The knob the message names is the one framed.
+        QVERIFY2(marked == microbatches || marked == knob(window, QStringLiteral("B&atch")),
+                 qPrintable(problem));
+        QVERIFY2(window.status().contains(QStringLiteral("previous run")),
+                 qPrintable(window.status()));
     }
 
     void refused_scenario_says_why() {

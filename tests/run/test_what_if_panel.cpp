@@ -3,6 +3,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -126,6 +127,62 @@ class TestWhatIfPanel : public QObject {
         auto* pending = panel.findChild<QTimer*>();
         QVERIFY(pending && !pending->isActive());
         QCOMPARE(changed.count(), 0);
+    }
+    // Issue 20 item 13: a value above a knob's maximum is said, not cut to three digits.
+    void typed_value_above_the_maximum_is_said() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        panel.show();
+        QSpinBox* width = nullptr;
+        for (QLabel* l : panel.findChildren<QLabel*>())
+            if (l->text() == QStringLiteral("&Width")) width = qobject_cast<QSpinBox*>(l->buddy());
+        QVERIFY(width);
+        width->setFocus();
+        width->selectAll();
+        QTest::keyClicks(width, QStringLiteral("2048"));
+        QVERIFY2(panel.findChild<QLabel*>(QStringLiteral("whatIfProblem"))
+                     ->text()
+                     .contains(QStringLiteral("at most %1").arg(width->maximum())),
+                 qPrintable(panel.findChild<QLabel*>(QStringLiteral("whatIfProblem"))->text()));
+        QCOMPARE(panel.markedKnob(), static_cast<QWidget*>(width));
+    }
+
+    // A size the parser cannot read is named as a size problem, not as "0 bytes".
+    void unreadable_size_names_the_unit_problem() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        QLineEdit* capacity = nullptr;
+        for (QLabel* l : panel.findChildren<QLabel*>())
+            if (l->text() == QStringLiteral("&Capacity per device"))
+                capacity = qobject_cast<QLineEdit*>(l->buddy());
+        QVERIFY(capacity);
+        capacity->setText(QStringLiteral("80 potatoes"));
+        emit capacity->editingFinished();
+        QVERIFY2(panel.problem().contains(QStringLiteral("'80 potatoes' is not a size")),
+                 qPrintable(panel.problem()));
+        QVERIFY(!panel.problem().contains(QStringLiteral("0 bytes")));
+        QCOMPARE(panel.markedKnob(), static_cast<QWidget*>(capacity));
+    }
+
+    // Strategies read as names; the engine's key travels as the item's data.
+    void strategies_have_names_and_new_knobs_apply() {
+        WhatIfPanel panel;
+        panel.setConfig(pipeline_scenario());
+        auto* strategy = panel.findChildren<QComboBox*>().at(0);
+        QCOMPARE(strategy->currentText(), QStringLiteral("Pipeline parallel"));
+        QCOMPARE(strategy->currentData().toString(), QStringLiteral("pipeline"));
+        QVERIFY(strategy->findText(QStringLiteral("dp")) < 0);
+        QSignalSpy changed(&panel, &WhatIfPanel::configChanged);
+        QComboBox* optimizer = nullptr;
+        for (auto* combo : panel.findChildren<QComboBox*>())
+            if (combo->findData(QStringLiteral("sgd")) >= 0) optimizer = combo;
+        QVERIFY(optimizer);
+        optimizer->setCurrentIndex(optimizer->findData(QStringLiteral("sgd")));
+        QTRY_COMPARE(changed.count(), 1);
+        QCOMPARE(changed.last().first().value<pd::RunConfig>().optimizer, pd::OptimizerKind::sgd);
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("zero3")));
+        QTRY_COMPARE(changed.count(), 2);
+        QCOMPARE(changed.last().first().value<pd::RunConfig>().strategy, pd::StrategyKind::zero3);
     }
 };
 

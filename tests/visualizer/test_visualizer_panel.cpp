@@ -13,6 +13,7 @@
 
 #include "visualizer/playback.h"
 #include "visualizer/timeline_view.h"
+#include "visualizer/memory_bars.h"
 #include "visualizer/visualizer_panel.h"
 #include "visualizer_test_support.h"
 
@@ -73,6 +74,57 @@ class TestVisualizerPanel : public QObject {
         panel.clearComparison();
         QVERIFY(!panel.hasComparison());
         QVERIFY(!panel.comparisonTimeline()->isVisible());
+    }
+
+    // Issue 20 item 4: the details line describes nothing of an earlier run.
+    void detailsAreClearedOnEveryRun() {
+        VisualizerPanel panel;
+        panel.setRun(gpipe_config_, gpipe_);
+        const QString hint = panel.detailsText();
+        pd::TraceEvent e;
+        for (const auto& ev : gpipe_->trace.events)
+            if (ev.kind == pd::EventKind::backward) e = ev;
+        emit panel.timeline()->eventClicked(e);
+        QVERIFY(panel.detailsText() != hint);
+        // Leaving the boxes brings back the clicked one's details, not the hint.
+        emit panel.timeline()->eventHovered(-1);
+        QVERIFY(panel.detailsText() != hint);
+        panel.setRun(f1b_config_, f1b_);
+        QCOMPARE(panel.detailsText(), hint);
+        emit panel.timeline()->eventHovered(-1);
+        QCOMPARE(panel.detailsText(), hint);
+        emit panel.timeline()->eventClicked(e);
+        panel.setComparison(gpipe_config_, gpipe_);
+        QCOMPARE(panel.detailsText(), hint);
+    }
+
+    // Item 5: compared runs' memory bars share one y-axis, whichever needs the larger.
+    void comparedMemorySharesTheScale() {
+        pd::RunConfig big = gpipe_config_;
+        big.width = 256;
+        const auto big_run = test::run_engine(big);
+        VisualizerPanel panel;
+        panel.setRun(gpipe_config_, gpipe_);
+        const double alone = panel.memoryBars()->axisTopBytes();
+        panel.setComparison(big, big_run);
+        const double a = panel.memoryBars()->axisTopBytes();
+        const double b = panel.comparisonMemoryBars()->axisTopBytes();
+        QCOMPARE(a, b);
+        QVERIFY2(a > alone, qPrintable(QStringLiteral("%1 vs %2").arg(a).arg(alone)));
+        panel.clearComparison();
+        QCOMPARE(panel.memoryBars()->axisTopBytes(), alone);
+    }
+
+    // Item 18: exports are named after the card and what ran.
+    void exportNamesSayWhatRan() {
+        VisualizerPanel panel;
+        panel.setExportBaseName(QStringLiteral("pp-gpipe-bubble"));
+        panel.setRun(gpipe_config_, gpipe_);
+        QCOMPARE(panel.suggestedExportName(QStringLiteral("timeline"), QStringLiteral("png")),
+                 QStringLiteral("pp-gpipe-bubble_pipeline-gpipe-2dev_timeline.png"));
+        panel.setComparison(f1b_config_, f1b_);
+        QCOMPARE(panel.suggestedExportName(QStringLiteral("trace"), QStringLiteral("json")),
+                 QStringLiteral("pp-gpipe-bubble_pipeline-gpipe-2dev_compared_trace.json"));
     }
 
     void clickShowsDetails() {

@@ -1,6 +1,10 @@
 #include "show_me_window.h"
 
 #include <QAction>
+#include <QGuiApplication>
+#include <QMessageBox>
+#include <QScreen>
+#include <algorithm>
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
@@ -9,10 +13,12 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
 #include "run_controller.h"
+#include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 #include "what_if_panel.h"
 
@@ -50,9 +56,11 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setTextVisible(true);
     progress_->hide();
     cancel_ = new QPushButton(tr("Cancel"), central);
-    cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
     cancel_->setToolTip(tr("Stop the run (Esc)"));
     cancel_->hide();
+    progress_ticker_ = new QTimer(this);
+    progress_ticker_->setInterval(1000);
+    connect(progress_ticker_, &QTimer::timeout, this, &ShowMeWindow::updateProgressText);
     run_row->addWidget(status_, 1);
     run_row->addWidget(progress_);
     run_row->addWidget(cancel_);
@@ -67,17 +75,33 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     knobs_layout->addWidget(what_if_);
     knobs_layout->addStretch(1);
     auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("whatIfScroll"));
     scroll->setWidget(knobs);
     scroll->setWidgetResizable(true);
-    scroll->setMinimumWidth(280);
+    scroll->setMinimumWidth(260);
+    knobs_scroll_ = scroll;
 
     auto* splitter = new QSplitter(Qt::Horizontal, central);
     splitter->addWidget(visualizer_);
     splitter->addWidget(scroll);
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 0);
+    splitter->setCollapsible(0, false);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
+
+    // The knobs can make way for the timeline on a small screen (and come back).
+    show_knobs_ = new QAction(tr("&What-if panel"), this);
+    show_knobs_->setCheckable(true);
+    show_knobs_->setChecked(true);
+    show_knobs_->setShortcut(QKeySequence(tr("Ctrl+K")));
+    show_knobs_->setToolTip(tr("Show or hide the what-if knobs (Ctrl+K)"));
+    connect(show_knobs_, &QAction::toggled, scroll, &QWidget::setVisible);
+    // Dragging the splitter shut hides the panel too; the action follows it.
+    connect(splitter, &QSplitter::splitterMoved, this, [this, splitter] {
+        const bool open = splitter->sizes().value(1) > 0;
+        if (show_knobs_->isChecked() != open) show_knobs_->setChecked(open);
+    });
 
     pin_ = new QAction(tr("&Pin this run for comparison"), this);
     pin_->setShortcut(QKeySequence(tr("Ctrl+P")));
@@ -89,6 +113,19 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     auto* close = new QAction(tr("&Close"), this);
     close->setShortcut(QKeySequence::Close);
     connect(close, &QAction::triggered, this, &QWidget::close);
+    // Esc stops a run; with nothing running it closes the window, as a dialog would.
+    escape_ = new QAction(tr("Cancel the run or close"), this);
+    escape_->setShortcut(QKeySequence(Qt::Key_Escape));
+    connect(escape_, &QAction::triggered, this, [this] {
+        if (controller_->isRunning())
+            cancel();
+        else
+            this->close();
+    });
+    addAction(escape_);
+    auto* keys = new QAction(tr("&Keyboard Shortcuts"), this);
+    keys->setShortcut(QKeySequence::HelpContents);
+    connect(keys, &QAction::triggered, this, &ShowMeWindow::showShortcuts);
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(visualizer_->exportScreenshotAction());
@@ -100,9 +137,13 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     view->addAction(visualizer_->fitStepAction());
     view->addAction(visualizer_->fitAllAction());
     view->addAction(visualizer_->playPauseAction());
+    view->addSeparator();
+    view->addAction(show_knobs_);
     QMenu* compare = menuBar()->addMenu(tr("&Compare"));
     compare->addAction(pin_);
     compare->addAction(unpin_);
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(keys);
 
     // The visualizer has its own playback, fit and export controls; the window adds comparison.
     QToolBar* bar = addToolBar(tr("Compare"));
@@ -110,6 +151,8 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     bar->setMovable(false);
     bar->addAction(pin_);
     bar->addAction(unpin_);
+    bar->addSeparator();
+    bar->addAction(show_knobs_);
 
     connect(controller_, &pd::app::RunController::started, this, &ShowMeWindow::onStarted);
     connect(controller_, &pd::app::RunController::progress, this, &ShowMeWindow::onProgress);
@@ -118,24 +161,95 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     connect(controller_, &pd::app::RunController::rejected, this, &ShowMeWindow::onRejected);
     connect(cancel_, &QPushButton::clicked, this, &ShowMeWindow::cancel);
     connect(what_if_, &WhatIfPanel::configChanged, this, &ShowMeWindow::run);
+    connect(what_if_, &WhatIfPanel::problemChanged, this, &ShowMeWindow::onKnobProblem);
     connect(visualizer_, &pd::vis::VisualizerPanel::resetToCardRequested, this,
             &ShowMeWindow::resetToCard);
     connect(visualizer_, &pd::vis::VisualizerPanel::message, this,
             [this](const QString& text) { setStatus(text, false); });
     updateActions();
-    resize(1400, 860);
+    resize(1400, 900);
 }
 
 ShowMeWindow::~ShowMeWindow() = default;
 
 void ShowMeWindow::showScenario(const QString& title, const QString& note,
-                                const pd::RunConfig& config) {
+                                const pd::RunConfig& config, const QString& card_id) {
+    // The same card asked for again (M while the window is open) keeps the learner's
+    // what-if changes and the run on screen.
+    if (isVisible() && title == card_title_ && note == visualizer_->note() && current_) return;
+    card_title_ = title;
+    visualizer_->setExportBaseName(card_id);
     setWindowTitle(tr("Show me — %1").arg(title));
     visualizer_->setNote(note);
     card_config_ = config;
     what_if_->setConfig(config);
     pinned_.reset();
     run(config);
+    // Keys go to the timeline (Space plays, arrows pan), not to the first knob.
+    visualizer_->timeline()->setFocus(Qt::OtherFocusReason);
+}
+
+void ShowMeWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (!placed_) {
+        placed_ = true;
+        fitToScreen();
+    }
+    visualizer_->timeline()->setFocus(Qt::OtherFocusReason);
+}
+
+void ShowMeWindow::fitToScreen() {
+    const QScreen* screen =
+        parentWidget() ? parentWidget()->screen() : QGuiApplication::primaryScreen();
+    if (!screen) return;
+    const QRect avail = screen->availableGeometry();
+    // The frame (title bar, borders) is outside the size: leave room for it.
+    const QSize frame_extra = frameGeometry().size() - size();
+    const QSize room(avail.width() - std::max(0, frame_extra.width()),
+                     avail.height() - std::max(0, frame_extra.height()));
+    resize(std::min(width(), room.width()), std::min(height(), room.height()));
+    QRect frame = frameGeometry();
+    if (parentWidget()) frame.moveCenter(parentWidget()->frameGeometry().center());
+    // Clamp: the whole window on the screen, title bar included.
+    frame.moveLeft(std::clamp(frame.left(), avail.left(),
+                              std::max(avail.left(), avail.right() - frame.width() + 1)));
+    frame.moveTop(std::clamp(frame.top(), avail.top(),
+                             std::max(avail.top(), avail.bottom() - frame.height() + 1)));
+    move(frame.topLeft());
+}
+
+void ShowMeWindow::showShortcuts() {
+    const QString rows =
+        QStringLiteral(
+            "<table cellpadding='4'>"
+            "<tr><td><tt>Space</tt></td><td>%1</td></tr>"
+            "<tr><td><tt>Esc</tt></td><td>%2</td></tr>"
+            "<tr><td><tt>Ctrl+P</tt></td><td>%3</td></tr>"
+            "<tr><td><tt>Ctrl+K</tt></td><td>%4</td></tr>"
+            "<tr><td><tt>Ctrl+Shift+S</tt></td><td>%5</td></tr>"
+            "<tr><td><tt>Ctrl+W</tt></td><td>%6</td></tr>"
+            "<tr><td>%7</td><td>%8</td></tr>"
+            "</table>")
+            .arg(tr("play or pause the playback"), tr("cancel the run; with none running, close"),
+                 tr("pin the run to compare the next one with it"), tr("show or hide the knobs"),
+                 tr("export the timeline (PNG, SVG, PDF)"), tr("close the window"),
+                 tr("Timeline"), timelineKeysText());
+    QMessageBox box(QMessageBox::NoIcon, tr("Show me: keyboard shortcuts"), rows,
+                    QMessageBox::Close, this);
+    box.setTextFormat(Qt::RichText);
+    box.exec();
+}
+
+QString ShowMeWindow::timelineKeysText() const {
+    // The timeline's own keys, as its actions name them.
+    QStringList parts;
+    for (QAction* a : {visualizer_->fitStepAction(), visualizer_->fitAllAction()})
+        if (!a->shortcut().isEmpty())
+            parts << tr("<tt>%1</tt> %2")
+                         .arg(a->shortcut().toString(QKeySequence::NativeText),
+                              a->text().remove(QLatin1Char('&')).toLower());
+    parts << tr("wheel: zoom at the pointer; drag: pan");
+    return parts.join(QStringLiteral("; "));
 }
 
 void ShowMeWindow::run(const pd::RunConfig& config) {
@@ -166,9 +280,13 @@ void ShowMeWindow::setStatus(const QString& text, bool problem) {
 }
 
 void ShowMeWindow::onStarted(const pd::RunConfig& config) {
+    status_->setProperty("knobProblem", false);
     progress_->setRange(0, config.steps);
     progress_->setValue(0);
-    progress_->setFormat(tr("Setting up…"));
+    progress_phase_ = tr("Setting up devices…");
+    run_elapsed_.start();
+    progress_ticker_->start();
+    updateProgressText();
     progress_->show();
     cancel_->show();
     setStatus(tr("Running %1 on the engine…").arg(describe(config)), false);
@@ -178,14 +296,27 @@ void ShowMeWindow::onProgress(int done, int total, const QString& phase, double 
     progress_->setRange(0, total);
     progress_->setValue(done);
     if (phase == QStringLiteral("setup"))
-        progress_->setFormat(tr("Setting up devices…"));
+        progress_phase_ = tr("Setting up devices…");
+    else if (done == 0)
+        progress_phase_ = tr("Step 1 of %1 running…").arg(total);
     else
-        progress_->setFormat(
-            tr("Step %1 of %2 — loss %3").arg(done).arg(total).arg(loss, 0, 'f', 3));
+        progress_phase_ = tr("Step %1 of %2 — loss %3").arg(done).arg(total).arg(loss, 0, 'f', 3);
+    updateProgressText();
+}
+
+void ShowMeWindow::updateProgressText() {
+    // Seconds tick on even while one long step runs, so a slow run never looks stuck.
+    const qint64 s = run_elapsed_.isValid() ? run_elapsed_.elapsed() / 1000 : 0;
+    progress_->setFormat(s >= 1 ? tr("%1 · %2 s").arg(progress_phase_).arg(s) : progress_phase_);
+}
+
+QString ShowMeWindow::progressText() const {
+    return progress_->format();
 }
 
 void ShowMeWindow::onFinished(const pd::RunConfig& config,
                               std::shared_ptr<const pd::RunResult> result) {
+    progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
     current_ = Shown{config, result};
@@ -219,17 +350,37 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
 }
 
 void ShowMeWindow::onCancelled() {
+    progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
+    // The knobs describe the picture again, not the run that was stopped.
+    what_if_->showKnobs(current_ ? current_->config : card_config_);
     setStatus(current_ ? tr("Run cancelled. The picture shows the previous run.")
                        : tr("Run cancelled before it finished; nothing to show."),
               false);
 }
 
 void ShowMeWindow::onRejected(const QString& message) {
+    progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
     setStatus(tr("This scenario cannot run: %1").arg(message), true);
+}
+
+void ShowMeWindow::onKnobProblem(const QString& problem) {
+    if (problem.isEmpty()) {
+        if (status_->property("knobProblem").toBool()) {
+            status_->setProperty("knobProblem", false);
+            setStatus(current_ ? tr("The knobs are valid again; the next change runs.")
+                               : QString(),
+                      false);
+        }
+        return;
+    }
+    status_->setProperty("knobProblem", true);
+    setStatus(current_ ? tr("Not run: %1. The picture still shows the previous run.").arg(problem)
+                       : tr("Not run: %1.").arg(problem),
+              true);
 }
 
 void ShowMeWindow::pinCurrentRun() {

@@ -3,6 +3,7 @@
 // compare against on a shared time axis.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@ class QAction;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QTimer;
 
 namespace pd::app {
 class RunController;
@@ -32,14 +34,17 @@ class ShowMeWindow : public QMainWindow {
     explicit ShowMeWindow(QWidget* parent = nullptr);
     ~ShowMeWindow() override;
 
-    // Shows the card's scenario and starts running it.
-    void showScenario(const QString& title, const QString& note, const pd::RunConfig& config);
+    // Shows the card's scenario and starts running it; `card_id` names exported files.
+    void showScenario(const QString& title, const QString& note, const pd::RunConfig& config,
+                      const QString& card_id = {});
 
     pd::app::RunController* controller() const { return controller_; }
     pd::vis::VisualizerPanel* visualizer() const { return visualizer_; }
     WhatIfPanel* whatIf() const { return what_if_; }
     QString status() const;
+    QString progressText() const;  // what the progress bar says (phase and elapsed seconds)
     bool hasPinnedRun() const { return pinned_.has_value(); }
+    QAction* whatIfPanelAction() const { return show_knobs_; }
     // Whether the run on screen has the card's settings, so the card's note describes it.
     bool showsCardRun() const { return shown_is_card_; }
 
@@ -50,6 +55,9 @@ class ShowMeWindow : public QMainWindow {
     void clearPinnedRun();
     // Restores the card's settings in the knobs and runs them.
     void resetToCard();
+
+  protected:
+    void showEvent(QShowEvent* event) override;
 
   signals:
     // A run's picture is on screen (the result of `config`).
@@ -67,15 +75,29 @@ class ShowMeWindow : public QMainWindow {
     void onRejected(const QString& message);
     void setStatus(const QString& text, bool problem);
     void updateActions();
+    void onKnobProblem(const QString& problem);
+    void showShortcuts();  // F1
+    QString timelineKeysText() const;
+    // First shown: no larger than the screen's free area, and entirely on it.
+    void fitToScreen();
+    void updateProgressText();
 
     pd::app::RunController* controller_;
     pd::vis::VisualizerPanel* visualizer_;
     WhatIfPanel* what_if_;
     QLabel* status_;
     QProgressBar* progress_;
+    QTimer* progress_ticker_;
+    QElapsedTimer run_elapsed_;
+    QString progress_phase_;
     QPushButton* cancel_;
     QAction* pin_;
     QAction* unpin_;
+    QAction* escape_;
+    QAction* show_knobs_;
+    QWidget* knobs_scroll_;
+    QString card_title_;
+    bool placed_ = false;
     std::optional<Shown> current_;
     std::optional<Shown> pinned_;
     pd::RunConfig card_config_;    // what showScenario() was given

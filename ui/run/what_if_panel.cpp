@@ -9,10 +9,14 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTimer>
+#include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "pd/error.h"
 #include "pd/run.h"
 #include "pd/units.h"
+#include "visualizer/timeline_palette.h"
 
 namespace pd::ui {
 
@@ -20,11 +24,56 @@ namespace {
 
 constexpr int kDebounceMs = 350;
 
-QSpinBox* spin(QWidget* parent, int lo, int hi) {
-    auto* s = new QSpinBox(parent);
+// A spin box that reports a typed value above its maximum instead of silently refusing the
+// keystroke (QSpinBox turns "2048" into "204" when the maximum is 1024).
+class BoundedSpinBox : public QSpinBox {
+  public:
+    using QSpinBox::QSpinBox;
+    std::function<void(std::optional<int> typed)> on_out_of_range;
+
+  protected:
+    QValidator::State validate(QString& input, int& pos) const override {
+        bool ok = false;
+        const int typed = cleanText(input).toInt(&ok);
+        if (ok && typed > maximum()) {
+            if (on_out_of_range) on_out_of_range(typed);
+            return QValidator::Intermediate;
+        }
+        if (on_out_of_range) on_out_of_range(std::nullopt);
+        return QSpinBox::validate(input, pos);
+    }
+
+  private:
+    QString cleanText(QString text) const {
+        if (!prefix().isEmpty() && text.startsWith(prefix())) text.remove(0, prefix().size());
+        if (!suffix().isEmpty() && text.endsWith(suffix())) text.chop(suffix().size());
+        return text.trimmed();
+    }
+};
+
+BoundedSpinBox* spin(QWidget* parent, int lo, int hi) {
+    auto* s = new BoundedSpinBox(parent);
     s->setRange(lo, hi);
     s->setKeyboardTracking(false);
+    s->setToolTip(QObject::tr("%1 to %2").arg(lo).arg(hi));
     return s;
+}
+
+// The strategies by the names the cards use; the engine's key is the item's data.
+constexpr std::pair<const char*, const char*> kStrategyNames[] = {
+    {"single", QT_TRANSLATE_NOOP("WhatIfPanel", "Single device")},
+    {"dp", QT_TRANSLATE_NOOP("WhatIfPanel", "Data parallel (DDP)")},
+    {"ps", QT_TRANSLATE_NOOP("WhatIfPanel", "Parameter server")},
+    {"pipeline", QT_TRANSLATE_NOOP("WhatIfPanel", "Pipeline parallel")},
+    {"tp", QT_TRANSLATE_NOOP("WhatIfPanel", "Tensor parallel (Megatron)")},
+    {"zero1", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-1: optimizer state sharded")},
+    {"zero2", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-2: + gradients sharded")},
+    {"zero3", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-3 / FSDP: + parameters sharded")},
+    {"hybrid", QT_TRANSLATE_NOOP("WhatIfPanel", "Hybrid mesh (dp × pp × tp)")},
+};
+
+bool is_size_text(const QString& text) {
+    return pd::parse_byte_size(text.toStdString()).has_value();
 }
 
 QString bytes_text(std::size_t bytes) {
@@ -38,9 +87,12 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     auto* form = new QFormLayout(this);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     strategy_ = new QComboBox(this);
-    for (const char* name :
-         {"single", "dp", "ps", "pipeline", "tp", "zero1", "zero2", "zero3", "hybrid"})
-        strategy_->addItem(QString::fromLatin1(name));
+    for (const auto& [key, name] : kStrategyNames) {
+        strategy_->addItem(tr(name), QString::fromLatin1(key));
+        strategy_->setItemData(strategy_->count() - 1,
+                               tr("Scenario key: strategy \"%1\"").arg(QString::fromLatin1(key)),
+                               Qt::ToolTipRole);
+    }
     devices_ = spin(this, 1, 16);
     schedule_ = new QComboBox(this);
     schedule_->addItem(tr("GPipe"), QStringLiteral("gpipe"));
@@ -87,12 +139,20 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     overlap_ = new QCheckBox(tr("Overlap all-reduce with backward"), this);
     bucket_ = new QLineEdit(this);
     bucket_->setPlaceholderText(QStringLiteral("256KiB"));
+    steps_ = spin(this, 1, 200);
+    steps_->setToolTip(tr("Training steps in the run: 1 to 200 here"));
+    optimizer_ = new QComboBox(this);
+    optimizer_->addItem(tr("AdamW"), QStringLiteral("adamw"));
+    optimizer_->addItem(tr("SGD with momentum"), QStringLiteral("sgd"));
+    optimizer_->setToolTip(tr("AdamW keeps two state values per parameter, SGD one"));
     problem_ = new QLabel(this);
     problem_->setWordWrap(true);
     problem_->setObjectName(QStringLiteral("whatIfProblem"));
-    problem_->setStyleSheet(QStringLiteral("color: palette(highlight); font-weight: 600;"));
+    problem_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     problem_->hide();
 
+    // A problem is said first, where the eye starts, and its knob is marked.
+    form->addRow(problem_);
     form->addRow(tr("&Strategy"), strategy_);
     form->addRow(tr("&Devices"), devices_);
     form->addRow(tr("Sc&hedule"), schedule_);
@@ -110,7 +170,45 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("&Link bandwidth"), link_gbps_);
     form->addRow(QString(), overlap_);
     form->addRow(tr("B&ucket size"), bucket_);
-    form->addRow(problem_);
+    form->addRow(tr("S&teps"), steps_);
+    form->addRow(tr("&Optimizer"), optimizer_);
+    knob_for_key_ = {{QStringLiteral("strategy"), strategy_},
+                     {QStringLiteral("devices"), devices_},
+                     {QStringLiteral("schedule"), schedule_},
+                     {QStringLiteral("microbatches"), microbatches_},
+                     {QStringLiteral("chunks"), chunks_},
+                     {QStringLiteral("dp"), dp_},
+                     {QStringLiteral("pp"), pp_},
+                     {QStringLiteral("tp"), tp_},
+                     {QStringLiteral("layers"), layers_},
+                     {QStringLiteral("width"), width_},
+                     {QStringLiteral("batch"), batch_},
+                     {QStringLiteral("capacity"), capacity_},
+                     {QStringLiteral("clock"), clock_},
+                     {QStringLiteral("backend"), backend_},
+                     {QStringLiteral("link_gbps"), link_gbps_},
+                     {QStringLiteral("bucket_bytes"), bucket_},
+                     {QStringLiteral("steps"), steps_},
+                     {QStringLiteral("optimizer"), optimizer_}};
+    for (auto it = knob_for_key_.cbegin(); it != knob_for_key_.cend(); ++it)
+        if (auto* label = qobject_cast<QLabel*>(form->labelForField(it.value())))
+            knob_label_[it.value()] = label->text().remove(QLatin1Char('&'));
+    for (QSpinBox* s : findChildren<QSpinBox*>()) {
+        auto* bounded = static_cast<BoundedSpinBox*>(s);
+        bounded->on_out_of_range = [this, s](std::optional<int> typed) {
+            // Qt puts the old value back when focus leaves: the message stays until the
+            // learner edits again.
+            if (!typed && !s->hasFocus()) return;
+            const QString before = typed_problem_;
+            typed_problem_ = typed ? tr("%1: at most %2 here (you typed %3)")
+                                         .arg(knob_label_.value(s))
+                                         .arg(s->maximum())
+                                         .arg(*typed)
+                                   : QString();
+            typed_knob_ = typed ? s : nullptr;
+            if (typed_problem_ != before) showProblem();
+        };
+    }
 
     debounce_ = new QTimer(this);
     debounce_->setSingleShot(true);
@@ -126,15 +224,30 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
         connect(s, &QSpinBox::valueChanged, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(overlap_, &QCheckBox::toggled, this, changed);
+    connect(optimizer_, &QComboBox::currentIndexChanged, this, changed);
+    connect(steps_, &QSpinBox::valueChanged, this, changed);
     connect(capacity_, &QLineEdit::editingFinished, this, changed);
     connect(bucket_, &QLineEdit::editingFinished, this, changed);
     setConfig(pd::RunConfig{});
 }
 
+WhatIfPanel::~WhatIfPanel() {
+    // Children are destroyed after this body; a spin box that loses focus on the way
+    // validates its text and must not call back into a panel half gone.
+    for (QSpinBox* s : findChildren<QSpinBox*>())
+        static_cast<BoundedSpinBox*>(s)->on_out_of_range = nullptr;
+}
+
 void WhatIfPanel::setConfig(const pd::RunConfig& config) {
-    updating_ = true;
     base_ = config;
-    strategy_->setCurrentText(QString::fromLatin1(pd::name_of(config.strategy).data()));
+    showKnobs(config);
+    card_state_ = knobState();
+}
+
+void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
+    updating_ = true;
+    strategy_->setCurrentIndex(
+        strategy_->findData(QString::fromLatin1(pd::name_of(config.strategy).data())));
     devices_->setValue(config.devices);
     schedule_->setCurrentIndex(
         schedule_->findData(QString::fromLatin1(pd::name_of(config.schedule).data())));
@@ -154,11 +267,15 @@ void WhatIfPanel::setConfig(const pd::RunConfig& config) {
     link_gbps_->setValue(config.link.gbit_per_s());
     overlap_->setChecked(config.overlap);
     bucket_->setText(bytes_text(config.bucket_bytes));
+    steps_->setValue(std::clamp(config.steps, steps_->minimum(), steps_->maximum()));
+    optimizer_->setCurrentIndex(
+        optimizer_->findData(QString::fromLatin1(pd::name_of(config.optimizer).data())));
     updating_ = false;
     debounce_->stop();
     updateEnabled();
-    problem_->hide();
-    card_state_ = knobState();
+    typed_problem_.clear();
+    typed_knob_ = nullptr;
+    showProblem();
 }
 
 // Read from the widgets rather than the config: a knob that shows a value the config
@@ -184,8 +301,8 @@ bool WhatIfPanel::differsFromCard() const {
 
 pd::RunConfig WhatIfPanel::config() const {
     pd::RunConfig c = base_;
-    c.strategy =
-        pd::strategy_from_name(strategy_->currentText().toStdString()).value_or(c.strategy);
+    c.strategy = pd::strategy_from_name(strategy_->currentData().toString().toStdString())
+                     .value_or(c.strategy);
     c.devices = devices_->value();
     c.schedule = pd::schedule_from_name(schedule_->currentData().toString().toStdString())
                      .value_or(c.schedule);
@@ -211,10 +328,27 @@ pd::RunConfig WhatIfPanel::config() const {
         c.bucket_bytes = *b;
     else
         c.bucket_bytes = 0;
+    // A card's run longer than the knob's range keeps its length until the knob is moved.
+    if (steps_->value() != std::clamp(base_.steps, steps_->minimum(), steps_->maximum()))
+        c.steps = steps_->value();
+    c.optimizer = optimizer_->currentData().toString() == QStringLiteral("sgd")
+                      ? pd::OptimizerKind::sgd
+                      : pd::OptimizerKind::adamw;
     return c;
 }
 
 QString WhatIfPanel::problem() const {
+    return problemAndKnob().first;
+}
+
+std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
+    // A size the parser cannot read is named as such, not as "0 bytes".
+    for (QLineEdit* e : {capacity_, bucket_})
+        if (e->isEnabled() && !is_size_text(e->text()))
+            return {tr("%1: '%2' is not a size; write a number and a unit, such as 64MiB, "
+                       "1.5GiB or 512KB")
+                        .arg(knob_label_.value(e), e->text()),
+                    e};
     try {
         const pd::RunConfig c = config();
         // Messages name the knob by its key; knobs the strategy does not read are not named,
@@ -226,21 +360,51 @@ QString WhatIfPanel::problem() const {
             if (pd::setting_applies(c, key)) names[key] = key;
         pd::validate(c, names);
         if (const std::string why = pd::backend_unavailable_reason(c.backend); !why.empty())
-            return tr("backend: '%1' cannot run here: %2")
-                .arg(QString::fromLatin1(pd::name_of(c.backend).data()),
-                     QString::fromStdString(why));
+            return {tr("backend: '%1' cannot run here: %2")
+                        .arg(QString::fromLatin1(pd::name_of(c.backend).data()),
+                             QString::fromStdString(why)),
+                    backend_};
     } catch (const pd::BadInput& e) {
-        return QString::fromStdString(e.what());
+        return {QString::fromStdString(e.what()),
+                knob_for_key_.value(QString::fromStdString(e.key()), nullptr)};
     }
     return {};
 }
 
-void WhatIfPanel::knobChanged() {
-    if (updating_) return;
-    updateEnabled();
-    const QString why = problem();
+void WhatIfPanel::showProblem() {
+    const auto [why, knob] = typed_problem_.isEmpty()
+                                 ? problemAndKnob()
+                                 : std::pair<QString, QWidget*>{typed_problem_, typed_knob_};
     problem_->setText(why);
     problem_->setVisible(!why.isEmpty());
+    const QColor red =
+        pd::vis::TimelinePalette::choose(pd::vis::ThemeChoice::follow_palette, palette()).oom;
+    problem_->setStyleSheet(QStringLiteral("color: %1; font-weight: 600;").arg(red.name()));
+    for (QWidget* w : knob_for_key_) {
+        const bool marked = w == knob && !why.isEmpty();
+        if (w->property("problem").toBool() == marked) continue;
+        w->setProperty("problem", marked);
+        // The knob at fault gets a red frame, so the message and the field read together.
+        w->setStyleSheet(
+            marked ? QStringLiteral("border: 2px solid %1; border-radius: 3px;").arg(red.name())
+                   : QString());
+    }
+    emit problemChanged(why);
+}
+
+QWidget* WhatIfPanel::markedKnob() const {
+    for (QWidget* w : knob_for_key_)
+        if (w->property("problem").toBool()) return w;
+    return nullptr;
+}
+
+void WhatIfPanel::knobChanged() {
+    if (updating_) return;
+    typed_problem_.clear();  // another change: the typed value was refused and is gone
+    typed_knob_ = nullptr;
+    updateEnabled();
+    showProblem();
+    const QString why = problem();
     if (why.isEmpty())
         debounce_->start();
     else
@@ -253,7 +417,7 @@ void WhatIfPanel::emitIfValid() {
 
 // Only the knobs that mean something for the chosen strategy are editable.
 void WhatIfPanel::updateEnabled() {
-    const auto s = pd::strategy_from_name(strategy_->currentText().toStdString())
+    const auto s = pd::strategy_from_name(strategy_->currentData().toString().toStdString())
                        .value_or(pd::StrategyKind::single);
     const bool pipelined = s == pd::StrategyKind::pipeline || s == pd::StrategyKind::hybrid;
     const bool hybrid = s == pd::StrategyKind::hybrid;

@@ -26,6 +26,8 @@ QString category_text(std::size_t c) {
             return QStringLiteral("gradients");
         case pd::MemoryCategory::optimizer_state:
             return QStringLiteral("optimizer state");
+        case pd::MemoryCategory::gathered_parameters:
+            return QStringLiteral("gathered parameters");
         case pd::MemoryCategory::activations:
             return QStringLiteral("activations");
         case pd::MemoryCategory::communication:
@@ -61,6 +63,45 @@ void MemoryBarsView::setRun(std::shared_ptr<const pd::RunResult> result,
         timeline_ = {};
     }
     rebuild();
+}
+
+double MemoryBarsView::maxTotal() const {
+    double max_total = 1;
+    for (int d = 0; d < static_cast<int>(peak_.bytes.size()); ++d) {
+        double t = peak_.total(d);
+        if (peak_.oom && peak_.oom->device == d)
+            t += static_cast<double>(peak_.oom->requested_bytes);
+        max_total = std::max(max_total, t);
+    }
+    return max_total;
+}
+
+double MemoryBarsView::maxCapacity() const {
+    double max_capacity = 0;
+    for (double c : peak_.capacity) max_capacity = std::max(max_capacity, c);
+    return max_capacity;
+}
+
+bool MemoryBarsView::capacityOnChart() const {
+    // The capacity line is drawn only when it is on the same scale as the bars; a 4 GiB
+    // budget above 2 MiB of use would squash every bar to a sliver.
+    const double cap = maxCapacity();
+    return cap > 0 && cap <= 2.5 * maxTotal();
+}
+
+double MemoryBarsView::naturalTopBytes() const {
+    if (peak_.bytes.empty()) return 0;
+    return std::max(maxTotal(), capacityOnChart() ? maxCapacity() : 0.0) * 1.12;
+}
+
+void MemoryBarsView::setSharedTopBytes(double bytes) {
+    if (shared_top_ == bytes) return;
+    shared_top_ = bytes;
+    rebuild();
+}
+
+double MemoryBarsView::axisTopBytes() const {
+    return axis_y_ ? axis_y_->max() * scale_ : 0.0;
 }
 
 void MemoryBarsView::setMode(Mode mode) {
@@ -110,20 +151,11 @@ void MemoryBarsView::rebuild() {
     const int n = static_cast<int>(peak_.bytes.size());
     if (n == 0) return;
 
-    // One axis for peak and playback alike, so bars grow and shrink against a fixed scale.
-    double max_total = 1;
-    double max_capacity = 0;
-    for (int d = 0; d < n; ++d) {
-        double t = peak_.total(d);
-        if (peak_.oom && peak_.oom->device == d)
-            t += static_cast<double>(peak_.oom->requested_bytes);
-        max_total = std::max(max_total, t);
-        max_capacity = std::max(max_capacity, peak_.capacity[static_cast<std::size_t>(d)]);
-    }
-    // The capacity line is drawn only when it is on the same scale as the bars; a 4 GiB
-    // budget above 2 MiB of use would squash every bar to a sliver.
-    const bool capacity_on_chart = max_capacity > 0 && max_capacity <= 2.5 * max_total;
-    const double top = std::max(max_total, capacity_on_chart ? max_capacity : 0.0) * 1.12;
+    // One axis for peak and playback alike, so bars grow and shrink against a fixed scale;
+    // compared runs share the larger of their two scales.
+    const double max_capacity = maxCapacity();
+    const bool capacity_on_chart = capacityOnChart();
+    const double top = std::max(naturalTopBytes(), shared_top_);
     scale_ = 1;
     unit_ = QStringLiteral("B");
     for (const auto& [s, name] : {std::pair{1024.0 * 1024 * 1024, "GiB"},
@@ -143,7 +175,7 @@ void MemoryBarsView::rebuild() {
         sets_.append(set);
     }
     if (peak_.oom) {
-        auto* failed = new QBarSet(QStringLiteral("request that failed (OOM)"));
+        auto* failed = new QBarSet(QStringLiteral("failed request (over capacity)"));
         for (int d = 0; d < n; ++d) *failed << 0.0;
         series_->append(failed);
         sets_.append(failed);
@@ -197,13 +229,12 @@ void MemoryBarsView::show(const MemorySnapshot& s) {
     if (!series_) return;
     const int n = static_cast<int>(s.bytes.size());
     for (int d = 0; d < n && d < static_cast<int>(peak_.bytes.size()); ++d) {
-        const bool over = s.over_capacity(d);
+        // The categories keep their colours whatever the total: what overflows is the failed
+        // request stacked on top, hatched in red, against the capacity line.
         for (std::size_t cat = 0; cat < pd::kMemoryCategoryCount; ++cat) {
             QBarSet* set = sets_[static_cast<qsizetype>(cat)];
             const double v = s.bytes[static_cast<std::size_t>(d)][cat] / scale_;
             if (set->at(d) != v) set->replace(d, v);
-            // Past capacity the whole bar turns red (the selected colour of each set).
-            set->setBarSelected(d, over);
         }
         if (sets_.size() > static_cast<qsizetype>(pd::kMemoryCategoryCount)) {
             QBarSet* failed = sets_.back();
@@ -221,19 +252,15 @@ void MemoryBarsView::show(const MemorySnapshot& s) {
 
 void MemoryBarsView::applyPalette(const TimelinePalette& pal) {
     apply_chart_style(*chart(), pal);
-    const QColor reds[2] = {pal.oom, pal.oom.lighter(135)};
     for (qsizetype i = 0; i < sets_.size(); ++i) {
         QBarSet* set = sets_[i];
         if (i < static_cast<qsizetype>(pd::kMemoryCategoryCount)) {
             set->setColor(pal.memory_color(static_cast<pd::MemoryCategory>(i)));
             set->setBorderColor(pal.background);
-            // Alternating shades keep the categories apart inside a red bar.
-            set->setSelectedColor(reds[i % 2]);
         } else {
             set->setColor(Qt::transparent);
             set->setBorderColor(pal.oom);
             set->setBrush(QBrush(pal.oom, Qt::BDiagPattern));
-            set->setSelectedColor(pal.oom);
         }
     }
     if (capacity_line_) {

@@ -1,6 +1,6 @@
 // Memory per device as stacked bars by category (Qt Charts), with each device's capacity as
-// a line and bars past it in red: the peak over the run, or what is live at the playback
-// cursor.
+// a line and a failed allocation hatched in red on top: the peak over the run, or what is
+// live at the playback cursor.
 #pragma once
 
 #include <QChartView>
@@ -37,6 +37,11 @@ class MemoryBarsView : public QChartView {
     // Put before the chart title ("A: ") in compare mode.
     void setTitlePrefix(const QString& prefix);
     const MemorySnapshot& snapshot() const { return shown_; }
+    // The y-axis top this run needs (bytes), and a floor set by the panel so that two
+    // compared runs are drawn on one scale (0: the run's own).
+    double naturalTopBytes() const;
+    void setSharedTopBytes(double bytes);
+    double axisTopBytes() const;  // the top of the axis as drawn
     // The chart alone, for exports: same colours and data as on screen.
     void renderChart(QPainter& painter, const QRectF& target, const TimelinePalette& palette);
     QSize sizeHint() const override { return {420, 260}; }
@@ -47,6 +52,9 @@ class MemoryBarsView : public QChartView {
 
   private:
     void rebuild();
+    double maxTotal() const;     // the tallest bar, a failed request included (bytes)
+    double maxCapacity() const;  // the largest device budget (bytes)
+    bool capacityOnChart() const;
     void show(const MemorySnapshot& s);
     void applyPalette(const TimelinePalette& palette);
 
@@ -58,6 +66,7 @@ class MemoryBarsView : public QChartView {
     std::int64_t cursor_ns_ = 0;
     ThemeChoice theme_ = ThemeChoice::follow_palette;
     double scale_ = 1.0;  // bytes per axis unit
+    double shared_top_ = 0;
     QString unit_;
     QString prefix_;
     QString capacity_note_;

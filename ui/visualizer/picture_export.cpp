@@ -176,14 +176,23 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
         y += v.size.height() + kGap;
     }
     if (!o.memory && !o.metrics) return;
-    for (const auto& prep : prepared) {
+    // Compared runs' memory is drawn on one scale, as on screen.
+    std::vector<std::unique_ptr<MemoryBarsView>> bars;
+    double shared_top = 0;
+    if (o.memory)
+        for (const auto& prep : prepared) {
+            bars.push_back(std::make_unique<MemoryBarsView>());
+            bars.back()->setRun(prep.run->result, prep.metrics);
+            bars.back()->setTitlePrefix(prep.prefix);
+            shared_top = std::max(shared_top, bars.back()->naturalTopBytes());
+        }
+    for (std::size_t i = 0; i < prepared.size(); ++i) {
+        const Prepared& prep = prepared[i];
         const double h = band_height(prep);
         const double memory_w = o.metrics ? std::min(620.0, o.width * 0.42) : o.width - 16;
         if (o.memory) {
-            MemoryBarsView bars;
-            bars.setRun(prep.run->result, prep.metrics);
-            bars.setTitlePrefix(prep.prefix);
-            bars.renderChart(p, QRectF(8, y, memory_w, h), pal);
+            if (prepared.size() > 1) bars[i]->setSharedTopBytes(shared_top);
+            bars[i]->renderChart(p, QRectF(8, y, memory_w, h), pal);
         }
         if (o.metrics) {
             const double x = o.memory ? 8 + memory_w + 16 : 8;

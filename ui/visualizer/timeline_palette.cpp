@@ -115,6 +115,9 @@ QColor TimelinePalette::memory_color(pd::MemoryCategory c) const {
             return backward;
         case pd::MemoryCategory::optimizer_state:
             return optimizer;
+        case pd::MemoryCategory::gathered_parameters:
+            // The parameters' hue, lighter: the same weights, held only for one layer's work.
+            return dark ? QColor(0x9c, 0xcf, 0xf2) : QColor(0x7f, 0xbf, 0xe6);
         case pd::MemoryCategory::activations:
             return forward;
         case pd::MemoryCategory::communication:

@@ -3,7 +3,12 @@
 #include <QAction>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QFileDialog>
 #include <QGuiApplication>
 #include <QHBoxLayout>
@@ -103,22 +108,34 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     auto* top_layout = new QVBoxLayout(top);
     top_layout->setContentsMargins(0, 0, 0, 0);
     top_layout->setSpacing(2);
-    top_layout->addWidget(timeline_, 1);
-    top_layout->addWidget(compare_timeline_, 1);
+    // The timelines scroll when a small screen cannot hold every device's lanes; the
+    // playback bar and the details line beneath them always stay in view.
+    auto* timelines = new QWidget(top);
+    auto* timelines_layout = new QVBoxLayout(timelines);
+    timelines_layout->setContentsMargins(0, 0, 0, 0);
+    timelines_layout->setSpacing(2);
+    timelines_layout->addWidget(timeline_, 1);
+    timelines_layout->addWidget(compare_timeline_, 1);
+    timelines_scroll_ = new QScrollArea(top);
+    timelines_scroll_->setObjectName(QStringLiteral("timelinesScroll"));
+    timelines_scroll_->setWidget(timelines);
+    timelines_scroll_->setWidgetResizable(true);
+    timelines_scroll_->setFrameShape(QFrame::NoFrame);
+    timelines_scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    timelines_scroll_->setMinimumHeight(120);
+    top_layout->addWidget(timelines_scroll_, 1);
     top_layout->addWidget(playback_bar_);
     details_->setTextFormat(Qt::RichText);
     details_->setWordWrap(true);
-    details_->setText(
-        tr("Hover over a box for its details; click to keep them here. Wheel zooms at "
-           "the pointer, drag pans."));
-    details_->setMinimumHeight(details_->fontMetrics().lineSpacing() * 3);
+    details_->setObjectName(QStringLiteral("eventDetails"));
+    details_->setMinimumHeight(details_->fontMetrics().lineSpacing() * 2 + 4);
     details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    clearDetails();
     top_layout->addWidget(details_);
     compare_timeline_->hide();
     compare_timeline_->setLegendVisible(false);
-    top_layout->addStretch(0);
 
-    auto* bottom = new QWidget(split);
+    auto* bottom = new QWidget;
     auto* bottom_layout = new QHBoxLayout(bottom);
     bottom_layout->setContentsMargins(0, 0, 0, 0);
     auto* memory_box = new QWidget(bottom);
@@ -152,18 +169,24 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     compare_ring_->hide();
     bottom_layout->addWidget(ring_box, 0);
     auto* metrics_box = new QWidget(bottom);
-    auto* metrics_layout = new QHBoxLayout(metrics_box);
+    // Compared runs' numbers stack, A above B, each with the column's full width: side by
+    // side they wrapped and B was cut off. The charts area scrolls.
+    auto* metrics_layout = new QVBoxLayout(metrics_box);
     metrics_layout->setContentsMargins(0, 0, 0, 0);
     metrics_layout->addWidget(metrics_, 1);
     metrics_layout->addWidget(compare_metrics_, 1);
     compare_metrics_->hide();
-    auto* scroll = new QScrollArea(bottom);
-    scroll->setWidget(metrics_box);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    bottom_layout->addWidget(scroll, 4);
+    bottom_layout->addWidget(metrics_box, 4);
+    // Charts and metrics scroll as one: on a 720-pixel screen the splitter can give the
+    // timelines most of the height and the learner scrolls down to the numbers.
+    auto* bottom_scroll = new QScrollArea(split);
+    bottom_scroll->setObjectName(QStringLiteral("chartsScroll"));
+    bottom_scroll->setWidget(bottom);
+    bottom_scroll->setWidgetResizable(true);
+    bottom_scroll->setFrameShape(QFrame::NoFrame);
+    bottom_scroll->setMinimumHeight(90);
     split->addWidget(top);
-    split->addWidget(bottom);
+    split->addWidget(bottom_scroll);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
@@ -176,11 +199,14 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
             [this, t](const TimeMapping& m, std::int64_t origin) { shareMapping(m, origin, t); });
         connect(t, &TimelineView::eventClicked, this, [this, t](const pd::TraceEvent& e) {
             showDetails(e, t->origin());
+            kept_details_ = details_->text();
             emit eventSelected(e);
         });
         connect(t, &TimelineView::eventHovered, this, [this, t](int index) {
             if (index >= 0)
                 showDetails(t->data().trace().events[static_cast<std::size_t>(index)], t->origin());
+            else if (!kept_details_.isEmpty())
+                details_->setText(kept_details_);  // back to the clicked box
         });
     }
     connect(clock_, &PlaybackClock::cursorChanged, this, &VisualizerPanel::onCursor);
@@ -236,6 +262,8 @@ void VisualizerPanel::buildActions() {
 void VisualizerPanel::setRun(const pd::RunConfig& config,
                              std::shared_ptr<const pd::RunResult> result) {
     runs_[1].reset();
+    // What the last run's boxes said does not describe this one.
+    clearDetails();
     if (result)
         runs_[0] = Shown{config, result, pd::compute_metrics(result->trace, config)};
     else
@@ -254,6 +282,7 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
 void VisualizerPanel::setComparison(const pd::RunConfig& config,
                                     std::shared_ptr<const pd::RunResult> result) {
     if (!result) return clearComparison();
+    clearDetails();
     runs_[1] = Shown{config, result, pd::compute_metrics(result->trace, config)};
     showRun(1);
     fitStep();
@@ -275,12 +304,26 @@ void VisualizerPanel::resizeEvent(QResizeEvent* event) {
 }
 
 void VisualizerPanel::sizeSplit() {
-    double top = timeline_->preferredHeight(true, true) + playback_bar_->sizeHint().height() +
-                 details_->minimumHeight() + 16;
-    if (runs_[1]) top += compare_timeline_->preferredHeight(true, false);
+    double natural = timeline_->preferredHeight(true, true) + playback_bar_->sizeHint().height() +
+                     details_->minimumHeight() + 16;
+    if (runs_[1]) natural += compare_timeline_->preferredHeight(true, false);
     const int total = split_->height() > 0 ? split_->height() : height();
-    const int top_px = static_cast<int>(top);
-    split_->setSizes({top_px, std::max(240, total - top_px)});
+    // The timelines get their natural height while the charts keep a readable share; on a
+    // small screen both give way, and each part scrolls.
+    const int charts_share = std::min(260, static_cast<int>(total * 0.4));
+    const int top_px = std::min(static_cast<int>(natural), std::max(1, total - charts_share));
+    split_->setSizes({top_px, std::max(1, total - top_px)});
+}
+
+void VisualizerPanel::clearDetails() {
+    kept_details_.clear();
+    details_->setText(
+        tr("Hover over a box for its details; click to keep them here. Wheel zooms at "
+           "the pointer, drag pans."));
+}
+
+QString VisualizerPanel::detailsText() const {
+    return details_->text();
 }
 
 bool VisualizerPanel::hasComparison() const {
@@ -329,6 +372,7 @@ void VisualizerPanel::showRun(int index) {
             for (QWidget* w : std::initializer_list<QWidget*>{t, m, lc, r, p}) w->hide();
             loss_->setTitlePrefix(QString());
         }
+        shareMemoryScale();
         return;
     }
     const QString title =
@@ -342,6 +386,7 @@ void VisualizerPanel::showRun(int index) {
     r->setRun(shown->result);
     r->setVisible(r->hasRingSteps());
     p->setRun(shown->config, *shown->result, shown->metrics, title);
+    shareMemoryScale();
     if (index == 1) {
         // A's title gains its "A:" now that there is a B.
         if (runs_[0])
@@ -355,6 +400,15 @@ void VisualizerPanel::showRun(int index) {
                              tr("A: ") + run_title(runs_[0]->config));
         for (QWidget* w : std::initializer_list<QWidget*>{t, m, lc, p}) w->show();
     }
+}
+
+void VisualizerPanel::shareMemoryScale() {
+    // Two runs' bars on two scales would make the smaller look as large: share the axis.
+    const double top = runs_[0] && runs_[1]
+                           ? std::max(memory_->naturalTopBytes(), compare_memory_->naturalTopBytes())
+                           : 0.0;
+    memory_->setSharedTopBytes(top);
+    compare_memory_->setSharedTopBytes(top);
 }
 
 void VisualizerPanel::fitStep() {
@@ -506,21 +560,63 @@ QImage VisualizerPanel::renderImage() const {
     return render_picture(runs, pictureOptions(), 2.0);
 }
 
+QString VisualizerPanel::suggestedExportName(const QString& what, const QString& ext) const {
+    // "pp-gpipe-bubble_pipeline-1f1b_timeline.png": the card, then what ran, then what it is.
+    QStringList parts;
+    if (!export_base_name_.isEmpty()) parts << export_base_name_;
+    if (runs_[0]) {
+        QString run = QString::fromLatin1(pd::name_of(runs_[0]->config.strategy).data());
+        if (runs_[0]->config.strategy == pd::StrategyKind::pipeline ||
+            runs_[0]->config.strategy == pd::StrategyKind::hybrid)
+            run += QLatin1Char('-') +
+                   QString::fromLatin1(pd::name_of(runs_[0]->config.schedule).data());
+        run += QStringLiteral("-%1dev").arg(runs_[0]->config.devices);
+        parts << run;
+    }
+    if (runs_[1]) parts << QStringLiteral("compared");
+    parts << what;
+    QString name = parts.join(QLatin1Char('_')) + QLatin1Char('.') + ext;
+    static const QRegularExpression unsafe(QStringLiteral("[^A-Za-z0-9._-]+"));
+    return name.replace(unsafe, QStringLiteral("-"));
+}
+
+namespace {
+
+// The folder the last export went to, kept across runs of the app; the Pictures folder first.
+QString export_folder() {
+    const QString saved = QSettings().value(QStringLiteral("export/last_folder")).toString();
+    if (!saved.isEmpty() && QDir(saved).exists()) return saved;
+    const QString pictures = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
+    return !pictures.isEmpty() && QDir(pictures).exists() ? pictures : QDir::homePath();
+}
+
+void remember_export_folder(const QString& path) {
+    QSettings().setValue(QStringLiteral("export/last_folder"), QFileInfo(path).absolutePath());
+}
+
+}  // namespace
+
 void VisualizerPanel::chooseAndExportPicture() {
     const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export timeline screenshot"), QStringLiteral("timeline.png"),
+        this, tr("Export timeline screenshot"),
+        QDir(export_folder()).filePath(suggestedExportName(QStringLiteral("timeline"),
+                                                           QStringLiteral("png"))),
         tr("PNG image, 2× (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
     if (path.isEmpty()) return;
+    remember_export_folder(path);
     QString error;
     emit message(exportPicture(path, &error) ? tr("Saved %1").arg(path)
                                              : tr("Export failed: %1").arg(error));
 }
 
 void VisualizerPanel::chooseAndExportTrace() {
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Export trace"), QStringLiteral("trace.json"),
-                                     tr("Chrome Trace Event JSON (*.json)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export trace"),
+        QDir(export_folder()).filePath(suggestedExportName(QStringLiteral("trace"),
+                                                           QStringLiteral("json"))),
+        tr("Chrome Trace Event JSON (*.json)"));
     if (path.isEmpty()) return;
+    remember_export_folder(path);
     QString error;
     emit message(exportTrace(path, &error) ? tr("Saved %1 (open it in ui.perfetto.dev)").arg(path)
                                            : tr("Export failed: %1").arg(error));

@@ -19,6 +19,7 @@ class QComboBox;
 class QLabel;
 class QPushButton;
 class QSpinBox;
+class QScrollArea;
 class QSplitter;
 class QTabWidget;
 
@@ -54,6 +55,10 @@ class VisualizerPanel : public QWidget {
     void setNoteDescribesRun(bool describes);
     bool noteDescribesRun() const { return note_describes_run_; }
     void setTheme(ThemeChoice theme);
+    // What exported files are named after (the card's id); empty: the run alone.
+    void setExportBaseName(const QString& name) { export_base_name_ = name; }
+    // "card_pipeline-gpipe-4dev_timeline.png": the file name export dialogs suggest.
+    QString suggestedExportName(const QString& what, const QString& ext) const;
 
     // Exports what the panel shows now (its zoom, playback cursor and theme): .png at 2x,
     // .svg or .pdf by extension. Same painting path as export_picture.
@@ -74,9 +79,11 @@ class VisualizerPanel : public QWidget {
     TimelineView* timeline() const { return timeline_; }
     TimelineView* comparisonTimeline() const { return compare_timeline_; }
     MemoryBarsView* memoryBars() const { return memory_; }
+    MemoryBarsView* comparisonMemoryBars() const { return compare_memory_; }
     LossChart* lossChart() const { return loss_; }
     QPushButton* resetToCardButton() const { return reset_to_card_; }
     MetricsPanel* metricsPanel() const { return metrics_; }
+    QString detailsText() const;  // the hover/click line under the timeline
     PlaybackClock* playback() const { return clock_; }
     RingDiagram* ringDiagram() const { return ring_; }
 
@@ -110,6 +117,8 @@ class VisualizerPanel : public QWidget {
     void chooseAndExportTrace();
     void copyImage();
     void sizeSplit();  // the timelines get their natural height, the rest goes below
+    void clearDetails();
+    void shareMemoryScale();  // compared runs' memory bars on one y-axis  // back to the hint: on every new run, nothing stale is described
 
     std::optional<Shown> runs_[2];
     ThemeChoice theme_ = ThemeChoice::follow_palette;
@@ -117,6 +126,7 @@ class VisualizerPanel : public QWidget {
     bool split_moved_by_user_ = false;
 
     QSplitter* split_ = nullptr;
+    QScrollArea* timelines_scroll_ = nullptr;
     QLabel* note_;
     QWidget* note_caveat_;
     QPushButton* reset_to_card_;
@@ -127,6 +137,8 @@ class VisualizerPanel : public QWidget {
     PlaybackClock* clock_;
     PlaybackBar* playback_bar_;
     QLabel* details_;
+    QString kept_details_;
+    QString export_base_name_;  // a clicked box's details stay until the next run
     QComboBox* memory_mode_;
     MemoryBarsView* memory_;
     MemoryBarsView* compare_memory_;

@@ -38,7 +38,9 @@ struct RunProgress {
     int steps_done = 0;
     int steps_total = 0;
     double loss = 0.0;
-    std::string phase;  // "setup", "training", "done"
+    // "setup"; "training" (once with steps_done 0 when set-up ends, then after each step);
+    // "done"
+    std::string phase;
 };
 
 class Run {

@@ -15,6 +15,17 @@ using nlohmann::json;
 
 namespace {
 
+// "parameters, gradients, ...": the memory categories a claim may name.
+std::string category_list() {
+    std::string out;
+    for (std::string_view n : kMemoryCategoryNames) {
+        if (!out.empty()) out += ", ";
+        out += n;
+    }
+    return out;
+}
+
+
 // ------------------------------------------------------------------------------ metric names
 
 using Reader = std::function<std::optional<double>(const RunEvidence&, int device)>;
@@ -338,9 +349,7 @@ class ClaimParser {
             c.oom_category = memory_category_from_name(name);
             if (!c.oom_category)
                 field("category")
-                    .fail("unknown memory category '" + name +
-                          "' (parameters, gradients, optimizer_state, "
-                          "activations, communication, workspace)");
+                    .fail("unknown memory category '" + name + "' (" + category_list() + ")");
         }
     }
 

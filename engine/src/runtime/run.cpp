@@ -130,6 +130,8 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
             report(0, 0.0, "setup");
             strategy->enqueue_setup();
             env.synchronize_all();
+            // Set-up is over: a long first step reads as training, not as set-up.
+            if (!ctx.aborted()) report(0, 0.0, "training");
             for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
                 strategy->enqueue_step(step);
                 env.synchronize_all();
