@@ -36,6 +36,10 @@ void addOptions(QCommandLineParser& parser) {
     parser.addOption({QStringLiteral("card"),
                       QStringLiteral("The card whose scenario --export-screenshot runs (its id)."),
                       QStringLiteral("id")});
+    parser.addOption({QStringLiteral("show-me"),
+                      QStringLiteral("Open the app with the Show me window of card <id> (its "
+                                     "scenario runs at once)."),
+                      QStringLiteral("id")});
     parser.addOption({QStringLiteral("export-screenshot"),
                       QStringLiteral("Run the card's scenario and write its timeline to <file> "
                                      "(.png at 2x, .svg or .pdf) without showing a window."),
@@ -220,6 +224,20 @@ int main(int argc, char** argv) {
 
     pd::ui::MainWindow window(context);
     window.show();
+    if (parser.isSet(QStringLiteral("show-me"))) {
+        const QString cardId = parser.value(QStringLiteral("show-me"));
+        const pd::study::Deck* holder = nullptr;
+        for (const pd::study::Deck& deck : library.decks())
+            if (const pd::study::Card* card = deck.card(cardId); card && card->hasScenario())
+                holder = &deck;
+        if (!holder) {
+            std::fprintf(stderr,
+                         "paralleldeck: --show-me: no deck has a card '%s' with a scenario\n",
+                         qPrintable(cardId));
+            return 2;
+        }
+        window.showMe(holder->id, cardId);
+    }
     if (!problems.isEmpty()) {
         QMessageBox::warning(&window, QStringLiteral("ParallelDeck"),
                              QObject::tr("Some decks could not be loaded:\n\n%1")

@@ -370,7 +370,7 @@ void MainWindow::showMe(const QString& deckId, const QString& cardId) {
     showMe_->setWindowFlag(Qt::Window);
     QString title = card->prompt.simplified();
     if (title.size() > 70) title = title.left(67) + QStringLiteral("…");
-    showMe_->showScenario(title, card->scenarioNote, *config);
+    showMe_->showScenario(title, card->scenarioNote, *config, card->id);
     showMe_->show();
     showMe_->raise();
     showMe_->activateWindow();

@@ -29,6 +29,8 @@ class MainWindow : public QMainWindow {
     StudyPage* studyPage() const { return study_; }
     HomePage* homePage() const { return home_; }
     ShowMeWindow* showMeWindow() const { return showMe_; }
+    // Opens the Show me window on a card's scenario (and runs it).
+    void showMe(const QString& deckId, const QString& cardId);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -42,7 +44,6 @@ class MainWindow : public QMainWindow {
     void openSettings();
     void showShortcuts();
     void showAbout();
-    void showMe(const QString& deckId, const QString& cardId);
 
     AppContext& context_;
     QStackedWidget* pages_ = nullptr;

@@ -11,9 +11,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "visualizer/memory_bars.h"
 #include "visualizer/playback.h"
 #include "visualizer/timeline_view.h"
-#include "visualizer/memory_bars.h"
 #include "visualizer/visualizer_panel.h"
 #include "visualizer_test_support.h"
 

@@ -2,20 +2,20 @@
 
 #include <QAction>
 #include <QGuiApplication>
-#include <QMessageBox>
-#include <QScreen>
-#include <algorithm>
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "run_controller.h"
 #include "visualizer/timeline_view.h"
@@ -87,6 +87,8 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 0);
     splitter->setCollapsible(0, false);
+    // The knobs get what their labels and fields need; the timeline the rest.
+    splitter->setSizes({1080, 320});
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
 
@@ -145,10 +147,10 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(keys);
 
-    // The visualizer has its own playback, fit and export controls; the window adds comparison.
-    QToolBar* bar = addToolBar(tr("Compare"));
-    bar->setObjectName(QStringLiteral("showMeToolbar"));
-    bar->setMovable(false);
+    // The visualizer's own row of fit and export controls also carries comparison and the
+    // knobs' toggle: one row, so the timeline keeps the height.
+    QToolBar* bar = visualizer_->toolBar();
+    bar->addSeparator();
     bar->addAction(pin_);
     bar->addAction(unpin_);
     bar->addSeparator();
@@ -232,8 +234,8 @@ void ShowMeWindow::showShortcuts() {
             "</table>")
             .arg(tr("play or pause the playback"), tr("cancel the run; with none running, close"),
                  tr("pin the run to compare the next one with it"), tr("show or hide the knobs"),
-                 tr("export the timeline (PNG, SVG, PDF)"), tr("close the window"),
-                 tr("Timeline"), timelineKeysText());
+                 tr("export the timeline (PNG, SVG, PDF)"), tr("close the window"), tr("Timeline"),
+                 timelineKeysText());
     QMessageBox box(QMessageBox::NoIcon, tr("Show me: keyboard shortcuts"), rows,
                     QMessageBox::Close, this);
     box.setTextFormat(Qt::RichText);
@@ -371,8 +373,7 @@ void ShowMeWindow::onKnobProblem(const QString& problem) {
     if (problem.isEmpty()) {
         if (status_->property("knobProblem").toBool()) {
             status_->setProperty("knobProblem", false);
-            setStatus(current_ ? tr("The knobs are valid again; the next change runs.")
-                               : QString(),
+            setStatus(current_ ? tr("The knobs are valid again; the next change runs.") : QString(),
                       false);
         }
         return;

@@ -5,8 +5,8 @@
 
 #include <QHash>
 #include <QVariantList>
-#include <utility>
 #include <QWidget>
+#include <utility>
 
 #include "pd/run_config.h"
 
@@ -30,8 +30,8 @@ class WhatIfPanel : public QWidget {
     // Shows `config` in the knobs (the run on screen after a cancel) without changing what
     // counts as the card's settings; emits nothing.
     void showKnobs(const pd::RunConfig& config);
-    pd::RunConfig config() const;                 // what the knobs say now
-    QString problem() const;                      // why the knobs are invalid, or empty
+    pd::RunConfig config() const;  // what the knobs say now
+    QString problem() const;       // why the knobs are invalid, or empty
     // Whether any knob now differs from what setConfig() showed (the card's settings).
     bool differsFromCard() const;
 
@@ -75,9 +75,9 @@ class WhatIfPanel : public QWidget {
     QSpinBox* steps_;
     QComboBox* optimizer_;
     QLabel* problem_;
-    QHash<QString, QWidget*> knob_for_key_;  // a config key -> the knob that sets it
+    QHash<QString, QWidget*> knob_for_key_;      // a config key -> the knob that sets it
     QHash<const QWidget*, QString> knob_label_;  // the knob's label, without its mnemonic
-    QString typed_problem_;  // a spin box was given more than its maximum
+    QString typed_problem_;                      // a spin box was given more than its maximum
     QWidget* typed_knob_ = nullptr;
     QTimer* debounce_;
 };

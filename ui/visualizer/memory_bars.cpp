@@ -244,6 +244,15 @@ void MemoryBarsView::show(const MemorySnapshot& s) {
             if (failed->at(d) != v) failed->replace(d, v);
         }
     }
+    // A category no device ever used (gathered parameters outside ZeRO-3, communication on
+    // one device) leaves the legend, so the ones that matter are not cut short.
+    const QList<QLegendMarker*> markers = chart()->legend()->markers(series_);
+    for (qsizetype i = 0;
+         i < markers.size() && i < static_cast<qsizetype>(pd::kMemoryCategoryCount); ++i) {
+        bool used = false;
+        for (const auto& row : peak_.bytes) used = used || row[static_cast<std::size_t>(i)] > 0;
+        markers[i]->setVisible(used);
+    }
     chart()->setTitle(prefix_ +
                       (mode_ == Mode::peak ? QStringLiteral("Peak memory by category")
                                            : QStringLiteral("Memory live at the cursor")) +

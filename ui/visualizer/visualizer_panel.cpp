@@ -5,18 +5,18 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
-#include <QFileInfo>
-#include <QRegularExpression>
-#include <QSettings>
-#include <QStandardPaths>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -90,6 +90,7 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     connect(reset_to_card_, &QPushButton::clicked, this, &VisualizerPanel::resetToCardRequested);
 
     auto* bar = new QToolBar(this);
+    bar_ = bar;
     bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
     bar->addAction(fit_step_);
     step_box_->setPrefix(tr("step "));
@@ -310,7 +311,7 @@ void VisualizerPanel::sizeSplit() {
     const int total = split_->height() > 0 ? split_->height() : height();
     // The timelines get their natural height while the charts keep a readable share; on a
     // small screen both give way, and each part scrolls.
-    const int charts_share = std::min(260, static_cast<int>(total * 0.4));
+    const int charts_share = std::min(330, static_cast<int>(total * 0.45));
     const int top_px = std::min(static_cast<int>(natural), std::max(1, total - charts_share));
     split_->setSizes({top_px, std::max(1, total - top_px)});
 }
@@ -404,9 +405,9 @@ void VisualizerPanel::showRun(int index) {
 
 void VisualizerPanel::shareMemoryScale() {
     // Two runs' bars on two scales would make the smaller look as large: share the axis.
-    const double top = runs_[0] && runs_[1]
-                           ? std::max(memory_->naturalTopBytes(), compare_memory_->naturalTopBytes())
-                           : 0.0;
+    const double top = runs_[0] && runs_[1] ? std::max(memory_->naturalTopBytes(),
+                                                       compare_memory_->naturalTopBytes())
+                                            : 0.0;
     memory_->setSharedTopBytes(top);
     compare_memory_->setSharedTopBytes(top);
 }
@@ -599,8 +600,8 @@ void remember_export_folder(const QString& path) {
 void VisualizerPanel::chooseAndExportPicture() {
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Export timeline screenshot"),
-        QDir(export_folder()).filePath(suggestedExportName(QStringLiteral("timeline"),
-                                                           QStringLiteral("png"))),
+        QDir(export_folder())
+            .filePath(suggestedExportName(QStringLiteral("timeline"), QStringLiteral("png"))),
         tr("PNG image, 2× (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
     if (path.isEmpty()) return;
     remember_export_folder(path);
@@ -612,8 +613,8 @@ void VisualizerPanel::chooseAndExportPicture() {
 void VisualizerPanel::chooseAndExportTrace() {
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Export trace"),
-        QDir(export_folder()).filePath(suggestedExportName(QStringLiteral("trace"),
-                                                           QStringLiteral("json"))),
+        QDir(export_folder())
+            .filePath(suggestedExportName(QStringLiteral("trace"), QStringLiteral("json"))),
         tr("Chrome Trace Event JSON (*.json)"));
     if (path.isEmpty()) return;
     remember_export_folder(path);

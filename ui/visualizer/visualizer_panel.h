@@ -22,6 +22,7 @@ class QSpinBox;
 class QScrollArea;
 class QSplitter;
 class QTabWidget;
+class QToolBar;
 
 namespace pd::vis {
 
@@ -75,6 +76,8 @@ class VisualizerPanel : public QWidget {
     QAction* fitStepAction() const { return fit_step_; }
     QAction* fitAllAction() const { return fit_all_; }
     QAction* playPauseAction() const { return play_pause_; }
+    // The row of fit and export buttons above the timeline; a host may add its own actions.
+    QToolBar* toolBar() const { return bar_; }
 
     TimelineView* timeline() const { return timeline_; }
     TimelineView* comparisonTimeline() const { return compare_timeline_; }
@@ -118,7 +121,8 @@ class VisualizerPanel : public QWidget {
     void copyImage();
     void sizeSplit();  // the timelines get their natural height, the rest goes below
     void clearDetails();
-    void shareMemoryScale();  // compared runs' memory bars on one y-axis  // back to the hint: on every new run, nothing stale is described
+    void shareMemoryScale();  // compared runs' memory bars on one y-axis  // back to the hint: on
+                              // every new run, nothing stale is described
 
     std::optional<Shown> runs_[2];
     ThemeChoice theme_ = ThemeChoice::follow_palette;
@@ -126,6 +130,7 @@ class VisualizerPanel : public QWidget {
     bool split_moved_by_user_ = false;
 
     QSplitter* split_ = nullptr;
+    QToolBar* bar_ = nullptr;
     QScrollArea* timelines_scroll_ = nullptr;
     QLabel* note_;
     QWidget* note_caveat_;

@@ -22,8 +22,8 @@ enum class MemoryCategory : int {
 inline constexpr std::size_t kMemoryCategoryCount = 7;
 
 inline constexpr std::array<std::string_view, kMemoryCategoryCount> kMemoryCategoryNames = {
-    "parameters",          "gradients",     "optimizer_state", "gathered_parameters",
-    "activations",         "communication", "workspace"};
+    "parameters",  "gradients",     "optimizer_state", "gathered_parameters",
+    "activations", "communication", "workspace"};
 
 inline std::string_view name_of(MemoryCategory c) {
     return kMemoryCategoryNames[static_cast<std::size_t>(c)];

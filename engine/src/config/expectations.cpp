@@ -25,7 +25,6 @@ std::string category_list() {
     return out;
 }
 
-
 // ------------------------------------------------------------------------------ metric names
 
 using Reader = std::function<std::optional<double>(const RunEvidence&, int device)>;
