@@ -7,6 +7,7 @@
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "study/study_session.h"
 #include "theme.h"
@@ -118,7 +119,7 @@ CardDialog::CardDialog(const study::Deck& deck, const study::Card& card,
     text->setOpenLinks(false);
     text->document()->setDocumentMargin(16);
     text->setHtml(cardHtml(deck, card, schedule, now));
-    layout->addWidget(text, 3);
+    layout->addWidget(text, 1);
 
     auto* heading = new QLabel(
         history.isEmpty()
@@ -163,8 +164,14 @@ CardDialog::CardDialog(const study::Deck& deck, const study::Card& card,
         }
     }
     history_->resizeColumnsToContents();
+    history_->resizeRowsToContents();
+    // As tall as its rows, up to six; the card's text keeps the rest of the dialog.
+    const int shownRows = std::min<int>(static_cast<int>(history.size()), 6);
+    int height = history_->horizontalHeader()->sizeHint().height() + 2 * history_->frameWidth();
+    for (int row = 0; row < shownRows; ++row) height += history_->rowHeight(row);
+    history_->setFixedHeight(height);
     history_->setVisible(!history.isEmpty());
-    layout->addWidget(history_, 2);
+    layout->addWidget(history_);
 
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
     if (card.hasScenario()) {

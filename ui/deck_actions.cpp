@@ -191,10 +191,13 @@ QString deleteDeckInteractively(AppContext& context, const QString& busyDeckId, 
         return {};
     }
     const QString question = deleteQuestion(*deck, context.store->deckReviewCount(id));
-    if (QMessageBox::warning(parent, QObject::tr("Delete Deck"), question,
-                             QMessageBox::Yes | QMessageBox::Cancel,
-                             QMessageBox::Cancel) != QMessageBox::Yes)
-        return {};
+    QMessageBox box(QMessageBox::Warning, QObject::tr("Delete Deck"), question, QMessageBox::Cancel,
+                    parent);
+    QPushButton* remove =
+        box.addButton(QObject::tr("Delete '%1'").arg(title), QMessageBox::DestructiveRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    if (box.clickedButton() != remove) return {};
     QString error;
     if (!context.library->removeDeck(id, &error)) {
         QMessageBox::warning(parent, QObject::tr("Delete Deck"),

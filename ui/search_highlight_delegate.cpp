@@ -59,12 +59,14 @@ void SearchHighlightDelegate::paint(QPainter* painter, const QStyleOptionViewIte
         opt.palette.color(QPalette::Active, selected ? QPalette::HighlightedText : QPalette::Text);
     QColor marker = isDarkPalette() ? QColor(0xe6, 0xb4, 0x00) : QColor(0xff, 0xd8, 0x4d);
     marker.setAlpha(selected ? 90 : 150);
+    // Marks stop before the ellipsis of elided text.
+    const int visible = static_cast<int>(shown.size()) - (shown == text ? 0 : 1);
     QList<QTextLayout::FormatRange> formats;
     for (const TextRange& r : ranges) {
-        if (r.start >= shown.size()) break;
+        if (r.start >= visible) break;
         QTextLayout::FormatRange f;
         f.start = r.start;
-        f.length = std::min<int>(r.length, static_cast<int>(shown.size()) - r.start);
+        f.length = std::min(r.length, visible - r.start);
         f.format.setFontWeight(QFont::Bold);
         f.format.setBackground(marker);
         formats.append(f);

@@ -1,11 +1,13 @@
 // The card browser's models (checked by QAbstractItemModelTester) and its filters.
 #include <QAbstractItemModelTester>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPainter>
 #include <QPushButton>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include "app/study_test_support.h"
@@ -35,6 +37,8 @@ class TestCardBrowser : public QObject {
     void showMeFromBrowse();
     void cardDialogHistoryAndShowMe();
     void deckActionTexts();
+    void reimportUpdatesAndKeepsHistory();
+    void deleteRemovesDeckAndHistory();
 
   private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -319,6 +323,79 @@ void TestCardBrowser::deckActionTexts() {
                             "cards (2 answers) is deleted with it, so schedules and statistics "
                             "no longer count them. Importing the file again starts the cards as "
                             "new. This cannot be undone."));
+}
+
+namespace {
+
+// Clicks the button labelled `label` in the message box the next call opens, as a learner would.
+void answerNextBox(const QString& label, QString* seenText) {
+    QTimer::singleShot(0, [label, seenText] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        QVERIFY(box);
+        *seenText = box->text() + QLatin1Char(' ') + box->informativeText();
+        for (QAbstractButton* b : box->buttons()) {
+            if (b->text() == label) {
+                QTest::mouseClick(b, Qt::LeftButton);
+                return;
+            }
+        }
+        box->reject();
+        QFAIL(qPrintable(QStringLiteral("no button '%1'").arg(label)));
+    });
+}
+
+}  // namespace
+
+void TestCardBrowser::reimportUpdatesAndKeepsHistory() {
+    const QDateTime t0 = pd::test::startTime();
+    StudySession review(*library_->deck(QStringLiteral("test-deck")), *store_, StudySettings{}, {},
+                        t0);
+    QVERIFY(review.answer({0}, std::nullopt, std::nullopt, 10, t0));  // card-one
+    Deck exported = *library_->deck(QStringLiteral("test-deck"));
+    exported.id = QStringLiteral("test-deck-export");  // saved under another file name
+    exported.cards[0].prompt = QStringLiteral("Edited question one?");
+    QString seen;
+    answerNextBox(QStringLiteral("Update 'Test deck'"), &seen);
+    const QString status = pd::ui::importWithConfirmation(*context_, exported, nullptr);
+    QVERIFY2(seen.contains(QStringLiteral("already has 4 of the 4 cards")), qPrintable(seen));
+    QCOMPARE(status, QStringLiteral("Updated 'Test deck': 1 changed, 0 added."));
+    QVERIFY(!library_->deck(QStringLiteral("test-deck-export")));  // no duplicate
+    QCOMPARE(library_->deck(QStringLiteral("test-deck"))->cards.first().prompt,
+             QStringLiteral("Edited question one?"));
+    QVERIFY(store_->schedule({QStringLiteral("test-deck"), QStringLiteral("card-one")}));
+    QCOMPARE(store_->deckReviewCount(QStringLiteral("test-deck")), 1);
+}
+
+void TestCardBrowser::deleteRemovesDeckAndHistory() {
+    const QDateTime t0 = pd::test::startTime();
+    StudySession review(*library_->deck(QStringLiteral("test-deck")), *store_, StudySettings{}, {},
+                        t0);
+    QVERIFY(review.answer({0}, std::nullopt, std::nullopt, 10, t0));
+    // An open session on the deck keeps it, and says why.
+    QString seen;
+    answerNextBox(QStringLiteral("OK"), &seen);
+    QVERIFY(
+        pd::ui::deleteDeckInteractively(*context_, QStringLiteral("test-deck"), nullptr).isEmpty());
+    QVERIFY2(seen.contains(QStringLiteral("A study session on 'Test deck' is open")),
+             qPrintable(seen));
+    QVERIFY(library_->deck(QStringLiteral("test-deck")));
+    // Cancel keeps everything.
+    answerNextBox(QStringLiteral("Cancel"), &seen);
+    QVERIFY(pd::ui::deleteDeckInteractively(*context_, QString(), nullptr).isEmpty());
+    QVERIFY2(seen.contains(QStringLiteral("(1 answer) is deleted with it")), qPrintable(seen));
+    QVERIFY(library_->deck(QStringLiteral("test-deck")));
+    // Delete: the deck, its file and its history go; the bundled deck stays.
+    answerNextBox(QStringLiteral("Delete 'Test deck'"), &seen);
+    QCOMPARE(pd::ui::deleteDeckInteractively(*context_, QString(), nullptr),
+             QStringLiteral("Deleted 'Test deck'."));
+    QVERIFY(!library_->deck(QStringLiteral("test-deck")));
+    QVERIFY(library_->deck(QStringLiteral("distributed-training")));
+    QCOMPARE(store_->deckReviewCount(QStringLiteral("test-deck")), 0);
+    QVERIFY(!store_->schedule({QStringLiteral("test-deck"), QStringLiteral("card-one")}));
+    // The browser no longer lists its cards.
+    CardTableModel model(*context_);
+    QCOMPARE(model.rowCount(),
+             library_->deck(QStringLiteral("distributed-training"))->cards.size());
 }
 
 QTEST_MAIN(TestCardBrowser)
