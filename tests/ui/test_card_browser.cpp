@@ -15,7 +15,9 @@
 #include "card_dialog.h"
 #include "card_table_model.h"
 #include "deck_actions.h"
+#include "main_window.h"
 #include "search_highlight_delegate.h"
+#include "show_me_window.h"
 
 using namespace pd::study;
 using pd::ui::CardFilterModel;
@@ -39,6 +41,7 @@ class TestCardBrowser : public QObject {
     void deckActionTexts();
     void reimportUpdatesAndKeepsHistory();
     void deleteRemovesDeckAndHistory();
+    void mainWindowRunsShowMeFromBrowse();
 
   private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -396,6 +399,21 @@ void TestCardBrowser::deleteRemovesDeckAndHistory() {
     CardTableModel model(*context_);
     QCOMPARE(model.rowCount(),
              library_->deck(QStringLiteral("distributed-training"))->cards.size());
+}
+
+void TestCardBrowser::mainWindowRunsShowMeFromBrowse() {
+    pd::ui::MainWindow window(*context_);
+    window.show();
+    window.showPage(pd::ui::MainWindow::Page::Browser);
+    auto* browser = window.findChild<pd::ui::BrowserPage*>();
+    QVERIFY(browser);
+    QTest::keyClicks(browser->searchEdit(), QStringLiteral("wmp-model-state-bytes"));
+    browser->view()->setCurrentIndex(browser->filterModel()->index(0, 0));
+    QVERIFY(!window.showMeWindow());
+    QTest::keyClick(browser->view(), Qt::Key_M);
+    QVERIFY(window.showMeWindow());
+    QVERIFY(window.showMeWindow()->isVisible());
+    window.showMeWindow()->close();
 }
 
 QTEST_MAIN(TestCardBrowser)
