@@ -33,13 +33,32 @@ QString shownSeparator(QChar sep) {
     return sep == QLatin1Char('\t') ? QStringLiteral("<tab>") : QString(sep);
 }
 
+// The #separator value that names `sep` ("tab", "comma", ...).
+QString separatorName(QChar sep) {
+    switch (sep.unicode()) {
+        case '\t':
+            return QStringLiteral("tab");
+        case ',':
+            return QStringLiteral("comma");
+        case ';':
+            return QStringLiteral("semicolon");
+        case ' ':
+            return QStringLiteral("space");
+        case '|':
+            return QStringLiteral("pipe");
+        case ':':
+            return QStringLiteral("colon");
+        default:
+            return QString(sep);
+    }
+}
+
 // The #columns line a file with its own column names needs, with `names` as the example.
 QString columnsLineHint(const QStringList& names, QChar sep) {
     return QStringLiteral(
                "name the columns in a line '#columns:%1' before the cards (after "
                "'#separator:%2'); column names: %3")
-        .arg(names.join(shownSeparator(sep)),
-             sep == QLatin1Char('\t') ? QStringLiteral("tab") : QString(sep),
+        .arg(names.join(shownSeparator(sep)), separatorName(sep),
              defaultColumns().join(QStringLiteral(", ")));
 }
 

@@ -180,6 +180,9 @@ void TestCardImport::brokenFiles_data() {
                "explanation6, tags, scenario, scenario_note); if the file has other "
                "columns, name the columns in a line '#columns:prompt<tab>correct<tab>"
                "option1<tab>explanation1<tab>…' before the cards");
+    QTest::newRow("own header row, comma separated")
+        << QByteArray("Front,Back\nWhat is 2+2?,Four\n") << QStringLiteral("line 1")
+        << QStringLiteral("'#columns:front,back' before the cards (after '#separator:comma')");
     QTest::newRow("unknown column lists the known ones")
         << tsv({QStringLiteral("#separator:comma"), QStringLiteral("#columns:question,answer"),
                 QStringLiteral("Q?,A")})

@@ -410,6 +410,11 @@ void TestCardBrowser::mainWindowRunsShowMeFromBrowse() {
     QTest::keyClicks(browser->searchEdit(), QStringLiteral("wmp-model-state-bytes"));
     browser->view()->setCurrentIndex(browser->filterModel()->index(0, 0));
     QVERIFY(!window.showMeWindow());
+    // The File menu offers the deck actions.
+    QStringList actions;
+    for (const QAction* a : window.findChildren<QAction*>()) actions.append(a->text());
+    QVERIFY(actions.contains(QStringLiteral("Re&name Deck\u2026")));
+    QVERIFY(actions.contains(QStringLiteral("&Delete Deck\u2026")));
     QTest::keyClick(browser->view(), Qt::Key_M);
     QVERIFY(window.showMeWindow());
     QVERIFY(window.showMeWindow()->isVisible());
