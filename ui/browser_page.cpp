@@ -1,19 +1,18 @@
 #include "browser_page.h"
 
 #include <QComboBox>
-#include <QDialog>
-#include <QDialogButtonBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
-#include <QScrollArea>
+#include <QPushButton>
 #include <QTableView>
-#include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include "card_dialog.h"
 #include "card_table_model.h"
+#include "search_highlight_delegate.h"
 #include "theme.h"
 
 namespace pd::ui {
@@ -74,11 +73,28 @@ BrowserPage::BrowserPage(AppContext& context, QWidget* parent)
     view_->setColumnWidth(CardTableModel::DifficultyColumn, 110);
     view_->setColumnWidth(CardTableModel::DueColumn, 100);
     view_->setColumnWidth(CardTableModel::DeckColumn, 160);
+    view_->setColumnWidth(CardTableModel::IdColumn, 200);
+    highlight_ = new SearchHighlightDelegate(view_);
+    view_->setItemDelegate(highlight_);
+    view_->installEventFilter(this);
     layout->addWidget(view_, 1);
+    auto* bottom = new QHBoxLayout;
     count_ = new QLabel(this);
-    layout->addWidget(count_);
+    bottom->addWidget(count_, 1);
+    showMe_ = new QPushButton(tr("Show me"), this);
+    showMe_->setEnabled(false);
+    bottom->addWidget(showMe_);
+    layout->addLayout(bottom);
 
-    connect(search_, &QLineEdit::textChanged, filter_, &CardFilterModel::setSearchText);
+    connect(search_, &QLineEdit::textChanged, this, [this](const QString& text) {
+        highlight_->setWords(searchWords(text));
+        filter_->setSearchText(text);
+        view_->viewport()->update();
+    });
+    connect(showMe_, &QPushButton::clicked, this, &BrowserPage::requestShowMe);
+    connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            &BrowserPage::updateShowMe);
+    connect(filter_, &QAbstractItemModel::modelReset, this, &BrowserPage::updateShowMe);
     connect(tag_, &QComboBox::currentIndexChanged, this,
             [this] { filter_->setTag(tag_->currentData().toString()); });
     connect(difficulty_, &QComboBox::currentIndexChanged, this,
@@ -144,81 +160,57 @@ void BrowserPage::focusSearch() {
 }
 
 void BrowserPage::updateCount() {
-    count_->setText(tr("%1 of %2 shown. Enter or double-click opens a card.")
+    count_->setText(tr("%1 of %2 shown. Enter or double-click opens a card; M shows a card's "
+                       "scenario.")
                         .arg(filter_->rowCount())
                         .arg(counted(model_->rowCount(), tr("card"), tr("cards"))));
 }
 
-void BrowserPage::openCard(const QModelIndex& proxyIndex) {
-    if (!proxyIndex.isValid() || !context_.library) return;
-    const QString deckId = proxyIndex.data(CardTableModel::DeckIdRole).toString();
-    const QString cardId = proxyIndex.data(CardTableModel::CardIdRole).toString();
-    const study::Deck* deck = context_.library->deck(deckId);
-    const study::Card* card = deck ? deck->card(cardId) : nullptr;
-    if (!card) return;
-    showCardDialog(*deck, *card, context_.store->schedule({deckId, cardId}), context_.now(), this);
+const study::Card* BrowserPage::cardAt(const QModelIndex& proxyIndex,
+                                       const study::Deck** deckOut) const {
+    if (!proxyIndex.isValid() || !context_.library) return nullptr;
+    const study::Deck* deck =
+        context_.library->deck(proxyIndex.data(CardTableModel::DeckIdRole).toString());
+    if (deckOut) *deckOut = deck;
+    return deck ? deck->card(proxyIndex.data(CardTableModel::CardIdRole).toString()) : nullptr;
 }
 
-void showCardDialog(const study::Deck& deck, const study::Card& card,
-                    const std::optional<study::CardSchedule>& schedule, const QDateTime& now,
-                    QWidget* parent) {
-    const ThemeColors c = themeColors();
-    QDialog dialog(parent);
-    dialog.setWindowTitle(QObject::tr("Card %1").arg(card.id));
-    dialog.resize(760, 640);
-    auto* layout = new QVBoxLayout(&dialog);
-    auto* text = new QTextBrowser(&dialog);
-    text->setOpenLinks(false);
-    text->document()->setDocumentMargin(16);
-    QString html;
-    QStringList chips;
-    for (const QString& t : card.concepts()) chips.append(study::tagDisplayName(t));
-    chips.append(study::difficultyDisplayName(card.difficulty));
-    chips.append(card.type == study::CardType::Single
-                     ? QObject::tr("one answer")
-                     : QObject::tr("%1 answers").arg(card.correctCount()));
-    html += QStringLiteral("<p style='color:%1'><b>%2</b></p>")
-                .arg(css(c.muted), chips.join(QStringLiteral(" \u00b7 ")).toHtmlEscaped());
-    html += QStringLiteral("<p style='font-size:large'>%1</p>").arg(card.prompt.toHtmlEscaped());
-    for (int i = 0; i < card.options.size(); ++i) {
-        const study::Option& o = card.options[i];
-        const QColor color = o.correct ? c.right : c.wrong;
-        html +=
-            QStringLiteral(
-                "<p><span style='color:%1'><b>%2 %3</b></span> %4<br>"
-                "<span style='color:%5'>%6</span></p>")
-                .arg(css(color), o.correct ? QStringLiteral("\u2713") : QStringLiteral("\u2717"),
-                     o.correct ? QObject::tr("Right:") : QObject::tr("Wrong:"),
-                     o.text.toHtmlEscaped(), css(c.muted), o.explanation.toHtmlEscaped());
+void BrowserPage::openCard(const QModelIndex& proxyIndex) {
+    const study::Deck* deck = nullptr;
+    const study::Card* card = cardAt(proxyIndex, &deck);
+    if (!card) return;
+    const study::CardKey key{deck->id, card->id};
+    auto* dialog = new CardDialog(*deck, *card, context_.store->schedule(key),
+                                  context_.store->cardReviews(key), context_.now(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &CardDialog::showMeRequested, this, &BrowserPage::showMeRequested);
+    dialog->open();
+}
+
+void BrowserPage::requestShowMe() {
+    const study::Deck* deck = nullptr;
+    const study::Card* card = cardAt(view_->currentIndex(), &deck);
+    if (card && card->hasScenario()) emit showMeRequested(deck->id, card->id);
+}
+
+void BrowserPage::updateShowMe() {
+    const study::Card* card = cardAt(view_->currentIndex(), nullptr);
+    showMe_->setEnabled(card && card->hasScenario());
+    showMe_->setToolTip(!card                 ? tr("Select a card first")
+                        : card->hasScenario() ? tr("Run this card's scenario in the visualizer (M)")
+                                              : tr("This card has no scenario to run"));
+}
+
+bool BrowserPage::eventFilter(QObject* watched, QEvent* event) {
+    // M runs the selected card's scenario, as it does while studying.
+    if (watched == view_ && event->type() == QEvent::KeyPress) {
+        const auto* key = static_cast<QKeyEvent*>(event);
+        if (key->key() == Qt::Key_M && key->modifiers() == Qt::NoModifier) {
+            requestShowMe();
+            return true;
+        }
     }
-    html += QStringLiteral("<p style='color:%1'>%2: %3<br>%4</p>")
-                .arg(css(c.muted), QObject::tr("Tags"),
-                     card.tags.join(QStringLiteral(", ")).toHtmlEscaped(),
-                     QObject::tr("Deck: %1").arg(deck.title.toHtmlEscaped()));
-    if (schedule) {
-        const QDateTime due = study::toDateTime(schedule->fsrs.due);
-        html +=
-            QStringLiteral("<p style='color:%1'>%2</p>")
-                .arg(
-                    css(c.muted),
-                    QObject::tr("Reviewed %1, %2. Stability %3 days, difficulty %4. Due %5.")
-                        .arg(counted(schedule->reps, QObject::tr("time"), QObject::tr("times")))
-                        .arg(counted(schedule->lapses, QObject::tr("lapse"), QObject::tr("lapses")))
-                        .arg(QString::number(schedule->fsrs.stability.value_or(0.0), 'f', 1))
-                        .arg(QString::number(schedule->fsrs.difficulty.value_or(0.0), 'f', 1))
-                        .arg(due <= now
-                                 ? QObject::tr("now")
-                                 : due.toLocalTime().toString(QStringLiteral("d MMM yyyy HH:mm"))));
-    } else {
-        html += QStringLiteral("<p style='color:%1'>%2</p>")
-                    .arg(css(c.muted), QObject::tr("Not studied yet."));
-    }
-    text->setHtml(html);
-    layout->addWidget(text);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
-    QObject::connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-    layout->addWidget(buttons);
-    dialog.exec();
+    return QWidget::eventFilter(watched, event);
 }
 
 }  // namespace pd::ui

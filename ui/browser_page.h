@@ -1,4 +1,5 @@
-// The card browser: search text, filter by tag, difficulty and due state; open a card.
+// The card browser: search text (matches marked in the table), filter by tag, difficulty and
+// due state; open a card in the card dialog or run its scenario (Show me).
 #pragma once
 
 #include <QWidget>
@@ -8,12 +9,14 @@
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QPushButton;
 class QTableView;
 
 namespace pd::ui {
 
 class CardTableModel;
 class CardFilterModel;
+class SearchHighlightDelegate;
 
 class BrowserPage : public QWidget {
     Q_OBJECT
@@ -25,9 +28,22 @@ class BrowserPage : public QWidget {
     CardFilterModel* filterModel() const { return filter_; }
     QTableView* view() const { return view_; }
     QLineEdit* searchEdit() const { return search_; }
+    QPushButton* showMeButton() const { return showMe_; }
+    SearchHighlightDelegate* highlightDelegate() const { return highlight_; }
+    // Opens the card dialog (window-modal, not blocking) for a row of the view.
+    void openCard(const QModelIndex& proxyIndex);
+
+  signals:
+    // Run a card's scenario; the main window connects this to its Show me.
+    void showMeRequested(const QString& deckId, const QString& cardId);
+
+  protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
   private:
-    void openCard(const QModelIndex& proxyIndex);
+    const study::Card* cardAt(const QModelIndex& proxyIndex, const study::Deck** deck) const;
+    void requestShowMe();
+    void updateShowMe();
     void updateCount();
     void rebuildTagFilter();
 
@@ -40,12 +56,8 @@ class BrowserPage : public QWidget {
     QComboBox* difficulty_ = nullptr;
     QComboBox* due_ = nullptr;
     QLabel* count_ = nullptr;
+    QPushButton* showMe_ = nullptr;
+    SearchHighlightDelegate* highlight_ = nullptr;
 };
-
-// Shows one card: prompt, every option marked right or wrong with its explanation, tags and
-// the card's schedule.
-void showCardDialog(const study::Deck& deck, const study::Card& card,
-                    const std::optional<study::CardSchedule>& schedule, const QDateTime& now,
-                    QWidget* parent);
 
 }  // namespace pd::ui

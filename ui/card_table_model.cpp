@@ -14,7 +14,9 @@ void CardTableModel::reload() {
     rows_.clear();
     now_ = context_.now();
     if (context_.library && context_.store) {
-        for (const study::Deck& deck : context_.library->decks()) {
+        for (const study::Deck& copy : context_.library->decks()) {
+            // decks() is rebuilt on changes; rows keep the library's own, lasting deck.
+            const study::Deck& deck = *context_.library->deck(copy.id);
             const QHash<QString, study::CardSchedule> schedules =
                 context_.store->schedules(deck.id);
             for (const study::Card& card : deck.cards) {
@@ -52,6 +54,8 @@ QVariant CardTableModel::headerData(int section, Qt::Orientation orientation, in
             return tr("Due");
         case DeckColumn:
             return tr("Deck");
+        case IdColumn:
+            return tr("Card id");
         default:
             return {};
     }
@@ -106,6 +110,8 @@ QVariant CardTableModel::data(const QModelIndex& index, int role) const {
             }
             case DeckColumn:
                 return row.deck->title;
+            case IdColumn:
+                return card.id;
             default:
                 return {};
         }
@@ -115,8 +121,12 @@ QVariant CardTableModel::data(const QModelIndex& index, int role) const {
     return {};
 }
 
+QStringList searchWords(const QString& text) {
+    return text.simplified().split(QLatin1Char(' '), Qt::SkipEmptyParts);
+}
+
 void CardFilterModel::setSearchText(const QString& text) {
-    words_ = text.simplified().split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    words_ = searchWords(text);
     invalidateFilter();
 }
 void CardFilterModel::setTag(const QString& tag) {

@@ -21,6 +21,7 @@ class CardTableModel : public QAbstractTableModel {
         DifficultyColumn,
         DueColumn,
         DeckColumn,
+        IdColumn,
         ColumnCount
     };
     enum Role {
@@ -54,6 +55,9 @@ class CardTableModel : public QAbstractTableModel {
     QList<Row> rows_;
     QDateTime now_;
 };
+
+// The search box's words: every one must occur (case-insensitively) for a card to match.
+QStringList searchWords(const QString& text);
 
 class CardFilterModel : public QSortFilterProxyModel {
     Q_OBJECT

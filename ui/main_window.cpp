@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "browser_page.h"
+#include "deck_actions.h"
 #include "home_page.h"
 #include "scenario_config.h"
 #include "settings_dialog.h"
@@ -87,6 +88,7 @@ MainWindow::MainWindow(AppContext& context, QWidget* parent)
     connect(home_, &HomePage::studyRequested, this, &MainWindow::startSession);
     connect(study_, &StudyPage::closeRequested, this, [this] { showPage(Page::Home); });
     connect(study_, &StudyPage::showMeRequested, this, &MainWindow::showMe);
+    connect(browser_, &BrowserPage::showMeRequested, this, &MainWindow::showMe);
     connect(study_, &StudyPage::answered, this,
             [this] { undo_->setEnabled(study_->session() && study_->session()->canUndo()); });
 
@@ -113,6 +115,8 @@ void MainWindow::buildMenus() {
                     &MainWindow::importDeck);
     file->addAction(tr("&Export Deck\u2026"), QKeySequence(tr("Ctrl+E")), this,
                     &MainWindow::exportDeck);
+    file->addAction(tr("Re&name Deck\u2026"), this, &MainWindow::renameDeck);
+    file->addAction(tr("&Delete Deck\u2026"), this, &MainWindow::deleteDeck);
     file->addSeparator();
     QAction* settings = file->addAction(tr("&Settings\u2026"), this, &MainWindow::openSettings);
     settings->setShortcuts({QKeySequence::Preferences, QKeySequence(tr("Ctrl+,"))});
@@ -217,24 +221,27 @@ void MainWindow::importDeck() {
         box.exec();
         return;
     }
-    QString error;
-    if (context_.library->deck(result.deck->id) && !context_.library->isBundled(result.deck->id) &&
-        QMessageBox::question(this, tr("Replace deck?"),
-                              tr("A deck named '%1' was imported before. Replace its cards? Review "
-                                 "history is kept for cards whose id did not change.")
-                                  .arg(result.deck->id)) != QMessageBox::Yes) {
-        return;
-    }
-    if (!context_.library->importDeck(*result.deck, &error)) {
-        QMessageBox::warning(this, tr("Nothing imported"), error);
-        return;
-    }
+    const QString done = importWithConfirmation(context_, *result.deck, this);
+    if (done.isEmpty()) return;
     refreshAll();
-    statusBar()->showMessage(
-        tr("Imported %1 into '%2'.")
-            .arg(counted(static_cast<int>(result.deck->cards.size()), tr("card"), tr("cards")),
-                 result.deck->title),
-        6000);
+    statusBar()->showMessage(done, 6000);
+}
+
+void MainWindow::renameDeck() {
+    const QString done = renameDeckInteractively(context_, this);
+    if (done.isEmpty()) return;
+    refreshAll();
+    statusBar()->showMessage(done, 6000);
+}
+
+void MainWindow::deleteDeck() {
+    const QString busy = currentPage() == Page::Study && study_->session()
+                             ? study_->session()->deck().id
+                             : QString();
+    const QString done = deleteDeckInteractively(context_, busy, this);
+    if (done.isEmpty()) return;
+    refreshAll();
+    statusBar()->showMessage(done, 6000);
 }
 
 void MainWindow::exportDeck() {

@@ -4,6 +4,7 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <QStringList>
+#include <algorithm>
 
 #include "deck_json.h"
 
@@ -25,6 +26,50 @@ QStringList defaultColumns() {
 
 bool knownColumn(const QString& name) {
     return defaultColumns().contains(name);
+}
+
+// How a separator is written inside a message: a tab is invisible, so it is named.
+QString shownSeparator(QChar sep) {
+    return sep == QLatin1Char('\t') ? QStringLiteral("<tab>") : QString(sep);
+}
+
+// The #separator value that names `sep` ("tab", "comma", ...).
+QString separatorName(QChar sep) {
+    switch (sep.unicode()) {
+        case '\t':
+            return QStringLiteral("tab");
+        case ',':
+            return QStringLiteral("comma");
+        case ';':
+            return QStringLiteral("semicolon");
+        case ' ':
+            return QStringLiteral("space");
+        case '|':
+            return QStringLiteral("pipe");
+        case ':':
+            return QStringLiteral("colon");
+        default:
+            return QString(sep);
+    }
+}
+
+// The #columns line a file with its own column names needs, with `names` as the example.
+QString columnsLineHint(const QStringList& names, QChar sep) {
+    return QStringLiteral(
+               "name the columns in a line '#columns:%1' before the cards (after "
+               "'#separator:%2'); column names: %3")
+        .arg(names.join(shownSeparator(sep)), separatorName(sep),
+             defaultColumns().join(QStringLiteral(", ")));
+}
+
+// A first record whose fields are all short labels ("Front", "Back", "prompt") rather than
+// card text: most likely the file's own header row.
+bool looksLikeHeaderRow(const QStringList& fields) {
+    return std::all_of(fields.begin(), fields.end(), [](const QString& f) {
+        const QString t = f.trimmed();
+        return !t.isEmpty() && t.size() <= 24 && !t.contains(QLatin1Char('?')) &&
+               (knownColumn(t.toLower()) || !t.contains(QLatin1Char(' ')));
+    });
 }
 
 std::optional<QChar> separatorFromName(const QString& value) {
@@ -197,7 +242,8 @@ ImportResult importDelimited(const QByteArray& bytes, const QString& origin) {
     if (!sep)
         sep = body.section(QLatin1Char('\n'), 0, 0).contains(QLatin1Char('\t')) ? QLatin1Char('\t')
                                                                                 : QLatin1Char(',');
-    if (columns.isEmpty()) columns = defaultColumns();
+    const bool columnsNamed = !columns.isEmpty();
+    if (!columnsNamed) columns = defaultColumns();
     if (tagsColumn > 0) {
         if (tagsColumn > columns.size()) {
             fail(columnsLine, QStringLiteral("#tags column %1 is past the last column (%2)")
@@ -208,7 +254,9 @@ ImportResult importDelimited(const QByteArray& bytes, const QString& origin) {
         }
     }
     for (const QString& c : columns) {
-        if (!knownColumn(c)) fail(columnsLine, QStringLiteral("unknown column '%1'").arg(c));
+        if (!knownColumn(c))
+            fail(columnsLine, QStringLiteral("unknown column '%1' (the columns are: %2)")
+                                  .arg(c, defaultColumns().join(QStringLiteral(", "))));
         if (columns.count(c) > 1) {
             fail(columnsLine, QStringLiteral("column '%1' is named twice").arg(c));
             break;
@@ -233,19 +281,42 @@ ImportResult importDelimited(const QByteArray& bytes, const QString& origin) {
         return result;
     }
 
+    // A header row of the file's own is read as a card otherwise; say how to name columns.
+    if (!columnsNamed && looksLikeHeaderRow(records.first().fields)) {
+        QStringList names;
+        for (const QString& f : records.first().fields) names.append(f.trimmed().toLower());
+        fail(records.first().line,
+             QStringLiteral("looks like a header row (%1); ParallelDeck reads column names "
+                            "only from a '#columns:' line: ")
+                     .arg(records.first().fields.join(QStringLiteral(", "))) +
+                 columnsLineHint(names, *sep));
+        return result;
+    }
+
     DeckValidator validator;
     validator.file = origin;
     Deck deck;
     deck.id = deckIdFromFileName(origin);
     deck.title = QFileInfo(origin).completeBaseName();
     QHash<QString, int> seenIds;
+    bool hinted = false;
     for (const Record& rec : records) {
         const QString where = QStringLiteral("line %1").arg(rec.line);
         if (rec.fields.size() != columns.size()) {
-            fail(rec.line, QStringLiteral("has %1 fields but the columns are %2 (%3)")
-                               .arg(rec.fields.size())
-                               .arg(columns.size())
-                               .arg(columns.join(QStringLiteral(", "))));
+            QString message = QStringLiteral("has %1 fields but the columns are %2 (%3)")
+                                  .arg(rec.fields.size())
+                                  .arg(columns.size())
+                                  .arg(columns.join(QStringLiteral(", ")));
+            // Once per file: without #columns the columns are the exported ones.
+            if (!columnsNamed && !hinted) {
+                message += QStringLiteral("; if the file has other columns, ") +
+                           columnsLineHint({QStringLiteral("prompt"), QStringLiteral("correct"),
+                                            QStringLiteral("option1"),
+                                            QStringLiteral("explanation1"), QStringLiteral("…")},
+                                           *sep);
+                hinted = true;
+            }
+            fail(rec.line, message);
             continue;
         }
         QHash<QString, QString> f;

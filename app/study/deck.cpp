@@ -180,7 +180,7 @@ std::optional<Card> DeckValidator::checkCard(const QString& where, const json& c
             type = CardType::Multiple;
         } else {
             err(where + QStringLiteral(".type"),
-                QStringLiteral("type must be one of ['multiple', 'single']"));
+                QStringLiteral("type must be one of: multiple, single"));
         }
         if (type) out.type = *type;
     }
@@ -192,8 +192,7 @@ std::optional<Card> DeckValidator::checkCard(const QString& where, const json& c
             out.difficulty = *diff;
         } else {
             err(where + QStringLiteral(".difficulty"),
-                QStringLiteral(
-                    "difficulty must be one of ['foundation', 'application', 'expert']"));
+                QStringLiteral("difficulty must be one of: foundation, application, expert"));
         }
     }
     if (card.contains("options")) checkOptions(where, card["options"], type, prompt, out);

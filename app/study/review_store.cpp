@@ -416,6 +416,26 @@ QList<ReviewEntry> ReviewStore::reviews(const QDateTime& from, const QDateTime& 
     return out;
 }
 
+QList<ReviewEntry> ReviewStore::cardReviews(const CardKey& key) const {
+    QList<ReviewEntry> out;
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(kSelectLog + QStringLiteral("WHERE deck_id = ? AND card_id = ? ORDER BY id"));
+    q.addBindValue(key.deckId);
+    q.addBindValue(key.cardId);
+    if (q.exec()) {
+        while (q.next()) out.append(entryFrom(q));
+    }
+    return out;
+}
+
+int ReviewStore::deckReviewCount(const QString& deckId) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT COUNT(*) FROM review_log WHERE deck_id = ?"));
+    q.addBindValue(deckId);
+    if (q.exec() && q.next()) return q.value(0).toInt();
+    return 0;
+}
+
 int ReviewStore::reviewCount() const {
     QSqlQuery q(QSqlDatabase::database(connection_));
     if (q.exec(QStringLiteral("SELECT COUNT(*) FROM review_log")) && q.next())

@@ -83,6 +83,10 @@ class ReviewStore {
     // Log entries with reviewedAt in [from, to), oldest first (all when both are invalid).
     QList<ReviewEntry> reviews(const QDateTime& from = {}, const QDateTime& to = {}) const;
     int reviewCount() const;
+    // One card's log entries, oldest first (its history for the card dialog).
+    QList<ReviewEntry> cardReviews(const CardKey& key) const;
+    // How many log entries a deck has (what removing its history would remove).
+    int deckReviewCount(const QString& deckId) const;
 
     QString setting(const QString& key, const QString& fallback = {}) const;
     bool setSetting(const QString& key, const QString& value);

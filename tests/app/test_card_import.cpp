@@ -159,6 +159,35 @@ void TestCardImport::brokenFiles_data() {
         << QStringLiteral("line 3.tags") << QStringLiteral("concept::");
     QTest::newRow("empty file") << QByteArray("#separator:tab\n") << QStringLiteral("line 2")
                                 << QStringLiteral("no cards");
+    // A file with its own header row: named as such, with the #columns line that would work.
+    QTest::newRow("own header row")
+        << tsv({QStringLiteral("Front\tBack"), QStringLiteral("What is 2+2?\tFour")})
+        << QStringLiteral("line 1")
+        << QStringLiteral(
+               "looks like a header row (Front, Back); ParallelDeck reads column "
+               "names only from a '#columns:' line: name the columns in a line "
+               "'#columns:front<tab>back' before the cards (after '#separator:tab')");
+    QTest::newRow("own header row of known names")
+        << tsv({QStringLiteral("prompt\tcorrect\toption1\texplanation1"), good()})
+        << QStringLiteral("line 1")
+        << QStringLiteral("'#columns:prompt<tab>correct<tab>option1<tab>explanation1'");
+    QTest::newRow("field count without #columns names the #columns syntax")
+        << tsv({QStringLiteral("What is 2+2?\tFour")}) << QStringLiteral("line 1")
+        << QStringLiteral(
+               "has 2 fields but the columns are 20 (id, prompt, type, difficulty, "
+               "correct, option1, explanation1, option2, explanation2, option3, "
+               "explanation3, option4, explanation4, option5, explanation5, option6, "
+               "explanation6, tags, scenario, scenario_note); if the file has other "
+               "columns, name the columns in a line '#columns:prompt<tab>correct<tab>"
+               "option1<tab>explanation1<tab>…' before the cards");
+    QTest::newRow("own header row, comma separated")
+        << QByteArray("Front,Back\nWhat is 2+2?,Four\n") << QStringLiteral("line 1")
+        << QStringLiteral("'#columns:front,back' before the cards (after '#separator:comma')");
+    QTest::newRow("unknown column lists the known ones")
+        << tsv({QStringLiteral("#separator:comma"), QStringLiteral("#columns:question,answer"),
+                QStringLiteral("Q?,A")})
+        << QStringLiteral("line 2")
+        << QStringLiteral("unknown column 'question' (the columns are: id, prompt, type");
 }
 
 void TestCardImport::brokenFiles() {

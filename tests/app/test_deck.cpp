@@ -3,6 +3,7 @@
 // card and field, whether the deck's own rules or the engine's found the problem.
 #include <QDir>
 #include <QFile>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "app/study_test_support.h"
@@ -11,6 +12,7 @@
 #include "pd/run_config.h"
 #include "pd/scenario.h"
 #include "study/deck.h"
+#include "study/deck_library.h"
 
 using pd::study::Deck;
 using pd::study::DeckLoadResult;
@@ -28,6 +30,10 @@ class TestDeck : public QObject {
     void versionOneIsReadWithAWarning();
     void roundTrip();
     void tagNames();
+    void libraryOrderIsStable();
+    void reimportPlansAnUpdate();
+    void reimportOfBundledCardsChangesNothing();
+    void renameAndDelete();
 };
 
 namespace {
@@ -155,7 +161,12 @@ void TestDeck::brokenDecks_data() {
     QTest::newRow("bad difficulty")
         << deckJson({card(QStringLiteral("\"foundation\""), QStringLiteral("\"easy\""))})
         << QStringLiteral("cards[0] (good-card).difficulty")
-        << QStringLiteral("difficulty must be");
+        << QStringLiteral("difficulty must be one of: foundation, application, expert");
+    // A readable list, not a Python one ("['multiple', 'single']").
+    QTest::newRow("bad type") << deckJson({card(QStringLiteral("\"type\": \"single\""),
+                                                QStringLiteral("\"type\": \"one\""))})
+                              << QStringLiteral("cards[0] (good-card).type")
+                              << QStringLiteral("type must be one of: multiple, single");
     QTest::newRow("choose on single")
         << deckJson(
                {card(QStringLiteral("Question good-card?"), QStringLiteral("Pick? (Choose two.)"))})
@@ -329,6 +340,149 @@ void TestDeck::tagNames() {
              QStringLiteral("Pipeline parallelism"));
     QCOMPARE(pd::study::tagDisplayName(QStringLiteral("framework::pytorch")),
              QStringLiteral("PyTorch"));
+}
+
+namespace {
+
+Deck titled(Deck deck, const QString& id, const QString& title) {
+    deck.id = id;
+    deck.title = title;
+    return deck;
+}
+
+QStringList idsOf(const pd::study::DeckLibrary& library) {
+    QStringList ids;
+    for (const Deck& d : library.decks()) ids.append(d.id);
+    return ids;
+}
+
+}  // namespace
+
+void TestDeck::libraryOrderIsStable() {
+    // Imported in the order zeta, alpha: shown bundled first, then by title, today and after a
+    // restart (the folder lists files by name, which must not decide the order).
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("decks"));
+    pd::study::DeckLibrary library;
+    QVERIFY(library.addBundled(bundledPath()).isEmpty());
+    library.loadUserDecks(folder);
+    QVERIFY(library.importDeck(
+        titled(pd::test::smallDeck(), QStringLiteral("a-first-file"), QStringLiteral("Zeta")),
+        nullptr));
+    QVERIFY(library.importDeck(
+        titled(pd::test::smallDeck(), QStringLiteral("z-last-file"), QStringLiteral("alpha")),
+        nullptr));
+    const QStringList expected = {QStringLiteral("distributed-training"),
+                                  QStringLiteral("z-last-file"), QStringLiteral("a-first-file")};
+    QCOMPARE(idsOf(library), expected);
+    pd::study::DeckLibrary restarted;
+    QVERIFY(restarted.addBundled(bundledPath()).isEmpty());
+    QVERIFY(restarted.loadUserDecks(folder).isEmpty());
+    QCOMPARE(idsOf(restarted), expected);
+}
+
+void TestDeck::reimportPlansAnUpdate() {
+    QTemporaryDir dir;
+    pd::study::DeckLibrary library;
+    library.loadUserDecks(dir.path());
+    QVERIFY(library.importDeck(pd::test::smallDeck(), nullptr));  // test-deck, four cards
+    const pd::study::Deck* before = library.deck(QStringLiteral("test-deck"));
+
+    // The exported file under another name: card-two edited, card-four gone, card-five new.
+    Deck incoming =
+        titled(pd::test::smallDeck(), QStringLiteral("my-export"), QStringLiteral("my-export"));
+    incoming.cards[1].prompt = QStringLiteral("An edited prompt?");
+    incoming.cards.removeAt(3);
+    pd::study::Card five = incoming.cards[0];
+    five.id = QStringLiteral("card-five");
+    incoming.cards.append(five);
+
+    const pd::study::ImportPlan plan = library.planImport(incoming);
+    QCOMPARE(plan.targetId, QStringLiteral("test-deck"));
+    QVERIFY(!plan.targetIsBundled);
+    QCOMPARE(plan.changed, 1);
+    QCOMPARE(plan.unchanged, 2);
+    QCOMPARE(plan.added, 1);
+    QCOMPARE(plan.kept, 1);
+    QCOMPARE(plan.newOrChangedIds,
+             (QStringList{QStringLiteral("card-two"), QStringLiteral("card-five")}));
+
+    QString error;
+    QVERIFY2(library.mergeInto(plan.targetId, incoming, &error), qPrintable(error));
+    QCOMPARE(idsOf(library), QStringList{QStringLiteral("test-deck")});  // no duplicate deck
+    const pd::study::Deck* merged = library.deck(QStringLiteral("test-deck"));
+    QCOMPARE(merged, before);  // a session's pointer still holds
+    QCOMPARE(merged->title, QStringLiteral("Test deck"));
+    QStringList cardIds;
+    for (const pd::study::Card& c : merged->cards) cardIds.append(c.id);
+    // Known cards keep their place (a session counts by position); the kept card stays.
+    QCOMPARE(cardIds, (QStringList{QStringLiteral("card-one"), QStringLiteral("card-two"),
+                                   QStringLiteral("card-three"), QStringLiteral("card-four"),
+                                   QStringLiteral("card-five")}));
+    QCOMPARE(merged->card(QStringLiteral("card-two"))->prompt, QStringLiteral("An edited prompt?"));
+    // Saved: a restart reads the merged deck.
+    pd::study::DeckLibrary restarted;
+    restarted.loadUserDecks(dir.path());
+    QCOMPARE(restarted.deck(QStringLiteral("test-deck"))->cards.size(), 5);
+    // The same file again changes nothing.
+    QVERIFY(library.planImport(incoming).changesNothing());
+}
+
+void TestDeck::reimportOfBundledCardsChangesNothing() {
+    QTemporaryDir dir;
+    pd::study::DeckLibrary library;
+    QVERIFY(library.addBundled(bundledPath()).isEmpty());
+    library.loadUserDecks(dir.path());
+    // An exported copy of the bundled deck, saved under another file name.
+    DeckLoadResult copy =
+        parseDeck(pd::study::deckToJson(bundled()), QStringLiteral("copy.json"), {true});
+    QVERIFY(copy.deck);
+    copy.deck->id = QStringLiteral("copy");
+    const pd::study::ImportPlan plan = library.planImport(*copy.deck);
+    QCOMPARE(plan.targetId, QStringLiteral("distributed-training"));
+    QVERIFY(plan.targetIsBundled);
+    QVERIFY(plan.changesNothing());
+    QCOMPARE(plan.unchanged, bundled().cards.size());
+    QString error;
+    QVERIFY(!library.mergeInto(plan.targetId, *copy.deck, &error));
+    QVERIFY(error.contains(QStringLiteral("cannot be changed")));
+    QCOMPARE(library.unusedId(QStringLiteral("distributed-training")),
+             QStringLiteral("distributed-training-2"));
+    QCOMPARE(library.unusedId(QStringLiteral("fresh")), QStringLiteral("fresh"));
+}
+
+void TestDeck::renameAndDelete() {
+    QTemporaryDir dir;
+    pd::study::DeckLibrary library;
+    QVERIFY(library.addBundled(bundledPath()).isEmpty());
+    library.loadUserDecks(dir.path());
+    QVERIFY(library.importDeck(pd::test::smallDeck(), nullptr));
+    QString error;
+    QVERIFY(
+        library.renameDeck(QStringLiteral("test-deck"), QStringLiteral("  My   cards "), &error));
+    QCOMPARE(library.deck(QStringLiteral("test-deck"))->title, QStringLiteral("My cards"));
+    QVERIFY(!library.renameDeck(QStringLiteral("test-deck"), QStringLiteral("  "), &error));
+    QVERIFY(error.contains(QStringLiteral("empty")));
+    QVERIFY(
+        !library.renameDeck(QStringLiteral("distributed-training"), QStringLiteral("X"), &error));
+    QVERIFY(error.contains(QStringLiteral("bundled")));
+    {
+        pd::study::DeckLibrary restarted;
+        restarted.loadUserDecks(dir.path());
+        QCOMPARE(restarted.deck(QStringLiteral("test-deck"))->title, QStringLiteral("My cards"));
+    }
+
+    QVERIFY(!library.removeDeck(QStringLiteral("distributed-training"), &error));
+    QVERIFY(error.contains(QStringLiteral("cannot be deleted")));
+    const pd::study::Deck* held = library.deck(QStringLiteral("test-deck"));
+    QVERIFY(library.removeDeck(QStringLiteral("test-deck"), &error));
+    QVERIFY(!library.deck(QStringLiteral("test-deck")));
+    QCOMPARE(idsOf(library), QStringList{QStringLiteral("distributed-training")});
+    QCOMPARE(held->cards.size(), 4);  // what a study session holds is still there
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("test-deck.json"))));
+    pd::study::DeckLibrary restarted;
+    restarted.loadUserDecks(dir.path());
+    QVERIFY(restarted.decks().isEmpty());
 }
 
 QTEST_APPLESS_MAIN(TestDeck)
