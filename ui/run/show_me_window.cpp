@@ -78,7 +78,8 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     scroll->setObjectName(QStringLiteral("whatIfScroll"));
     scroll->setWidget(knobs);
     scroll->setWidgetResizable(true);
-    scroll->setMinimumWidth(260);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(240);
     knobs_scroll_ = scroll;
 
     auto* splitter = new QSplitter(Qt::Horizontal, central);
@@ -88,7 +89,7 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     splitter->setStretchFactor(1, 0);
     splitter->setCollapsible(0, false);
     // The knobs get what their labels and fields need; the timeline the rest.
-    splitter->setSizes({1080, 320});
+    splitter->setSizes({1060, 340});
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
 

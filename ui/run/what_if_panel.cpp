@@ -86,6 +86,8 @@ QString bytes_text(std::size_t bytes) {
 WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     auto* form = new QFormLayout(this);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    // In a narrow column a field goes under its label rather than widening the panel.
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
     strategy_ = new QComboBox(this);
     for (const auto& [key, name] : kStrategyNames) {
         strategy_->addItem(tr(name), QString::fromLatin1(key));
@@ -172,6 +174,12 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("B&ucket size"), bucket_);
     form->addRow(tr("S&teps"), steps_);
     form->addRow(tr("&Optimizer"), optimizer_);
+    // Long item names (the CUDA reason, the strategy names) must not widen the panel past
+    // its column: the combo boxes elide, and the full text is in the popup and tooltip.
+    for (QComboBox* c : findChildren<QComboBox*>()) {
+        c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        c->setMinimumContentsLength(12);
+    }
     knob_for_key_ = {{QStringLiteral("strategy"), strategy_},
                      {QStringLiteral("devices"), devices_},
                      {QStringLiteral("schedule"), schedule_},
