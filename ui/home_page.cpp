@@ -49,15 +49,18 @@ class ReflowRow : public QWidget {
         setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     }
     bool stacked() const { return box_->direction() == QBoxLayout::TopToBottom; }
+    // As narrow as the stacked form, as tall as the current one (the height is fixed).
     QSize minimumSizeHint() const override {
         const QSize a = first_->sizeHint();
         const QSize b = second_->sizeHint();
-        return {std::max(a.width(), b.width()), a.height() + box_->spacing() + b.height()};
+        return {std::max(a.width(), b.width()), sizeHint().height()};
     }
     QSize sizeHint() const override {
         const QSize a = first_->sizeHint();
         const QSize b = second_->sizeHint();
-        return stacked() ? minimumSizeHint() : QSize(wideWidth(), std::max(a.height(), b.height()));
+        return stacked() ? QSize(std::max(a.width(), b.width()),
+                                 a.height() + box_->spacing() + b.height())
+                         : QSize(wideWidth(), std::max(a.height(), b.height()));
     }
 
   protected:

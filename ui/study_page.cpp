@@ -332,13 +332,14 @@ void StudyPage::buildActionBar(QVBoxLayout* pageLayout) {
     showMeButton_->setToolTip(tr("Run this card's scenario on the engine and watch what happens"));
     showMeNote_ = new QLabel(bar);
     showMeNote_->setObjectName(QStringLiteral("hint"));
-    showMeNote_->setWordWrap(true);
+    showMeNote_->setVisible(false);
     connect(showMeButton_, &QPushButton::clicked, this, &StudyPage::requestShowMe);
     auto* checkRow = new QHBoxLayout;
     checkRow->setSpacing(10);
     checkRow->addWidget(checkButton_);
     checkRow->addWidget(showMeButton_);
-    checkRow->addWidget(showMeNote_, 1);
+    checkRow->addWidget(showMeNote_);
+    checkRow->addStretch(1);
     bl->addLayout(checkRow);
 
     verdictBanner_ = new QFrame(bar);
@@ -479,6 +480,7 @@ void StudyPage::showCurrent() {
                                                                   : tr("Check answer   Enter"));
     checkButton_->setEnabled(false);
     showMeNote_->clear();
+    showMeNote_->setVisible(false);
     verdictBanner_->setVisible(false);
     gradeRow_->setVisible(false);
     nextButton_->setVisible(false);
@@ -851,6 +853,7 @@ void StudyPage::requestShowMe() {
     if (!revealed_) {
         session_->markCurrentHinted();
         showMeNote_->setText(tr("Hinted: this answer is recorded as helped by Show me."));
+        showMeNote_->setVisible(true);
     }
     emit showMeRequested(deckId_, session_->current()->id);
 }
