@@ -887,7 +887,8 @@ void StudyPage::requestClose() {
     box.setDefaultButton(stay);
     box.setEscapeButton(stay);
     box.exec();
-    if (box.clickedButton() != leave) return;
+    // The exam's clock may have ended it while the question was open.
+    if (box.clickedButton() != leave || !inProgress()) return;
     if (exam) {
         session_->finishNow(study::StudySession::Unanswered::LeaveOut);
         emit answered();

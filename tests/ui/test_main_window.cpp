@@ -37,6 +37,7 @@ class TestMainWindow : public QObject {
     void homeCardReflowsWhenNarrow();
     void calendarNamesEveryMonthIncludingDecember();
     void calibrationLineShowsAccuracyPerConfidence();
+    void shortcutListSaysWhatTheStudyKeysDo();
     void themesGiveDistinctVerdictColours_data();
     void themesGiveDistinctVerdictColours();
 
@@ -363,6 +364,22 @@ void TestMainWindow::themesGiveDistinctVerdictColours() {
     };
     QVERIFY(contrast(c.right, c.rightBackground) > 80);
     QVERIFY(contrast(c.wrong, c.wrongBackground) > 80);
+}
+
+void TestMainWindow::shortcutListSaysWhatTheStudyKeysDo() {
+    MainWindow w(*context_);
+    QAction* keys = action(w, QStringLiteral("Keyboard Shortcuts"));
+    QVERIFY(keys);
+    auto seen = pd::test::answerNextMessageBox(QStringLiteral("Close"));
+    keys->trigger();
+    QVERIFY(seen->opened);
+    // The keys this list must keep right: scrolling, free grades, Show me after checking, and
+    // Esc asking first.
+    QVERIFY(seen->text.contains(QStringLiteral("<tt>PgUp</tt>")));
+    QVERIFY(seen->text.contains(QStringLiteral("the suggested one is preselected")));
+    QVERIFY(seen->text.contains(QStringLiteral("after checking")));
+    QVERIFY(seen->text.contains(QStringLiteral("asks first in a session")));
+    QVERIFY(seen->text.contains(QStringLiteral("<tt>Ctrl+,</tt>")));
 }
 
 QTEST_MAIN(TestMainWindow)
