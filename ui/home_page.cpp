@@ -1,5 +1,6 @@
 #include "home_page.h"
 
+#include <QBoxLayout>
 #include <QComboBox>
 #include <QFrame>
 #include <QHBoxLayout>
@@ -8,6 +9,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "theme.h"
 
@@ -28,6 +30,58 @@ QLabel* countLabel(int value, const QString& caption, const QColor& color, QWidg
     label->setMinimumWidth(96);
     return label;
 }
+
+// The deck card's action row: "Study now" at the left and the practice filters at the right
+// when there is room, the filters under it when not (e.g. a 900 px window).
+class ReflowRow : public QWidget {
+  public:
+    ReflowRow(QWidget* first, QWidget* second, QWidget* parent)
+        : QWidget(parent), first_(first), second_(second) {
+        setObjectName(QStringLiteral("deckActions"));
+        box_ = new QBoxLayout(QBoxLayout::LeftToRight, this);
+        box_->setContentsMargins(0, 0, 0, 0);
+        box_->setSpacing(10);
+        // The row decides its own minimum (the stacked one), so the card can shrink.
+        box_->setSizeConstraint(QLayout::SetNoConstraint);
+        box_->addWidget(first, 0, Qt::AlignLeft);
+        box_->addStretch(1);
+        box_->addWidget(second, 0, Qt::AlignLeft);
+        setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    }
+    bool stacked() const { return box_->direction() == QBoxLayout::TopToBottom; }
+    // As narrow as the stacked form, as tall as the current one (the height is fixed).
+    QSize minimumSizeHint() const override {
+        const QSize a = first_->sizeHint();
+        const QSize b = second_->sizeHint();
+        return {std::max(a.width(), b.width()), sizeHint().height()};
+    }
+    QSize sizeHint() const override {
+        const QSize a = first_->sizeHint();
+        const QSize b = second_->sizeHint();
+        return stacked() ? QSize(std::max(a.width(), b.width()),
+                                 a.height() + box_->spacing() + b.height())
+                         : QSize(wideWidth(), std::max(a.height(), b.height()));
+    }
+
+  protected:
+    void resizeEvent(QResizeEvent* event) override {
+        const auto direction =
+            width() >= wideWidth() ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom;
+        if (direction != box_->direction()) {
+            box_->setDirection(direction);
+            updateGeometry();  // the height changes with the direction
+        }
+        QWidget::resizeEvent(event);
+    }
+
+  private:
+    int wideWidth() const {
+        return first_->sizeHint().width() + 4 * box_->spacing() + second_->sizeHint().width();
+    }
+    QWidget* first_;
+    QWidget* second_;
+    QBoxLayout* box_ = nullptr;
+};
 
 }  // namespace
 
@@ -127,9 +181,14 @@ void HomePage::refresh() {
         cl->addWidget(desc);
         cl->addSpacing(4);
 
-        auto* actions = new QHBoxLayout;
-        actions->setSpacing(10);
-        auto* study = new QPushButton(tr("Study now"), card);
+        auto* studyPart = new QWidget(card);
+        auto* studyRow = new QHBoxLayout(studyPart);
+        studyRow->setContentsMargins(0, 0, 0, 0);
+        auto* filterPart = new QWidget(card);
+        auto* filterRow = new QHBoxLayout(filterPart);
+        filterRow->setContentsMargins(0, 0, 0, 0);
+        filterRow->setSpacing(10);
+        auto* study = new QPushButton(tr("Study now"), studyPart);
         study->setObjectName(QStringLiteral("primary"));
         study->setMinimumHeight(38);
         study->setToolTip(tr("Review the cards FSRS says are due, then today's new cards (Enter)"));
@@ -139,9 +198,9 @@ void HomePage::refresh() {
             o.mode = study::StudyMode::Review;
             emit studyRequested(deckId, o);
         });
-        actions->addWidget(study);
-        actions->addStretch(1);
-        auto* conceptBox = new QComboBox(card);
+        studyRow->addWidget(study);
+        auto* conceptBox = new QComboBox(filterPart);
+        conceptBox->setObjectName(QStringLiteral("conceptFilter"));
         conceptBox->addItem(tr("Any concept"), QString());
         QStringList used;
         for (const study::Card& c : deck.cards) {
@@ -151,9 +210,10 @@ void HomePage::refresh() {
         }
         for (const QString& n : study::conceptNames()) {
             if (used.contains(n))
-                conceptBox->addItem(study::tagDisplayName(n), QStringLiteral("conceptBox::") + n);
+                conceptBox->addItem(study::tagDisplayName(n), QStringLiteral("concept::") + n);
         }
-        auto* difficulty = new QComboBox(card);
+        auto* difficulty = new QComboBox(filterPart);
+        difficulty->setObjectName(QStringLiteral("difficultyFilter"));
         difficulty->addItem(tr("Any difficulty"), -1);
         for (auto d : {study::Difficulty::Foundation, study::Difficulty::Application,
                        study::Difficulty::Expert})
@@ -168,27 +228,29 @@ void HomePage::refresh() {
         };
         conceptBox->setToolTip(tr("Practice and mock exams draw from this concept"));
         difficulty->setToolTip(tr("Practice and mock exams draw from this difficulty"));
-        auto* practice = new QPushButton(tr("Practice"), card);
+        auto* practice = new QPushButton(tr("Practice"), filterPart);
+        practice->setObjectName(QStringLiteral("practice"));
         practice->setToolTip(
             tr("Any cards matching the filter, in random order; the schedule is "
                "left untouched"));
         connect(practice, &QPushButton::clicked, this, [this, deckId, options] {
             emit studyRequested(deckId, options(study::StudyMode::Practice));
         });
-        auto* exam = new QPushButton(tr("Mock exam"), card);
+        auto* exam = new QPushButton(tr("Mock exam"), filterPart);
+        exam->setObjectName(QStringLiteral("mockExam"));
         exam->setToolTip(
             tr("Up to 20 questions interleaved across concepts, 90 seconds each, "
-               "scored per conceptBox at the end"));
+               "scored per concept at the end"));
         connect(exam, &QPushButton::clicked, this, [this, deckId, options] {
             emit studyRequested(deckId, options(study::StudyMode::MockExam));
         });
-        actions->addWidget(conceptBox);
-        actions->addWidget(difficulty);
-        actions->addWidget(practice);
-        actions->addWidget(exam);
+        filterRow->addWidget(conceptBox);
+        filterRow->addWidget(difficulty);
+        filterRow->addWidget(practice);
+        filterRow->addWidget(exam);
         for (QWidget* w : std::initializer_list<QWidget*>{conceptBox, difficulty, practice, exam})
             w->setMinimumHeight(34);
-        cl->addLayout(actions);
+        cl->addWidget(new ReflowRow(studyPart, filterPart, card));
         list_->addWidget(card);
     }
     summary_->setText(

@@ -13,10 +13,12 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSaveFile>
+#include <QScreen>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "browser_page.h"
 #include "deck_actions.h"
@@ -30,6 +32,14 @@
 #include "theme.h"
 
 namespace pd::ui {
+
+QRect fitRectInto(const QRect& window, const QRect& available) {
+    if (!available.isValid()) return window;
+    QRect r(window.topLeft(), window.size().boundedTo(available.size()));
+    r.moveLeft(std::clamp(r.left(), available.left(), available.right() - r.width() + 1));
+    r.moveTop(std::clamp(r.top(), available.top(), available.bottom() - r.height() + 1));
+    return r;
+}
 
 MainWindow::MainWindow(AppContext& context, QWidget* parent)
     : QMainWindow(parent), context_(context) {
@@ -106,7 +116,17 @@ MainWindow::MainWindow(AppContext& context, QWidget* parent)
     const QByteArray geometry = QByteArray::fromBase64(
         context_.store->setting(QStringLiteral("window_geometry")).toLatin1());
     if (geometry.isEmpty() || !restoreGeometry(geometry)) resize(1200, 800);
+    keepOnScreen();
     showPage(Page::Home);
+}
+
+// A geometry saved on a larger or another screen must not open partly off this one.
+void MainWindow::keepOnScreen() {
+    QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+    if (!s) return;
+    const QRect available = s->availableGeometry();
+    const QRect fitted = fitRectInto(geometry(), available);
+    if (fitted != geometry()) setGeometry(fitted);
 }
 
 void MainWindow::buildMenus() {
@@ -119,7 +139,13 @@ void MainWindow::buildMenus() {
     file->addAction(tr("&Delete Deck\u2026"), this, &MainWindow::deleteDeck);
     file->addSeparator();
     QAction* settings = file->addAction(tr("&Settings\u2026"), this, &MainWindow::openSettings);
-    settings->setShortcuts({QKeySequence::Preferences, QKeySequence(tr("Ctrl+,"))});
+    // Ctrl+, first: the menu shows the first shortcut, and the platform's Preferences key is
+    // empty on Linux.
+    QList<QKeySequence> settingsKeys = {QKeySequence(tr("Ctrl+,"))};
+    const QKeySequence preferences(QKeySequence::Preferences);
+    if (!preferences.isEmpty() && preferences != settingsKeys.first())
+        settingsKeys.append(preferences);
+    settings->setShortcuts(settingsKeys);
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
     quit->setShortcut(QKeySequence::Quit);
@@ -188,7 +214,32 @@ MainWindow::Page MainWindow::currentPage() const {
     return Page::Home;
 }
 
+// A session in progress is never replaced silently: Enter on the question keeps it (so a
+// stray Enter cannot reset the tally), and starting the new one says the answers are saved.
 void MainWindow::startSession(const QString& deckId, const study::SessionOptions& options) {
+    if (study_->inProgress()) {
+        const study::StudySession& current = *study_->session();
+        const bool exam = current.mode() == study::StudyMode::MockExam;
+        QMessageBox box(QMessageBox::Question, tr("A session is in progress"),
+                        tr("You are in the middle of %1 on '%2': %3 answered, %4 to go. Your "
+                           "answers so far are saved either way.")
+                            .arg(exam ? tr("a mock exam") : tr("a session"), current.deck().title)
+                            .arg(current.answered())
+                            .arg(current.remaining()),
+                        QMessageBox::NoButton, this);
+        if (exam) box.setInformativeText(tr("Starting a new one ends the exam without results."));
+        QPushButton* resume = box.addButton(tr("Continue it"), QMessageBox::AcceptRole);
+        QPushButton* fresh = box.addButton(tr("Start the new one"), QMessageBox::DestructiveRole);
+        QPushButton* cancel = box.addButton(QMessageBox::Cancel);
+        box.setDefaultButton(resume);
+        box.setEscapeButton(cancel);
+        box.exec();
+        if (box.clickedButton() == resume) {
+            showPage(Page::Study);
+            return;
+        }
+        if (box.clickedButton() != fresh) return;
+    }
     if (study_->start(deckId, options)) {
         undo_->setEnabled(false);
         showPage(Page::Study);
@@ -302,6 +353,7 @@ void MainWindow::openSettings() {
                     .arg(palette, css(c.border))));
         study_->refreshTheme();
     }
+    study_->refreshSettings();
     refreshAll();
 }
 
@@ -314,6 +366,8 @@ void MainWindow::showShortcuts() {
             "<tr><td><tt>G</tt> <tt>U</tt> <tt>S</tt></td><td>%3</td></tr>"
             "<tr><td><tt>Enter</tt> / <tt>Space</tt></td><td>%4</td></tr>"
             "<tr><td><tt>1</tt>\u2013<tt>4</tt></td><td>%5</td></tr>"
+            "<tr><td><tt>PgUp</tt> <tt>PgDn</tt> <tt>\u2191</tt> "
+            "<tt>\u2193</tt></td><td>%21</td></tr>"
             "<tr><td><tt>Ctrl+Z</tt></td><td>%6</td></tr>"
             "<tr><td><tt>M</tt></td><td>%16</td></tr>"
             "<tr><td><tt>Esc</tt></td><td>%7</td></tr>"
@@ -333,14 +387,18 @@ void MainWindow::showShortcuts() {
             .arg(tr("While studying"), tr("choose an answer (toggle when several are right)"),
                  tr("optional confidence: guessing, unsure, sure"),
                  tr("check the answer; after the reveal, accept the suggested grade"),
-                 tr("after the reveal: Again, Hard, Good, Easy"), tr("undo the last answer"),
-                 tr("back to the decks"), tr("Everywhere"),
-                 tr("on Decks: study the first deck with work"))
+                 tr("after the reveal: Again, Hard, Good, Easy (any of them; the suggested one "
+                    "is preselected)"),
+                 tr("undo the last answer"),
+                 tr("back to the decks (asks first in a session; ends an exam with its results)"),
+                 tr("Everywhere"), tr("on Decks: study the first deck with work"))
             .arg(tr("review due cards"), tr("Decks, Browse, Statistics"), tr("search the cards"),
                  tr("import cards / export a deck"), tr("settings"), tr("this list"),
-                 tr("Show me: run the card's scenario (cards with one)"))
+                 tr("Show me: run the card's scenario (cards with one) after checking; before, "
+                    "only if Settings allows it as a hint"))
             .arg(tr("In Show me"), tr("export the timeline (PNG, SVG, PDF)"),
-                 tr("pin the run to compare the next one with it"), tr("cancel the run"));
+                 tr("pin the run to compare the next one with it"), tr("cancel the run"),
+                 tr("scroll the card"));
     QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), rows, QMessageBox::Close, this);
     box.setTextFormat(Qt::RichText);
     box.exec();

@@ -18,6 +18,9 @@ class ShowMeWindow;
 
 // The application window: a side bar (Decks, Browse, Statistics) beside the pages, the study
 // page for sessions, and the menus (import/export, settings, undo, shortcuts, about).
+// `window` moved (and shrunk if needed) to lie inside `available`.
+QRect fitRectInto(const QRect& window, const QRect& available);
+
 class MainWindow : public QMainWindow {
     Q_OBJECT
   public:
@@ -37,6 +40,7 @@ class MainWindow : public QMainWindow {
 
   private:
     void buildMenus();
+    void keepOnScreen();
     void startSession(const QString& deckId, const study::SessionOptions& options);
     void refreshAll();
     void importDeck();

@@ -39,14 +39,21 @@ SettingsDialog::SettingsDialog(const study::StudySettings& settings, QWidget* pa
     reviewsPerDay_ = new QSpinBox(this);
     reviewsPerDay_->setRange(0, 9999);
     reviewsPerDay_->setValue(settings.reviewsPerDay);
-    form->addRow(tr("Maximum &reviews per day:"), reviewsPerDay_);
+    form->addRow(tr("Maximum re&views per day:"), reviewsPerDay_);
 
-    fuzz_ = new QCheckBox(tr("Spread due dates slightly (interval fuzz)"), this);
+    fuzz_ = new QCheckBox(tr("Spread due dates slightly (interval &fuzz)"), this);
     fuzz_->setChecked(settings.fuzz);
     fuzz_->setToolTip(
         tr("Moves long intervals by a few days so cards learned together do not "
            "all come back on the same day"));
     form->addRow(QString(), fuzz_);
+
+    showMeBeforeCheck_ = new QCheckBox(tr("Allow &Show me before checking, as a hint"), this);
+    showMeBeforeCheck_->setChecked(settings.showMeBeforeCheck);
+    showMeBeforeCheck_->setToolTip(
+        tr("A card's run can give its answer away. When allowed, Show me before checking "
+           "records the review as hinted and suggests Hard."));
+    form->addRow(QString(), showMeBeforeCheck_);
 
     theme_ = new QComboBox(this);
     theme_->addItem(tr("Follow the system"), QStringLiteral("system"));
@@ -76,6 +83,7 @@ study::StudySettings SettingsDialog::settings() const {
     s.newPerDay = newPerDay_->value();
     s.reviewsPerDay = reviewsPerDay_->value();
     s.fuzz = fuzz_->isChecked();
+    s.showMeBeforeCheck = showMeBeforeCheck_->isChecked();
     s.theme = theme_->currentData().toString();
     return s;
 }

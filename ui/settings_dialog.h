@@ -1,4 +1,4 @@
-// Settings: desired retention, daily limits, fuzz and theme.
+// Settings: desired retention, daily limits, fuzz, Show me before checking and theme.
 #pragma once
 
 #include <QDialog>
@@ -24,6 +24,7 @@ class SettingsDialog : public QDialog {
     QSpinBox* newPerDay_ = nullptr;
     QSpinBox* reviewsPerDay_ = nullptr;
     QCheckBox* fuzz_ = nullptr;
+    QCheckBox* showMeBeforeCheck_ = nullptr;
     QComboBox* theme_ = nullptr;
 };
 

@@ -77,10 +77,12 @@ QChartView* dayChart(const QString& title, const QList<int>& values, const QDate
     for (int i = 0; i < values.size(); i += 7)
         x->append(first.addDays(i).toString(QStringLiteral("d MMM")), i);
     x->setGridLineVisible(false);
+    // Round ticks (0, 50, 100, 150 rather than 0, 29, 58, ...) so bar heights can be read.
+    const study::CountAxis scale = study::countAxis(maxValue);
     auto* y = new QValueAxis;
-    y->setRange(0, maxValue + (maxValue >= 10 ? maxValue / 10 : 1));
+    y->setRange(0, scale.top);
     y->setLabelFormat(QStringLiteral("%d"));
-    y->setTickCount(std::min(6, maxValue + 2));
+    y->setTickCount(scale.tickCount());
     styleAxis(x);
     styleAxis(y);
     chart->addAxis(x, Qt::AlignBottom);
@@ -91,6 +93,31 @@ QChartView* dayChart(const QString& title, const QList<int>& values, const QDate
 }
 
 }  // namespace
+
+// Accuracy per confidence level: are "sure" answers right more often than guesses?
+QString calibrationText(const study::StudyStatistics& stats) {
+    const std::array<QString, 3> levels = {QObject::tr("Guessing"), QObject::tr("Unsure"),
+                                           QObject::tr("Sure")};
+    QStringList parts;
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+        const study::ConfidenceCalibration& c = stats.calibration[i];
+        parts.append(c.answers > 0 ? QObject::tr("%1: <b>%2%</b> right (%3 of %4)")
+                                         .arg(levels[i])
+                                         .arg(qRound(100.0 * c.correct / c.answers))
+                                         .arg(c.correct)
+                                         .arg(c.answers)
+                                   : QObject::tr("%1: no answers").arg(levels[i]));
+    }
+    QString text = QObject::tr(
+                       "<b>Confidence calibration</b> (answers marked G, U or S, every "
+                       "mode)<br>") +
+                   parts.join(QStringLiteral("  \u00b7  "));
+    if (stats.hintedAnswers > 0)
+        text += QObject::tr("<br>%1 after Show me before checking (hinted).")
+                    .arg(counted(stats.hintedAnswers, QObject::tr("answer was given"),
+                                 QObject::tr("answers were given")));
+    return text;
+}
 
 CalendarHeatmap::CalendarHeatmap(QWidget* parent) : QWidget(parent) {
     setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
@@ -130,15 +157,12 @@ void CalendarHeatmap::paintEvent(QPaintEvent*) {
         p.drawText(QRect(0, top + d * (kCell + kGap), left - 6, kCell),
                    Qt::AlignRight | Qt::AlignVCenter, days[d]);
     }
-    int lastMonth = -1;
+    p.setPen(c.muted);
+    for (const auto& [column, month] : monthLabels(start, weeks_, today_))
+        p.drawText(QPoint(left + column * (kCell + kGap), top - 6),
+                   QLocale().monthName(month, QLocale::ShortFormat));
     for (int w = 0; w < weeks_; ++w) {
         const QDate monday = start.addDays(7 * w);
-        if (monday.month() != lastMonth) {
-            p.setPen(c.muted);
-            p.drawText(QPoint(left + w * (kCell + kGap), top - 6),
-                       QLocale().monthName(monday.month(), QLocale::ShortFormat));
-            lastMonth = monday.month();
-        }
         for (int d = 0; d < 7; ++d) {
             const QDate day = monday.addDays(d);
             if (day > today_) continue;
@@ -154,6 +178,22 @@ void CalendarHeatmap::paintEvent(QPaintEvent*) {
             p.drawRoundedRect(cell, 3, 3);
         }
     }
+}
+
+// A month is named over the week that holds its first day (so December shows from 1 December,
+// not from its first Monday); the first column names its month unless a label follows within
+// two columns.
+QList<QPair<int, int>> CalendarHeatmap::monthLabels(const QDate& start, int weeks,
+                                                    const QDate& today) {
+    QList<QPair<int, int>> out;
+    for (int w = 0; w < weeks; ++w) {
+        for (int d = 0; d < 7; ++d) {
+            const QDate day = start.addDays(7 * w + d);
+            if (day.day() == 1 && day <= today) out.append({w, day.month()});
+        }
+    }
+    if (out.isEmpty() || out.first().first > 2) out.prepend({0, start.month()});
+    return out;
 }
 
 StatsPage::StatsPage(AppContext& context, QWidget* parent) : QWidget(parent), context_(context) {
@@ -188,6 +228,11 @@ StatsPage::StatsPage(AppContext& context, QWidget* parent) : QWidget(parent), co
     grid_ = new QGridLayout;
     grid_->setSpacing(14);
     layout->addLayout(grid_);
+    calibration_ = new QLabel(canvas);
+    calibration_->setObjectName(QStringLiteral("calibration"));
+    calibration_->setWordWrap(true);
+    calibration_->setTextFormat(Qt::RichText);
+    layout->addWidget(calibration_);
     layout->addStretch(1);
     scroll->setWidget(canvas);
     outer->addWidget(scroll);
@@ -202,6 +247,8 @@ void StatsPage::refresh() {
     qDeleteAll(charts_);
     charts_.clear();
 
+    // True retention counts only review-mode answers on cards that had graduated to Review, so
+    // it can be unmeasured beside many answers: say which answers it waits for.
     headline_->setText(
         tr("<span style='font-size:large'><b>%1</b> answers in total  \u00b7  true retention "
            "<b>%2</b> (desired %3%)</span>")
@@ -209,7 +256,13 @@ void StatsPage::refresh() {
             .arg(stats_.retentionReviews > 0
                      ? QStringLiteral("%1%").arg(qRound(100 * stats_.trueRetention))
                      : tr("not measured yet"))
-            .arg(qRound(100 * stats_.desiredRetention)));
+            .arg(qRound(100 * stats_.desiredRetention)) +
+        (stats_.retentionReviews > 0
+             ? QString()
+             : tr("<br>True retention counts review answers on cards that have already "
+                  "graduated to the Review state (last 30 days); none yet. New and learning "
+                  "cards, practice and mock exams are not counted.")));
+    calibration_->setText(calibrationText(stats_));
     streak_->setText(
         stats_.streak > 0
             ? tr("Current streak: <b>%1</b>").arg(counted(stats_.streak, tr("day"), tr("days")))
@@ -243,8 +296,9 @@ void StatsPage::refresh() {
         x->setLabelFormat(QStringLiteral("%d%"));
         auto* y = new QBarCategoryAxis;
         y->append(stats_.retentionReviews > 0
-                      ? counted(stats_.retentionReviews, tr("review"), tr("reviews"))
-                      : tr("no reviews yet"));
+                      ? counted(stats_.retentionReviews, tr("review-state answer"),
+                                tr("review-state answers"))
+                      : tr("no review-state answers yet"));
         styleAxis(x);
         styleAxis(y);
         retention->addAxis(x, Qt::AlignBottom);

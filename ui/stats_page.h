@@ -21,6 +21,8 @@ class CalendarHeatmap : public QWidget {
     explicit CalendarHeatmap(QWidget* parent = nullptr);
     void setData(const QMap<QDate, int>& counts, const QDate& today);
     QSize sizeHint() const override;
+    // (column, month) for the month names above the weeks from `start` (a Monday).
+    static QList<QPair<int, int>> monthLabels(const QDate& start, int weeks, const QDate& today);
 
   protected:
     void paintEvent(QPaintEvent* event) override;
@@ -30,6 +32,9 @@ class CalendarHeatmap : public QWidget {
     QDate today_;
     int weeks_ = 26;
 };
+
+// The calibration line under the charts: accuracy per confidence level, and hinted answers.
+QString calibrationText(const study::StudyStatistics& stats);
 
 class StatsPage : public QWidget {
     Q_OBJECT
@@ -45,6 +50,7 @@ class StatsPage : public QWidget {
     QLabel* headline_ = nullptr;
     CalendarHeatmap* heatmap_ = nullptr;
     QLabel* streak_ = nullptr;
+    QLabel* calibration_ = nullptr;
     QList<QWidget*> charts_;
 };
 

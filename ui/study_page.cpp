@@ -8,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QMessageBox>
 #include <QMouseEvent>
 #include <QPushButton>
 #include <QRadioButton>
@@ -216,7 +217,7 @@ StudyPage::StudyPage(AppContext& context, QWidget* parent) : QWidget(parent), co
     back->setFocusPolicy(Qt::NoFocus);
     back->setFlat(true);
     back->setToolTip(tr("Back to the decks (Esc)"));
-    connect(back, &QPushButton::clicked, this, &StudyPage::closeRequested);
+    connect(back, &QPushButton::clicked, this, &StudyPage::requestClose);
     modeLabel_ = new QLabel(header);
     modeLabel_->setFont(scaled(font(), 1.05, true));
     progressLabel_ = new QLabel(header);
@@ -251,6 +252,7 @@ void StudyPage::buildQuestionView() {
     scroll_->setWidgetResizable(true);
     scroll_->setFrameShape(QFrame::NoFrame);
     scroll_->setFocusPolicy(Qt::NoFocus);
+    scroll_->verticalScrollBar()->setSingleStep(40);
     auto* canvas = new QWidget(scroll_);
     auto* centre = new QHBoxLayout(canvas);
     centre->setContentsMargins(28, 20, 28, 28);
@@ -328,11 +330,15 @@ void StudyPage::buildActionBar(QVBoxLayout* pageLayout) {
     showMeButton_->setFocusPolicy(Qt::NoFocus);
     showMeButton_->setMinimumHeight(40);
     showMeButton_->setToolTip(tr("Run this card's scenario on the engine and watch what happens"));
+    showMeNote_ = new QLabel(bar);
+    showMeNote_->setObjectName(QStringLiteral("hint"));
+    showMeNote_->setVisible(false);
     connect(showMeButton_, &QPushButton::clicked, this, &StudyPage::requestShowMe);
     auto* checkRow = new QHBoxLayout;
     checkRow->setSpacing(10);
     checkRow->addWidget(checkButton_);
     checkRow->addWidget(showMeButton_);
+    checkRow->addWidget(showMeNote_);
     checkRow->addStretch(1);
     bl->addLayout(checkRow);
 
@@ -458,11 +464,7 @@ void StudyPage::showCurrent() {
     chipsLabel_->setText(chips.join(QStringLiteral("  \u00b7  ")));
     promptLabel_->setText(card.prompt);
     const bool multiple = card.type == study::CardType::Multiple;
-    hintLabel_->setText(multiple ? tr("Select %1 answers with keys 1\u2013%2, then press Enter.")
-                                       .arg(countWord(card.correctCount()))
-                                       .arg(card.options.size())
-                                 : tr("Select one answer with keys 1\u2013%1, then press Enter.")
-                                       .arg(card.options.size()));
+    updateChoiceHint();
     const QList<int>& order = session_->optionOrder();
     for (int pos = 0; pos < order.size(); ++pos) {
         auto* row = new OptionRow(
@@ -477,6 +479,8 @@ void StudyPage::showCurrent() {
     checkButton_->setText(session_->mode() == StudyMode::MockExam ? tr("Submit answer   Enter")
                                                                   : tr("Check answer   Enter"));
     checkButton_->setEnabled(false);
+    showMeNote_->clear();
+    showMeNote_->setVisible(false);
     verdictBanner_->setVisible(false);
     gradeRow_->setVisible(false);
     nextButton_->setVisible(false);
@@ -495,7 +499,34 @@ void StudyPage::toggleOption(int position) {
     } else {
         for (int i = 0; i < optionRows_.size(); ++i) optionRows_[i]->setChecked(i == position);
     }
-    checkButton_->setEnabled(!selectedOptions().isEmpty());
+    checkButton_->setEnabled(choiceComplete());
+    updateChoiceHint();
+}
+
+// A "choose two" card needs exactly that many boxes ticked, as exam software requires.
+bool StudyPage::choiceComplete() const {
+    if (!session_ || session_->finished()) return false;
+    const study::Card& card = *session_->current();
+    const qsizetype chosen = selectedOptions().size();
+    return card.type == study::CardType::Multiple ? chosen == card.correctCount() : chosen == 1;
+}
+
+void StudyPage::updateChoiceHint() {
+    if (!session_ || session_->finished()) return;
+    const study::Card& card = *session_->current();
+    const int options = static_cast<int>(card.options.size());
+    if (card.type != study::CardType::Multiple) {
+        hintLabel_->setText(
+            tr("Select one answer with keys 1\u2013%1, then press Enter.").arg(options));
+        return;
+    }
+    const int needed = card.correctCount();
+    hintLabel_->setText(tr("Select %1 answers with keys 1\u2013%2, then press Enter "
+                           "(%3 of %4 chosen).")
+                            .arg(countWord(needed))
+                            .arg(options)
+                            .arg(selectedOptions().size())
+                            .arg(needed));
 }
 
 void StudyPage::setConfidence(int level) {
@@ -509,6 +540,13 @@ void StudyPage::checkAnswer() {
     const QList<int> chosen = selectedOptions();
     if (chosen.isEmpty()) {
         hintLabel_->setText(tr("Choose an answer first (keys 1\u2013%1).").arg(optionRows_.size()));
+        return;
+    }
+    if (!choiceComplete()) {
+        const int needed = session_->current()->correctCount();
+        hintLabel_->setText(tr("Choose exactly %1 answers: %2 chosen now.")
+                                .arg(countWord(needed))
+                                .arg(chosen.size()));
         return;
     }
     answerMs_ = answerTimer_.elapsed();
@@ -541,13 +579,6 @@ void StudyPage::checkAnswer() {
                        tr("Not quite \u2014 the right answer is marked \u2713 above")
                  : QStringLiteral("\u2717  ") +
                        tr("Not quite \u2014 the right answers are marked \u2713 above"));
-    // Bring a missed right answer into view, so the learner sees it without scrolling.
-    for (OptionRow* row : optionRows_) {
-        if (row->verdict() == OptionRow::Verdict::MissedRight) {
-            scroll_->ensureWidgetVisible(row, 0, 24);
-            break;
-        }
-    }
     verdictBanner_->setStyleSheet(
         QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
                        "solid %2; } QLabel { color: %2; }")
@@ -557,42 +588,51 @@ void StudyPage::checkAnswer() {
     confidenceRow_->setVisible(false);
     checkButton_->setVisible(false);
     hintLabel_->setVisible(false);
+    updateShowMe();
 
     if (session_->mode() == StudyMode::Review) {
         const QDateTime now = context_.now();
         const std::array<QDateTime, 4> due = session_->previewDue(now);
+        suggested_ = session_->suggestedGradeFor(chosen, confidence_);
         for (int i = 0; i < 4; ++i) {
             const Rating rating = static_cast<Rating>(i + 1);
-            const bool allowed = correct ? rating != Rating::Again : rating == Rating::Again;
             QPushButton* b = gradeButtons_[i];
             b->setText(QStringLiteral("%1  %2\n%3")
                            .arg(i + 1)
                            .arg(b->property("gradeName").toString(),
                                 study::formatInterval(now.secsTo(due[i]))));
-            b->setEnabled(allowed);
-            b->setObjectName(rating == (correct ? Rating::Good : Rating::Again)
-                                 ? QStringLiteral("primary")
-                                 : QString());
+            b->setEnabled(true);  // the learner's own grade, as in Anki
+            b->setObjectName(rating == suggested_ ? QStringLiteral("primary") : QString());
             b->setToolTip(
                 tr("Next review %1")
                     .arg(due[i].toLocalTime().toString(QStringLiteral("ddd d MMM yyyy, HH:mm"))));
         }
         applyStyles();
-        gradeHint_->setText(
-            correct ? tr("Enter accepts Good. Press 2 if it was hard, 4 if it was easy.")
-                    : tr("A wrong answer is graded Again: the card comes back in a few minutes. "
-                         "Press Enter to continue."));
+        gradeHint_->setText(gradeAdvice(correct));
         gradeRow_->setVisible(true);
     } else {
         nextButton_->setVisible(true);
     }
+    scrollToRightAnswer();  // last: the action bar's new height changes the viewport
+}
+
+// Why the preselected grade is the one Enter accepts, and that any grade may be chosen.
+QString StudyPage::gradeAdvice(bool correct) const {
+    if (!correct)
+        return tr(
+            "Enter accepts Again: the card comes back in a few minutes. If it was a slip "
+            "on something you know, grade it yourself with 2\u20134.");
+    if (session_->currentHinted())
+        return tr(
+            "You used Show me before checking, so this review is recorded as hinted and "
+            "Enter accepts Hard. Press 3 or 4 if you knew it anyway.");
+    if (suggested_ == Rating::Hard)
+        return tr("You marked this a guess, so Enter accepts Hard. Press 3 or 4 if you knew it.");
+    return tr("Enter accepts Good. Press 2 if it was hard, 4 if it was easy, 1 if you were lucky.");
 }
 
 void StudyPage::gradeAndContinue(Rating rating) {
     if (!revealed_ || !session_ || session_->mode() != StudyMode::Review) return;
-    const study::Card& card = *session_->current();
-    const bool correct = card.isCorrectAnswer(selectedOptions());
-    if (correct ? rating == Rating::Again : rating != Rating::Again) return;  // not offered
     QString error;
     if (!session_->answer(selectedOptions(), rating, confidence_, answerMs_, context_.now(),
                           &error)) {
@@ -636,9 +676,14 @@ void StudyPage::showResults() {
     const ThemeColors c = themeColors();
     const int answered = session_->answered();
     if (session_->mode() == StudyMode::MockExam) {
-        const int total = answered + session_->unanswered();
+        const bool early = session_->endedEarly();
+        // Left early, the score is over the questions answered; timed out, over all of them.
+        const int total = early ? answered : answered + session_->unanswered();
         resultsTitle_->setText(
-            tr("Mock exam: %1 of %2 right").arg(session_->correctAnswers()).arg(total));
+            early ? tr("Mock exam ended early: %1 of %2 answered right")
+                        .arg(session_->correctAnswers())
+                        .arg(total)
+                  : tr("Mock exam: %1 of %2 right").arg(session_->correctAnswers()).arg(total));
         QString html = QStringLiteral("<table cellspacing='0' cellpadding='6' width='100%'>");
         html += QStringLiteral(
                     "<tr><th align='left'>%1</th><th align='right'>%2</th>"
@@ -658,7 +703,12 @@ void StudyPage::showResults() {
                         .arg(pct);
         }
         html += QStringLiteral("</table>");
-        if (session_->unanswered() > 0) {
+        if (early && session_->unanswered() > 0) {
+            html += QStringLiteral("<p>") +
+                    tr("You left with %1 unanswered; they are not scored.")
+                        .arg(counted(session_->unanswered(), tr("question"), tr("questions"))) +
+                    QStringLiteral("</p>");
+        } else if (session_->unanswered() > 0) {
             html += QStringLiteral("<p>") +
                     tr("%1 not answered before the time ran out; they count as wrong.")
                         .arg(counted(session_->unanswered(), tr("question was"),
@@ -666,7 +716,8 @@ void StudyPage::showResults() {
                     QStringLiteral("</p>");
         }
         html += QStringLiteral("<p>") +
-                tr("Concepts under 70% are worth a practice session (Study \u2192 Practice).") +
+                tr("Concepts under 70% are worth a practice session: on Decks (Ctrl+1), pick the "
+                   "concept on the deck's card and press Practice.") +
                 QStringLiteral("</p>");
         resultsBody_->setText(html);
     } else if (answered == 0) {
@@ -679,9 +730,13 @@ void StudyPage::showResults() {
     } else {
         resultsTitle_->setText(tr("Session complete"));
         const int pct = qRound(100.0 * session_->correctAnswers() / answered);
+        // Answers and cards differ when cards answered wrong came back.
+        const int cards = session_->distinctAnswered();
         resultsBody_->setText(
-            tr("<p>You answered <b>%1</b>; <b>%2</b> right (%3%).</p>")
-                .arg(counted(answered, tr("card"), tr("cards")))
+            tr("<p>You gave <b>%1</b> on <b>%2</b>; <b>%3</b> of the answers were right "
+               "(%4%).</p>")
+                .arg(counted(answered, tr("answer"), tr("answers")),
+                     counted(cards, tr("card"), tr("cards")))
                 .arg(session_->correctAnswers())
                 .arg(pct) +
             (session_->mode() == StudyMode::Review
@@ -694,11 +749,20 @@ void StudyPage::updateHeader() {
     if (!session_) return;
     modeLabel_->setText(
         QStringLiteral("%1  \u00b7  %2").arg(modeTitle(session_->mode()), session_->deck().title));
-    progressLabel_->setText(session_->finished() ? tr("%1 answered").arg(session_->answered())
-                                                 : tr("%1 answered  \u00b7  %2 to go")
-                                                       .arg(session_->answered())
-                                                       .arg(session_->remaining()));
+    progressLabel_->setText(progressText());
     updateTimer();
+}
+
+// "5 answered · 3 to go", and cards answered wrong that come back are counted apart, so the
+// count moves as the learner works.
+QString StudyPage::progressText() const {
+    const int answered = session_->answered();
+    if (session_->finished()) return tr("%1 answered").arg(answered);
+    const int returning = session_->returning();
+    const int fresh = session_->remaining() - returning;
+    QString text = tr("%1 answered  \u00b7  %2 to go").arg(answered).arg(fresh);
+    if (returning > 0) text += tr(" + %1 coming back").arg(returning);
+    return text;
 }
 
 void StudyPage::updateTimer() {
@@ -720,9 +784,10 @@ void StudyPage::keyPressEvent(QKeyEvent* event) {
         return;
     }
     if (key == Qt::Key_Escape) {
-        emit closeRequested();
+        requestClose();
         return;
     }
+    if (scrollByKey(key)) return;
     if (isShowingResults()) {
         if (key == Qt::Key_Return || key == Qt::Key_Enter || key == Qt::Key_Space) {
             emit closeRequested();
@@ -748,8 +813,7 @@ void StudyPage::keyPressEvent(QKeyEvent* event) {
         if (!revealed_) {
             checkAnswer();
         } else if (session_->mode() == StudyMode::Review) {
-            const bool correct = session_->current()->isCorrectAnswer(selectedOptions());
-            gradeAndContinue(correct ? Rating::Good : Rating::Again);
+            gradeAndContinue(suggested_);
         } else {
             continuePractice();
         }
@@ -766,24 +830,118 @@ void StudyPage::keyPressEvent(QKeyEvent* event) {
     QWidget::keyPressEvent(event);
 }
 
-// A mock exam is an exam: no runs that would hint at the answer.
+// A run can give the answer away: it is offered after checking, or before as an opt-in hint
+// (Settings) that marks the review as hinted. A mock exam is an exam: no runs at all.
+bool StudyPage::showMeAvailable() const {
+    return session_ && !session_->finished() && session_->current()->hasScenario() &&
+           session_->mode() != StudyMode::MockExam &&
+           (revealed_ || context_.settings.showMeBeforeCheck);
+}
+
 void StudyPage::updateShowMe() {
-    const bool available = session_ && !session_->finished() &&
-                           session_->current()->hasScenario() &&
-                           session_->mode() != StudyMode::MockExam;
+    const bool available = showMeAvailable();
     showMeButton_->setVisible(available);
+    showMeButton_->setText(revealed_ ? tr("Show me   M") : tr("Show me (hint)   M"));
+    showMeButton_->setToolTip(
+        revealed_ ? tr("Run this card's scenario on the engine and watch what happens")
+                  : tr("Run this card's scenario before checking, as a hint: the review is "
+                       "recorded as hinted and Enter then accepts Hard"));
 }
 
 void StudyPage::requestShowMe() {
-    if (!session_ || session_->finished() || session_->mode() == StudyMode::MockExam) return;
-    const study::Card& card = *session_->current();
-    if (card.hasScenario()) emit showMeRequested(deckId_, card.id);
+    if (!showMeAvailable()) return;
+    if (!revealed_) {
+        session_->markCurrentHinted();
+        showMeNote_->setText(tr("Hinted: this answer is recorded as helped by Show me."));
+        showMeNote_->setVisible(true);
+    }
+    emit showMeRequested(deckId_, session_->current()->id);
+}
+
+bool StudyPage::inProgress() const {
+    return session_ && !session_->finished() &&
+           (session_->answered() > 0 || session_->mode() == StudyMode::MockExam);
+}
+
+// Leaving loses nothing already answered (each answer is saved as it is given), but it does
+// end the flow: ask first. Leaving an exam ends it and shows the results so far.
+void StudyPage::requestClose() {
+    if (!inProgress()) {
+        emit closeRequested();
+        return;
+    }
+    const bool exam = session_->mode() == StudyMode::MockExam;
+    QMessageBox box(
+        QMessageBox::Question, exam ? tr("End the mock exam?") : tr("Leave this session?"),
+        exam ? tr("You have answered %1 of %2 questions. End the exam now and see the "
+                  "results for what you answered?")
+                   .arg(session_->answered())
+                   .arg(session_->total())
+             : tr("Your %1 saved. Leave the session and go back to the decks?")
+                   .arg(counted(session_->answered(), tr("answer is"), tr("answers are"))),
+        QMessageBox::NoButton, this);
+    QPushButton* leave = box.addButton(exam ? tr("End exam and show results") : tr("Leave"),
+                                       QMessageBox::AcceptRole);
+    QPushButton* stay =
+        box.addButton(exam ? tr("Keep going") : tr("Keep studying"), QMessageBox::RejectRole);
+    box.setDefaultButton(stay);
+    box.setEscapeButton(stay);
+    box.exec();
+    // The exam's clock may have ended it while the question was open.
+    if (box.clickedButton() != leave || !inProgress()) return;
+    if (exam) {
+        session_->finishNow(study::StudySession::Unanswered::LeaveOut);
+        emit answered();
+        showCurrent();  // the results
+        return;
+    }
+    emit closeRequested();
+}
+
+// After the reveal, the right option (the one missed, else the one chosen) and its
+// explanation are scrolled into view; the layout is settled first so the geometry is current.
+void StudyPage::scrollToRightAnswer() {
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    OptionRow* target = nullptr;
+    for (OptionRow* row : optionRows_) {
+        if (row->verdict() == OptionRow::Verdict::MissedRight) {
+            target = row;
+            break;
+        }
+        if (!target && row->verdict() == OptionRow::Verdict::ChosenRight) target = row;
+    }
+    if (target) scroll_->ensureWidgetVisible(target, 0, 24);
+}
+
+// Page Up/Down and the arrows scroll the card; the number keys and Enter keep their jobs.
+bool StudyPage::scrollByKey(int key) {
+    QScrollBar* bar = scroll_->verticalScrollBar();
+    switch (key) {
+        case Qt::Key_PageDown:
+            bar->triggerAction(QAbstractSlider::SliderPageStepAdd);
+            return true;
+        case Qt::Key_PageUp:
+            bar->triggerAction(QAbstractSlider::SliderPageStepSub);
+            return true;
+        case Qt::Key_Down:
+            bar->triggerAction(QAbstractSlider::SliderSingleStepAdd);
+            return true;
+        case Qt::Key_Up:
+            bar->triggerAction(QAbstractSlider::SliderSingleStepSub);
+            return true;
+        default:
+            return false;
+    }
 }
 
 bool StudyPage::event(QEvent* event) {
     if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange)
         refreshTheme();
     return QWidget::event(event);
+}
+
+void StudyPage::refreshSettings() {
+    if (session_ && !session_->finished()) updateShowMe();
 }
 
 void StudyPage::refreshTheme() {

@@ -2,9 +2,11 @@
 //   1-6        choose an option (check boxes when several answers are right)
 //   G U S      optional confidence before checking: guess, unsure, sure
 //   Enter/Space check the answer; after the reveal, accept the suggested grade
-//   1-4        after the reveal (review mode): Again, Hard, Good, Easy
-//   M          "Show me": run the card's scenario in the visualizer (cards with one)
-//   Ctrl+Z     undo the last answer     Esc  back to the decks
+//   1-4        after the reveal (review mode): Again, Hard, Good, Easy (any of the four)
+//   M          "Show me": run the card's scenario in the visualizer (cards with one), after
+//              checking; before, only when Settings allows it as a hint
+//   PgUp/PgDn, Up/Down  scroll the card
+//   Ctrl+Z     undo the last answer     Esc  back to the decks (asks first in a session)
 #pragma once
 
 #include <QElapsedTimer>
@@ -48,6 +50,12 @@ class StudyPage : public QWidget {
     QList<int> selectedOptions() const;  // option indices in the card
     bool undo();
     void refreshTheme();
+    // After Settings changed (e.g. whether Show me is offered before checking).
+    void refreshSettings();
+    // A session with answers given, or a mock exam, that has not finished.
+    bool inProgress() const;
+    // Esc and "← Decks": asks before leaving a session in progress (an exam shows its results).
+    void requestClose();
 
   signals:
     void answered();        // the store changed
@@ -73,6 +81,13 @@ class StudyPage : public QWidget {
     void updateHeader();
     void updateTimer();
     void applyStyles();
+    bool choiceComplete() const;
+    void updateChoiceHint();
+    QString gradeAdvice(bool correct) const;
+    QString progressText() const;
+    bool showMeAvailable() const;
+    void scrollToRightAnswer();
+    bool scrollByKey(int key);
 
     AppContext& context_;
     std::unique_ptr<study::StudySession> session_;
@@ -103,6 +118,8 @@ class StudyPage : public QWidget {
     QLabel* gradeHint_ = nullptr;
     QPushButton* nextButton_ = nullptr;
     QPushButton* showMeButton_ = nullptr;
+    QLabel* showMeNote_ = nullptr;
+    study::Rating suggested_ = study::Rating::Good;  // what Enter accepts after the reveal
     QString deckId_;
     void requestShowMe();
     void updateShowMe();

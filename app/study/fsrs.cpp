@@ -101,12 +101,6 @@ FsrsCard makeNewFsrsCard(FsrsTimePoint due) {
     return card;
 }
 
-Rating gradeMultipleChoice(bool correct, std::optional<Rating> chosen) {
-    if (!correct) return Rating::Again;
-    if (chosen == Rating::Hard || chosen == Rating::Easy) return *chosen;
-    return Rating::Good;
-}
-
 FsrsScheduler::FsrsScheduler(FsrsParams params)
     : FsrsScheduler(std::move(params), (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                                            static_cast<std::uint64_t>(std::random_device{}())) {}

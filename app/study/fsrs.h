@@ -74,11 +74,6 @@ struct FsrsCard {
 // A never-reviewed card that is due at `due`.
 FsrsCard makeNewFsrsCard(FsrsTimePoint due);
 
-// Grade for a multiple-choice answer: a wrong answer is always Again; a right answer is Good unless
-// the learner chose Hard or Easy (a chosen Again on a right answer falls back to Good, since a
-// right answer is never a lapse).
-Rating gradeMultipleChoice(bool correct, std::optional<Rating> chosen = std::nullopt);
-
 class FsrsScheduler {
   public:
     // Fuzz RNG seeded from std::random_device. Throws std::invalid_argument on invalid params

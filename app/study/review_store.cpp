@@ -151,6 +151,8 @@ const QList<QStringList>& migrations() {
         {QStringLiteral("ALTER TABLE review_log ADD COLUMN mode TEXT NOT NULL DEFAULT 'review'"),
          QStringLiteral("CREATE INDEX review_log_time ON review_log (reviewed_ms)"),
          QStringLiteral("CREATE INDEX card_state_due ON card_state (deck_id, due_ms)")},
+        // 2 -> 3: whether Show me was used before the answer was checked (older rows: no).
+        {QStringLiteral("ALTER TABLE review_log ADD COLUMN hinted INTEGER NOT NULL DEFAULT 0")},
     };
     return steps;
 }
@@ -298,8 +300,8 @@ qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
     q.prepare(QStringLiteral(
         "INSERT INTO review_log (deck_id, card_id, reviewed_ms, grade, chosen, correct, "
         "confidence, "
-        "duration_ms, before_schedule, after_schedule, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?)"));
+        "duration_ms, before_schedule, after_schedule, mode, hinted) VALUES (?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?)"));
     q.addBindValue(e.card.deckId);
     q.addBindValue(e.card.cardId);
     q.addBindValue(e.reviewedAt.toMSecsSinceEpoch());
@@ -312,6 +314,7 @@ qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
     q.addBindValue(review && e.before ? QVariant(scheduleToJson(e.before)) : QVariant());
     q.addBindValue(review && e.after ? QVariant(scheduleToJson(e.after)) : QVariant());
     q.addBindValue(studyModeName(e.mode));
+    q.addBindValue(e.hinted ? 1 : 0);
     bool ok = exec(q, error);
     const qint64 id = q.lastInsertId().toLongLong();
     if (ok && review && e.after) {
@@ -337,7 +340,7 @@ qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
 namespace {
 const QString kSelectLog = QStringLiteral(
     "SELECT id, deck_id, card_id, reviewed_ms, grade, chosen, correct, confidence, duration_ms, "
-    "mode, before_schedule, after_schedule FROM review_log ");
+    "mode, before_schedule, after_schedule, hinted FROM review_log ");
 
 ReviewEntry entryFrom(const QSqlQuery& q) {
     ReviewEntry e;
@@ -352,6 +355,7 @@ ReviewEntry entryFrom(const QSqlQuery& q) {
     e.mode = modeFromName(q.value(9).toString());
     e.before = scheduleFromJson(q.value(10).toString());
     e.after = scheduleFromJson(q.value(11).toString());
+    e.hinted = q.value(12).toInt() != 0;
     return e;
 }
 }  // namespace

@@ -44,6 +44,7 @@ struct ReviewEntry {
     std::optional<int> confidence;  // 1 guess, 2 unsure, 3 sure
     qint64 durationMs = 0;
     StudyMode mode = StudyMode::Review;
+    bool hinted = false;  // Show me ran before the answer was checked
     // Review mode only: the schedule before (empty for a new card) and after this review.
     std::optional<CardSchedule> before;
     std::optional<CardSchedule> after;
@@ -51,7 +52,7 @@ struct ReviewEntry {
 
 class ReviewStore {
   public:
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
 
     ReviewStore() = default;
     ~ReviewStore();

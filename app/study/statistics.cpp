@@ -1,6 +1,7 @@
 #include "statistics.h"
 
 #include <QHash>
+#include <algorithm>
 
 #include "fsrs.h"
 
@@ -15,6 +16,17 @@ int studyStreak(const QMap<QDate, int>& reviewsByDate, const QDate& today) {
         day = day.addDays(-1);
     }
     return streak;
+}
+
+CountAxis countAxis(int maxValue) {
+    const int max = std::max(1, maxValue);
+    for (int power = 1;; power *= 10) {
+        for (int factor : {1, 2, 5}) {
+            const int step = factor * power;
+            const int top = (max + step - 1) / step * step;
+            if (top / step <= 5) return {top, step};
+        }
+    }
 }
 
 StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
@@ -34,6 +46,12 @@ StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& s
         s.reviewsByDate[day] += 1;
         const qint64 ago = day.daysTo(s.today);
         if (ago >= 0 && ago < 30) s.reviewsPerDay[29 - static_cast<int>(ago)] += 1;
+        if (e.confidence && *e.confidence >= 1 && *e.confidence <= 3) {
+            ConfidenceCalibration& c = s.calibration[static_cast<std::size_t>(*e.confidence - 1)];
+            ++c.answers;
+            c.correct += e.correct ? 1 : 0;
+        }
+        s.hintedAnswers += e.hinted ? 1 : 0;
         // True retention: how often a card that had graduated to Review was still known.
         if (e.mode == StudyMode::Review && e.before && e.before->fsrs.state == CardState::Review &&
             e.reviewedAt >= retentionFrom) {

@@ -6,6 +6,7 @@
 #include <QList>
 #include <QMap>
 #include <QString>
+#include <array>
 
 #include "deck.h"
 #include "review_store.h"
@@ -19,6 +20,13 @@ struct ConceptMastery {
     double mastery = 0.0;  // mean recall probability now over the concept's cards (new = 0)
 };
 
+// How often answers given at one confidence level (1 guessing, 2 unsure, 3 sure) were right:
+// a well-calibrated learner is right more often when sure.
+struct ConfidenceCalibration {
+    int answers = 0;
+    int correct = 0;
+};
+
 struct StudyStatistics {
     QDate today;                 // local date the statistics were computed for
     QList<int> reviewsPerDay;    // last 30 days, oldest first, today last
@@ -30,7 +38,18 @@ struct StudyStatistics {
     QMap<QDate, int> reviewsByDate;  // every answer, by local date (the heatmap)
     int streak = 0;                  // consecutive days with answers up to today (or yesterday)
     int totalReviews = 0;
+    std::array<ConfidenceCalibration, 3> calibration;  // guessing, unsure, sure; every mode
+    int hintedAnswers = 0;                             // Show me used before checking
 };
+
+// A count axis with round ticks: 0 to `top` in steps of `step` (1, 2 or 5 times a power of
+// ten), top >= maxValue and at most six ticks.
+struct CountAxis {
+    int top = 1;
+    int step = 1;
+    int tickCount() const { return top / step + 1; }
+};
+CountAxis countAxis(int maxValue);
 
 StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
                                   double desiredRetention, const QDateTime& now);

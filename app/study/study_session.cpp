@@ -63,6 +63,8 @@ StudySettings StudySettings::load(const ReviewStore& store) {
     const int v = store.setting(QStringLiteral("reviews_per_day")).toInt(&ok);
     if (ok && v >= 0) s.reviewsPerDay = v;
     s.fuzz = store.setting(QStringLiteral("fuzz"), QStringLiteral("1")) != QStringLiteral("0");
+    s.showMeBeforeCheck =
+        store.setting(QStringLiteral("show_me_before_check")) == QStringLiteral("1");
     const QString theme = store.setting(QStringLiteral("theme"));
     if (theme == QStringLiteral("light") || theme == QStringLiteral("dark")) s.theme = theme;
     return s;
@@ -75,6 +77,8 @@ bool StudySettings::save(ReviewStore& store) const {
            store.setSetting(QStringLiteral("reviews_per_day"), QString::number(reviewsPerDay)) &&
            store.setSetting(QStringLiteral("fuzz"),
                             fuzz ? QStringLiteral("1") : QStringLiteral("0")) &&
+           store.setSetting(QStringLiteral("show_me_before_check"),
+                            showMeBeforeCheck ? QStringLiteral("1") : QStringLiteral("0")) &&
            store.setSetting(QStringLiteral("theme"), theme);
 }
 
@@ -98,6 +102,12 @@ DeckCounts countDeck(const Deck& deck, const ReviewStore& store, const QDateTime
         }
     }
     return c;
+}
+
+Rating suggestedGrade(bool correct, std::optional<int> confidence, bool hinted) {
+    if (!correct) return Rating::Again;
+    if (hinted || confidence == kConfidenceGuessing) return Rating::Hard;
+    return Rating::Good;
 }
 
 bool CardFilter::matches(const Card& card) const {
@@ -190,8 +200,13 @@ int StudySession::remaining() const {
     return static_cast<int>(queue_.size() + learning_.size()) + (current_ >= 0 ? 1 : 0);
 }
 
+int StudySession::returning() const {
+    return static_cast<int>(learning_.size()) + (current_ >= 0 && seen_.contains(current_) ? 1 : 0);
+}
+
 void StudySession::show(int cardIndex) {
     current_ = cardIndex;
+    currentHinted_ = false;
     optionOrder_.clear();
     if (cardIndex < 0) return;
     for (int i = 0; i < deck_->cards[cardIndex].options.size(); ++i) optionOrder_.append(i);
@@ -247,7 +262,8 @@ bool StudySession::answer(const QList<int>& chosen, std::optional<Rating> chosen
     ReviewEntry e;
     e.card = {deck_->id, card->id};
     e.reviewedAt = now.toUTC();
-    e.grade = gradeMultipleChoice(correct, chosenGrade);
+    e.grade = chosenGrade.value_or(suggestedGrade(correct, confidence, currentHinted_));
+    e.hinted = currentHinted_;
     e.chosen = chosen;
     std::sort(e.chosen.begin(), e.chosen.end());
     e.correct = correct;
@@ -269,7 +285,9 @@ bool StudySession::answer(const QList<int>& chosen, std::optional<Rating> chosen
     const qint64 id = store_->recordReview(e, error);
     if (id == 0) return false;
 
-    history_.append({current_, id, correct, requeue});
+    const bool firstAnswer = !seen_.contains(current_);
+    history_.append({current_, id, correct, requeue, firstAnswer});
+    seen_.insert(current_);
     if (requeue) learning_.append(current_);
     ++answered_;
     if (correct) ++correctAnswers_;
@@ -295,6 +313,7 @@ bool StudySession::undo(QString* error) {
     if (!store_->undoLastReview(error)) return false;
     const Done done = history_.takeLast();
     if (done.requeued) learning_.removeOne(done.cardIndex);
+    if (done.firstAnswer) seen_.remove(done.cardIndex);
     if (current_ >= 0) queue_.prepend(current_);
     --answered_;
     if (done.correct) --correctAnswers_;
@@ -307,11 +326,19 @@ bool StudySession::undo(QString* error) {
     return true;
 }
 
-void StudySession::finishNow() {
+Rating StudySession::suggestedGradeFor(const QList<int>& chosen,
+                                       std::optional<int> confidence) const {
+    const Card* card = current();
+    return suggestedGrade(card && card->isCorrectAnswer(chosen), confidence, currentHinted_);
+}
+
+void StudySession::finishNow(Unanswered unanswered) {
     QList<int> rest = queue_;
     if (current_ >= 0) rest.prepend(current_);
+    endedEarly_ = unanswered == Unanswered::LeaveOut;
     for (int i : rest) {
         ++unanswered_;
+        if (endedEarly_) continue;
         for (const QString& c : deck_->cards[i].concepts()) scores_[c].second += 1;
     }
     queue_.clear();

@@ -4,6 +4,7 @@
 
 #include <QDateTime>
 #include <QList>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 #include <array>
@@ -20,6 +21,8 @@ struct StudySettings {
     int newPerDay = 20;
     int reviewsPerDay = 200;
     bool fuzz = true;
+    // Show me before checking, as a hint (the review is then recorded as hinted).
+    bool showMeBeforeCheck = false;
     QString theme = QStringLiteral("system");  // "light", "dark" or "system"
 
     static StudySettings load(const ReviewStore& store);
@@ -53,6 +56,15 @@ struct SessionOptions {
     bool shuffleOptions = true;
 };
 
+// The grade offered first after checking: Again when wrong; Hard when right but guessed or
+// helped by Show me before checking; Good otherwise. The learner may pick any other grade.
+Rating suggestedGrade(bool correct, std::optional<int> confidence, bool hinted);
+
+// Confidence levels stored with an answer (ReviewEntry::confidence).
+constexpr int kConfidenceGuessing = 1;
+constexpr int kConfidenceUnsure = 2;
+constexpr int kConfidenceSure = 3;
+
 struct ConceptScore {
     QString name;
     int correct = 0;
@@ -72,26 +84,39 @@ class StudySession {
     const QList<int>& optionOrder() const { return optionOrder_; }
     int answered() const { return answered_; }
     int correctAnswers() const { return correctAnswers_; }
-    // Cards still to show, the current one included.
+    // Cards still to show, the current one included: those not yet answered in this session
+    // plus those answered wrong or still learning that come back (returning()).
     int remaining() const;
+    int returning() const;
     int total() const { return answered_ + remaining(); }
+    // Distinct cards answered at least once (answered() counts every answer).
+    int distinctAnswered() const { return static_cast<int>(seen_.size()); }
 
     // The due time each grade would give the current card (review mode).
     std::array<QDateTime, 4> previewDue(const QDateTime& now) const;
 
     // Records the learner's answer to the current card (option indices in the card) and moves
-    // on. Review mode stores the new schedule for `grade` (which must be the grade
-    // gradeMultipleChoice allows: Again when wrong, Hard/Good/Easy when right).
+    // on. Review mode stores the new schedule for `chosenGrade`, the learner's own grade, or,
+    // without one, suggestedGrade().
     bool answer(const QList<int>& chosen, std::optional<Rating> chosenGrade,
                 std::optional<int> confidence, qint64 durationMs, const QDateTime& now,
                 QString* error = nullptr);
+
+    // Show me ran on the current card before it was checked: its answer is recorded as hinted.
+    void markCurrentHinted() { currentHinted_ = current_ >= 0; }
+    bool currentHinted() const { return currentHinted_; }
+    // The grade the current card would get for `chosen` with no grade picked.
+    Rating suggestedGradeFor(const QList<int>& chosen, std::optional<int> confidence) const;
 
     bool canUndo() const { return !history_.isEmpty(); }
     // Undoes this session's last answer in the store and shows that card again.
     bool undo(QString* error = nullptr);
 
-    // Mock exam: ends the exam now; unanswered questions count as wrong.
-    void finishNow();
+    // Mock exam: ends the exam now. When time runs out unanswered questions count as wrong;
+    // when the learner leaves early they are left out of the scores (endedEarly()).
+    enum class Unanswered { CountAsWrong, LeaveOut };
+    void finishNow(Unanswered unanswered = Unanswered::CountAsWrong);
+    bool endedEarly() const { return endedEarly_; }
     QList<ConceptScore> conceptScores() const;
     int unanswered() const { return unanswered_; }
 
@@ -104,6 +129,7 @@ class StudySession {
         qint64 logId;
         bool correct;
         bool requeued;
+        bool firstAnswer;  // the card's first answer in this session
     };
 
     const Deck* deck_;
@@ -120,6 +146,9 @@ class StudySession {
     int answered_ = 0;
     int correctAnswers_ = 0;
     int unanswered_ = 0;
+    bool endedEarly_ = false;
+    bool currentHinted_ = false;
+    QSet<int> seen_;  // card indices answered at least once
     quint64 rngState_;
 };
 

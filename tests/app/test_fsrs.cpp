@@ -15,7 +15,6 @@ using pd::study::FsrsCard;
 using pd::study::FsrsParams;
 using pd::study::FsrsScheduler;
 using pd::study::FsrsTimePoint;
-using pd::study::gradeMultipleChoice;
 using pd::study::makeNewFsrsCard;
 using pd::study::Rating;
 using pd::study::ratingIndex;
@@ -62,8 +61,6 @@ class TestFsrs : public QObject {
     void sameDayReviewUsesShortTermStability();
     void longTermStability();
     void stabilityNeverBelowMinimum();
-    void gradeMapping_data();
-    void gradeMapping();
     void previewIsMonotonicForReviewCard();
     void previewMatchesReview();
     void fuzzStaysInRangeAndIsReproducible();
@@ -288,31 +285,6 @@ void TestFsrs::stabilityNeverBelowMinimum() {
         QVERIFY(*card.stability >= pd::study::kFsrsStabilityMin);
     }
     QCOMPARE(*card.stability, pd::study::kFsrsStabilityMin);  // the floor is actually reached
-}
-
-void TestFsrs::gradeMapping_data() {
-    QTest::addColumn<bool>("correct");
-    QTest::addColumn<int>("chosen");  // 0 = no choice
-    QTest::addColumn<int>("expected");
-
-    QTest::newRow("wrong") << false << 0 << int(Rating::Again);
-    QTest::newRow("wrong, chose easy") << false << int(Rating::Easy) << int(Rating::Again);
-    QTest::newRow("wrong, chose good") << false << int(Rating::Good) << int(Rating::Again);
-    QTest::newRow("right") << true << 0 << int(Rating::Good);
-    QTest::newRow("right, chose hard") << true << int(Rating::Hard) << int(Rating::Hard);
-    QTest::newRow("right, chose good") << true << int(Rating::Good) << int(Rating::Good);
-    QTest::newRow("right, chose easy") << true << int(Rating::Easy) << int(Rating::Easy);
-    QTest::newRow("right, chose again") << true << int(Rating::Again) << int(Rating::Good);
-}
-
-void TestFsrs::gradeMapping() {
-    QFETCH(bool, correct);
-    QFETCH(int, chosen);
-    QFETCH(int, expected);
-
-    const std::optional<Rating> choice =
-        chosen == 0 ? std::nullopt : std::optional<Rating>(static_cast<Rating>(chosen));
-    QCOMPARE(int(gradeMultipleChoice(correct, choice)), expected);
 }
 
 void TestFsrs::previewIsMonotonicForReviewCard() {

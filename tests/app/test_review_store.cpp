@@ -109,11 +109,12 @@ void TestReviewStore::migratesVersionOneDatabase() {
     ReviewStore store;
     QString error;
     QVERIFY2(store.open(path(), &error), qPrintable(error));
-    QCOMPARE(store.schemaVersion(), 2);
+    QCOMPARE(store.schemaVersion(), 3);
     const auto last = store.lastReview();
     QVERIFY(last);
     QCOMPARE(last->card.cardId, QStringLiteral("old"));
     QCOMPARE(last->mode, StudyMode::Review);  // the column added by migration 2 defaults to review
+    QVERIFY(!last->hinted);                   // and the one added by migration 3 to "not hinted"
     QCOMPARE(store.setting(QStringLiteral("theme")), QStringLiteral("dark"));
 }
 
@@ -141,6 +142,9 @@ void TestReviewStore::roundTrip() {
         ReviewStore store;
         QVERIFY(store.open(path(), nullptr));
         QVERIFY(store.recordReview(entry(QStringLiteral("card-a"), t, std::nullopt, after)) > 0);
+        ReviewEntry hinted = entry(QStringLiteral("card-b"), t.addSecs(5), std::nullopt, after);
+        hinted.hinted = true;
+        QVERIFY(store.recordReview(hinted) > 0);
     }
     ReviewStore store;  // reopened: everything came from disk
     QVERIFY(store.open(path(), nullptr));
@@ -148,8 +152,10 @@ void TestReviewStore::roundTrip() {
     QVERIFY(s);
     QVERIFY(*s == after);  // exact, to the microsecond
     const QList<ReviewEntry> log = store.reviews();
-    QCOMPARE(log.size(), 1);
+    QCOMPARE(log.size(), 2);
+    QVERIFY(log.last().hinted);  // Show me was used before checking
     const ReviewEntry& e = log.first();
+    QVERIFY(!e.hinted);
     QCOMPARE(e.reviewedAt, t);
     QCOMPARE(e.grade, Rating::Good);
     QCOMPARE(e.chosen, (QList<int>{0, 2}));
@@ -158,7 +164,7 @@ void TestReviewStore::roundTrip() {
     QCOMPARE(e.durationMs, qint64(4200));
     QVERIFY(!e.before);
     QVERIFY(e.after && *e.after == after);
-    QCOMPARE(store.schedules(QStringLiteral("deck")).size(), 1);
+    QCOMPARE(store.schedules(QStringLiteral("deck")).size(), 2);
 }
 
 void TestReviewStore::damagedScheduleStartsOver_data() {

@@ -21,12 +21,18 @@ class TestStudySession : public QObject {
     void practiceLeavesSchedulesUntouched();
     void mockExamInterleavesAndScores();
     void mockExamTimeUp();
+    void mockExamLeftEarlyScoresWhatWasAnswered();
+    void returningCardsAndDistinctCardsAreCounted();
+    void guessesAndHintsSuggestHard();
     void settingsRoundTrip();
     void formatInterval_data();
     void formatInterval();
     void statistics();
     void streak_data();
     void streak();
+    void calibrationAndHintedAnswers();
+    void countAxisHasRoundTicks_data();
+    void countAxisHasRoundTicks();
 
   private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -65,17 +71,21 @@ void TestStudySession::gradesFollowTheAnswer() {
     options.seed = 7;
     const QDateTime now = pd::test::startTime();
     StudySession session(deck_, *store_, settings_, options, now);
-    // Right with no grade picked: Good. Right with Easy: Easy. Wrong with Easy picked: Again.
+    // Right with no grade picked: Good. Right with Easy: Easy. Wrong with no grade: Again.
+    // Wrong with Hard picked: Hard (the learner's own grade wins, as in Anki).
     QVERIFY(session.answer(kRight, std::nullopt, 3, 1500, now));
     QVERIFY(session.answer(kRight, Rating::Easy, std::nullopt, 800, now));
-    QVERIFY(session.answer({0}, Rating::Easy, 1, 2000, now));  // card-three needs {0, 1}
+    QVERIFY(session.answer({0}, std::nullopt, 1, 2000, now));  // card-three needs {0, 1}
+    QVERIFY(session.answer(kWrong, Rating::Hard, std::nullopt, 900, now));  // card-four
     const QList<ReviewEntry> log = store_->reviews();
-    QCOMPARE(log.size(), 3);
+    QCOMPARE(log.size(), 4);
     QCOMPARE(log[0].grade, Rating::Good);
     QCOMPARE(log[0].confidence, std::optional<int>(3));
     QCOMPARE(log[1].grade, Rating::Easy);
     QCOMPARE(log[2].grade, Rating::Again);
     QVERIFY(!log[2].correct);
+    QCOMPARE(log[3].grade, Rating::Hard);
+    QVERIFY(!log[3].correct);
     // The stored schedules are FSRS's: Good on a new card is the 10-minute step, Easy graduates
     // with w3 = 8.2956 days of stability (8 days), Again is the 1-minute step.
     const auto good = store_->schedule({deck_.id, QStringLiteral("card-one")});
@@ -207,8 +217,84 @@ void TestStudySession::mockExamTimeUp() {
     QCOMPARE(total, 3);
 }
 
+void TestStudySession::mockExamLeftEarlyScoresWhatWasAnswered() {
+    SessionOptions options;
+    options.mode = StudyMode::MockExam;
+    options.examQuestions = 3;
+    StudySession session(deck_, *store_, settings_, options, pd::test::startTime());
+    const Card* first = session.current();
+    const QList<int> right = first->type == CardType::Multiple ? QList<int>{0, 1} : kRight;
+    QVERIFY(session.answer(right, std::nullopt, std::nullopt, 10, pd::test::startTime()));
+    session.finishNow(StudySession::Unanswered::LeaveOut);
+    QVERIFY(session.finished());
+    QVERIFY(session.endedEarly());
+    QCOMPARE(session.unanswered(), 2);
+    // Only the answered question is scored; the answer is in the log.
+    int total = 0;
+    int correct = 0;
+    for (const ConceptScore& s : session.conceptScores()) {
+        total += s.total;
+        correct += s.correct;
+    }
+    QCOMPARE(total, 1);
+    QCOMPARE(correct, 1);
+    QCOMPARE(store_->reviewCount(), 1);
+}
+
+void TestStudySession::returningCardsAndDistinctCardsAreCounted() {
+    settings_.newPerDay = 2;
+    const QDateTime now = pd::test::startTime();
+    StudySession session(deck_, *store_, settings_, {}, now);
+    QCOMPARE(session.remaining(), 2);
+    QCOMPARE(session.returning(), 0);
+    QVERIFY(session.answer(kWrong, std::nullopt, std::nullopt, 100, now));  // card-one: 1 min
+    // card-two is next; card-one comes back, so it is still to do, but as a return.
+    QCOMPARE(session.current()->id, QStringLiteral("card-two"));
+    QCOMPARE(session.remaining(), 2);
+    QCOMPARE(session.returning(), 1);
+    QVERIFY(session.answer(kRight, Rating::Easy, std::nullopt, 100, now));  // card-two graduates
+    QCOMPARE(session.current()->id, QStringLiteral("card-one"));
+    QCOMPARE(session.remaining(), 1);
+    QCOMPARE(session.returning(), 1);  // the card shown now is a return
+    QVERIFY(session.answer(kRight, Rating::Easy, std::nullopt, 100, now.addSecs(60)));
+    QVERIFY(session.finished());
+    QCOMPARE(session.answered(), 3);
+    QCOMPARE(session.distinctAnswered(), 2);
+    // Undo of a card's second answer keeps it counted; undo of its first answer does not.
+    QVERIFY(session.undo());
+    QCOMPARE(session.distinctAnswered(), 2);
+    QVERIFY(session.undo());
+    QCOMPARE(session.distinctAnswered(), 1);
+}
+
+void TestStudySession::guessesAndHintsSuggestHard() {
+    QCOMPARE(suggestedGrade(false, kConfidenceSure, false), Rating::Again);
+    QCOMPARE(suggestedGrade(true, std::nullopt, false), Rating::Good);
+    QCOMPARE(suggestedGrade(true, kConfidenceSure, false), Rating::Good);
+    QCOMPARE(suggestedGrade(true, kConfidenceGuessing, false), Rating::Hard);
+    QCOMPARE(suggestedGrade(true, kConfidenceSure, true), Rating::Hard);
+    QCOMPARE(suggestedGrade(false, std::nullopt, true), Rating::Again);
+
+    const QDateTime now = pd::test::startTime();
+    StudySession session(deck_, *store_, settings_, {}, now);
+    // A right guess with no grade picked is recorded as Hard.
+    QVERIFY(session.answer(kRight, std::nullopt, kConfidenceGuessing, 100, now));
+    QCOMPARE(store_->lastReview()->grade, Rating::Hard);
+    QVERIFY(!store_->lastReview()->hinted);
+    // Show me before checking marks only the current card as hinted.
+    QVERIFY(!session.currentHinted());
+    session.markCurrentHinted();
+    QVERIFY(session.currentHinted());
+    QCOMPARE(session.suggestedGradeFor(kRight, std::nullopt), Rating::Hard);
+    QVERIFY(session.answer(kRight, std::nullopt, std::nullopt, 100, now));
+    QCOMPARE(store_->lastReview()->grade, Rating::Hard);
+    QVERIFY(store_->lastReview()->hinted);
+    QVERIFY(!session.currentHinted());
+}
+
 void TestStudySession::settingsRoundTrip() {
     StudySettings s;
+    s.showMeBeforeCheck = true;
     s.desiredRetention = 0.85;
     s.newPerDay = 7;
     s.reviewsPerDay = 70;
@@ -286,6 +372,53 @@ void TestStudySession::streak() {
     QMap<QDate, int> counts;
     for (int d : daysAgo) counts[today.addDays(-d)] = 3;
     QCOMPARE(studyStreak(counts, today), streak);
+}
+
+void TestStudySession::calibrationAndHintedAnswers() {
+    const QDateTime now = pd::test::startTime();
+    SessionOptions options;
+    options.mode = StudyMode::Practice;
+    options.shuffleOptions = false;
+    StudySession session(deck_, *store_, settings_, options, now);
+    // Two guesses (one right), one "sure" right, one without confidence; one hinted.
+    const auto rightFor = [&session] {
+        return session.current()->type == CardType::Multiple ? QList<int>{0, 1} : kRight;
+    };
+    QVERIFY(session.answer(rightFor(), std::nullopt, kConfidenceGuessing, 10, now));
+    QVERIFY(session.answer(kWrong, std::nullopt, kConfidenceGuessing, 10, now));
+    session.markCurrentHinted();
+    QVERIFY(session.answer(rightFor(), std::nullopt, kConfidenceSure, 10, now));
+    QVERIFY(session.answer(rightFor(), std::nullopt, std::nullopt, 10, now));
+    const StudyStatistics s = computeStatistics({deck_}, *store_, 0.9, now);
+    QCOMPARE(s.calibration[0].answers, 2);
+    QCOMPARE(s.calibration[0].correct, 1);
+    QCOMPARE(s.calibration[1].answers, 0);
+    QCOMPARE(s.calibration[2].answers, 1);
+    QCOMPARE(s.calibration[2].correct, 1);
+    QCOMPARE(s.hintedAnswers, 1);
+}
+
+void TestStudySession::countAxisHasRoundTicks_data() {
+    QTest::addColumn<int>("maxValue");
+    QTest::addColumn<int>("top");
+    QTest::addColumn<int>("step");
+    QTest::newRow("nothing") << 0 << 1 << 1;
+    QTest::newRow("3") << 3 << 3 << 1;
+    QTest::newRow("7") << 7 << 8 << 2;
+    QTest::newRow("20") << 20 << 20 << 5;
+    QTest::newRow("145 (the walk's 0/29/58/...)") << 145 << 150 << 50;
+    QTest::newRow("1234") << 1234 << 1500 << 500;
+}
+
+void TestStudySession::countAxisHasRoundTicks() {
+    QFETCH(int, maxValue);
+    QFETCH(int, top);
+    QFETCH(int, step);
+    const CountAxis axis = countAxis(maxValue);
+    QCOMPARE(axis.top, top);
+    QCOMPARE(axis.step, step);
+    QVERIFY(axis.tickCount() <= 6);
+    QCOMPARE(axis.top % axis.step, 0);
 }
 
 QTEST_GUILESS_MAIN(TestStudySession)

@@ -1,13 +1,19 @@
 // The main window: pages and their shortcuts, undo from the menu, remembered geometry.
 #include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
 #include <QMenuBar>
+#include <QPushButton>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "app/study_test_support.h"
 #include "home_page.h"
 #include "main_window.h"
+#include "message_box_clicker.h"
 #include "settings_dialog.h"
+#include "stats_page.h"
 #include "study_page.h"
 #include "theme.h"
 
@@ -23,6 +29,15 @@ class TestMainWindow : public QObject {
     void enterStudiesAndMenuUndoes();
     void geometryIsRemembered();
     void settingsDialogRoundTrip();
+    void settingsMnemonicsAreUnique();
+    void settingsMenuShowsCtrlComma();
+    void savedGeometryIsKeptOnScreen();
+    void conceptFilterGivesThatConceptsCards();
+    void sessionInProgressIsNotReplacedSilently();
+    void homeCardReflowsWhenNarrow();
+    void calendarNamesEveryMonthIncludingDecember();
+    void calibrationLineShowsAccuracyPerConfidence();
+    void shortcutListSaysWhatTheStudyKeysDo();
     void themesGiveDistinctVerdictColours_data();
     void themesGiveDistinctVerdictColours();
 
@@ -100,16 +115,19 @@ void TestMainWindow::enterStudiesAndMenuUndoes() {
 }
 
 void TestMainWindow::geometryIsRemembered() {
+    QSize saved;
     {
         MainWindow w(*context_);
-        w.resize(1000, 700);
+        w.resize(780, 570);  // fits the offscreen 800x600 screen, so no clamping applies
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
+        saved = w.size();
         w.close();
     }
     QVERIFY(!store_->setting(QStringLiteral("window_geometry")).isEmpty());
     MainWindow again(*context_);
-    QCOMPARE(again.size(), QSize(1000, 700));
+    QCOMPARE(again.size(), saved);
+    QVERIFY(saved.width() > 756);  // more than the window's minimum, so the size was restored
 }
 
 void TestMainWindow::settingsDialogRoundTrip() {
@@ -118,9 +136,214 @@ void TestMainWindow::settingsDialogRoundTrip() {
     s.newPerDay = 12;
     s.reviewsPerDay = 150;
     s.fuzz = false;
+    s.showMeBeforeCheck = true;
     s.theme = QStringLiteral("dark");
     pd::ui::SettingsDialog dialog(s);
     QCOMPARE(dialog.settings(), s);
+    s.showMeBeforeCheck = false;
+    QCOMPARE(pd::ui::SettingsDialog(s).settings(), s);
+}
+
+void TestMainWindow::settingsMnemonicsAreUnique() {
+    pd::ui::SettingsDialog dialog{StudySettings{}};
+    QStringList texts;
+    for (QLabel* l : dialog.findChildren<QLabel*>()) texts.append(l->text());
+    for (QAbstractButton* b : dialog.findChildren<QAbstractButton*>()) texts.append(b->text());
+    QMap<QChar, QString> used;
+    for (const QString& t : texts) {
+        for (qsizetype i = 0; i + 1 < t.size(); ++i) {
+            if (t[i] != QLatin1Char('&')) continue;
+            if (t[i + 1] == QLatin1Char('&')) {
+                ++i;  // a literal ampersand
+                continue;
+            }
+            const QChar key = t[i + 1].toLower();
+            QVERIFY2(!used.contains(key), qPrintable(QStringLiteral("'%1' is the mnemonic of "
+                                                                    "both '%2' and '%3'")
+                                                         .arg(key)
+                                                         .arg(used.value(key), t)));
+            used.insert(key, t);
+        }
+    }
+    QVERIFY(used.size() >= 6);  // retention, new, reviews, fuzz, Show me, theme
+}
+
+void TestMainWindow::settingsMenuShowsCtrlComma() {
+    MainWindow w(*context_);
+    QAction* settings = action(w, QStringLiteral("Settings\u2026"));
+    QVERIFY(settings);
+    // The menu shows an action's first shortcut.
+    QCOMPARE(settings->shortcut(), QKeySequence(QStringLiteral("Ctrl+,")));
+}
+
+void TestMainWindow::savedGeometryIsKeptOnScreen() {
+    const QRect screen(0, 0, 1280, 720);
+    // Inside: unchanged. Hanging off the right and bottom: moved in. Too big: shrunk too.
+    QCOMPARE(pd::ui::fitRectInto(QRect(100, 50, 800, 600), screen), QRect(100, 50, 800, 600));
+    QCOMPARE(pd::ui::fitRectInto(QRect(1000, 500, 800, 600), screen), QRect(480, 120, 800, 600));
+    QCOMPARE(pd::ui::fitRectInto(QRect(-300, -40, 800, 600), screen), QRect(0, 0, 800, 600));
+    QCOMPARE(pd::ui::fitRectInto(QRect(50, 50, 1600, 1000), screen), QRect(0, 0, 1280, 720));
+    {
+        MainWindow w(*context_);
+        w.setGeometry(QRect(2400, 1600, 700, 500));  // off a screen that is no longer there
+        w.close();
+    }
+    MainWindow again(*context_);
+    const QRect available = again.screen()->availableGeometry();
+    QVERIFY2(available.contains(again.geometry()), qPrintable(QStringLiteral("%1,%2 %3x%4")
+                                                                  .arg(again.x())
+                                                                  .arg(again.y())
+                                                                  .arg(again.width())
+                                                                  .arg(again.height())));
+}
+
+void TestMainWindow::conceptFilterGivesThatConceptsCards() {
+    QVERIFY(
+        library_->addBundled(QStringLiteral(PD_DECK_DIR "/distributed-training.json")).isEmpty());
+    MainWindow w(*context_);
+    w.show();
+    const QList<QComboBox*> boxes =
+        w.homePage()->findChildren<QComboBox*>(QStringLiteral("conceptFilter"));
+    QCOMPARE(boxes.size(), 2);  // one per deck
+    int checked = 0;
+    for (QComboBox* box : boxes) {
+        QWidget* row = box->parentWidget();
+        auto* practice = row->findChild<QPushButton*>(QStringLiteral("practice"));
+        auto* exam = row->findChild<QPushButton*>(QStringLiteral("mockExam"));
+        QVERIFY(practice && exam);
+        QVERIFY(!exam->toolTip().contains(QStringLiteral("conceptBox")));
+        for (int i = 1; i < box->count(); ++i) {
+            box->setCurrentIndex(i);
+            const QString shown = box->currentText();
+            for (QPushButton* button : {practice, exam}) {
+                // An unfinished exam asks before it is replaced.
+                std::shared_ptr<pd::test::MessageBoxSeen> replace;
+                if (w.studyPage()->inProgress())
+                    replace = pd::test::answerNextMessageBox(QStringLiteral("Start the new one"));
+                button->click();
+                if (replace) QVERIFY(replace->clicked);
+                QCOMPARE(w.currentPage(), MainWindow::Page::Study);
+                const StudySession* session = w.studyPage()->session();
+                int expected = 0;
+                for (const Card& card : session->deck().cards) {
+                    bool has = false;
+                    for (const QString& c : card.concepts())
+                        has = has || tagDisplayName(c) == shown;
+                    expected += has ? 1 : 0;
+                }
+                QVERIFY2(expected > 0, qPrintable(shown));
+                const bool isExam = button == exam;
+                QCOMPARE(session->total(), isExam ? std::min(20, expected) : expected);
+                bool currentHas = false;
+                for (const QString& c : session->current()->concepts())
+                    currentHas = currentHas || tagDisplayName(c) == shown;
+                QVERIFY2(currentHas, qPrintable(shown));
+                ++checked;
+            }
+        }
+    }
+    QVERIFY(checked >= 2 * 4);  // the small deck's two concepts and the bundled deck's
+}
+
+void TestMainWindow::sessionInProgressIsNotReplacedSilently() {
+    MainWindow w(*context_);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QTest::keyClick(w.homePage(), Qt::Key_Return);
+    pd::ui::StudyPage* page = w.studyPage();
+    const int pos = static_cast<int>(page->session()->optionOrder().indexOf(0));
+    QTest::keyClick(page, static_cast<Qt::Key>(Qt::Key_1 + pos));
+    QTest::keyClick(page, Qt::Key_Return);
+    QTest::keyClick(page, Qt::Key_Return);
+    QCOMPARE(store_->reviewCount(), 1);  // saved as it was answered
+    const StudySession* first = page->session();
+    // A menu action takes the learner to Decks; a stray Enter there keeps the session.
+    QTest::keyClick(&w, Qt::Key_1, Qt::ControlModifier);
+    QCOMPARE(w.currentPage(), MainWindow::Page::Home);
+    auto resume = pd::test::answerNextMessageBox(QStringLiteral("Continue it"));
+    QTest::keyClick(w.homePage(), Qt::Key_Return);
+    QVERIFY(resume->opened);
+    QCOMPARE(resume->defaultButton, QStringLiteral("Continue it"));
+    QVERIFY(resume->text.contains(QStringLiteral("1 answered")));
+    QCOMPARE(w.currentPage(), MainWindow::Page::Study);
+    QCOMPARE(page->session(), first);
+    QCOMPARE(page->session()->answered(), 1);
+    // Review Due Cards (Ctrl+R), cancelled: nothing changes.
+    QAction* review = action(w, QStringLiteral("Review Due Cards"));
+    QVERIFY(review);
+    QCOMPARE(review->shortcut(), QKeySequence(QStringLiteral("Ctrl+R")));
+    auto cancel = pd::test::answerNextMessageBox(QStringLiteral("Cancel"));
+    review->trigger();
+    QVERIFY(cancel->clicked);
+    QCOMPARE(page->session(), first);
+    // Starting the new one: a fresh session, and the answer is still in the store.
+    auto fresh = pd::test::answerNextMessageBox(QStringLiteral("Start the new one"));
+    review->trigger();
+    QVERIFY(fresh->clicked);
+    QCOMPARE(page->session()->answered(), 0);
+    QCOMPARE(store_->reviewCount(), 1);
+}
+
+void TestMainWindow::homeCardReflowsWhenNarrow() {
+    MainWindow w(*context_);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* study = w.homePage()->findChild<QPushButton*>(QStringLiteral("primary"));
+    auto* exam = w.homePage()->findChild<QPushButton*>(QStringLiteral("mockExam"));
+    auto* card = w.homePage()->findChild<QWidget*>(QStringLiteral("deckCard"));
+    QVERIFY(study && exam && card);
+    for (const int width : {1600, 900}) {
+        w.resize(width, 700);
+        // Settle the layouts (the row's direction change asks for one more pass).
+        for (int pass = 0; pass < 3; ++pass)
+            QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        const QRect cardRect = card->rect();
+        for (QWidget* control : card->findChildren<QWidget*>()) {
+            if (!control->isVisible() ||
+                !(qobject_cast<QPushButton*>(control) || qobject_cast<QComboBox*>(control)))
+                continue;
+            const QRect r(control->mapTo(card, QPoint(0, 0)), control->size());
+            QVERIFY2(
+                cardRect.contains(r),
+                qPrintable(
+                    QStringLiteral("%1 px: %2 cut off").arg(width).arg(control->objectName())));
+            QVERIFY2(
+                control->width() >= control->minimumSizeHint().width(),
+                qPrintable(
+                    QStringLiteral("%1 px: %2 squeezed").arg(width).arg(control->objectName())));
+        }
+        const int studyY = study->mapTo(card, QPoint(0, 0)).y();
+        const int examY = exam->mapTo(card, QPoint(0, 0)).y();
+        if (width == 1600)
+            QVERIFY(std::abs(examY - studyY) < study->height() / 2);  // one row
+        else
+            QVERIFY(examY > studyY + study->height() / 2);  // the filters moved under
+    }
+}
+
+void TestMainWindow::calendarNamesEveryMonthIncludingDecember() {
+    // 1 December 2026 is a Tuesday: its week starts on Monday 30 November.
+    const QDate today(2026, 12, 1);
+    const QDate lastMonday = today.addDays(1 - today.dayOfWeek());
+    const QDate start = lastMonday.addDays(-7 * 25);
+    const auto labels = pd::ui::CalendarHeatmap::monthLabels(start, 26, today);
+    QList<int> months;
+    for (const auto& [column, month] : labels) months.append(month);
+    QCOMPARE(months.last(), 12);
+    QCOMPARE(labels.last().first, 25);  // over the last column, the week of 1 December
+    QCOMPARE(months, (QList<int>{6, 7, 8, 9, 10, 11, 12}));
+}
+
+void TestMainWindow::calibrationLineShowsAccuracyPerConfidence() {
+    StudyStatistics s;
+    s.calibration[0] = {4, 1};
+    s.calibration[2] = {10, 9};
+    s.hintedAnswers = 2;
+    const QString text = pd::ui::calibrationText(s);
+    QVERIFY(text.contains(QStringLiteral("Guessing: <b>25%</b> right (1 of 4)")));
+    QVERIFY(text.contains(QStringLiteral("Unsure: no answers")));
+    QVERIFY(text.contains(QStringLiteral("Sure: <b>90%</b> right (9 of 10)")));
+    QVERIFY(text.contains(QStringLiteral("2 answers were given after Show me")));
 }
 
 void TestMainWindow::themesGiveDistinctVerdictColours_data() {
@@ -141,6 +364,22 @@ void TestMainWindow::themesGiveDistinctVerdictColours() {
     };
     QVERIFY(contrast(c.right, c.rightBackground) > 80);
     QVERIFY(contrast(c.wrong, c.wrongBackground) > 80);
+}
+
+void TestMainWindow::shortcutListSaysWhatTheStudyKeysDo() {
+    MainWindow w(*context_);
+    QAction* keys = action(w, QStringLiteral("Keyboard Shortcuts"));
+    QVERIFY(keys);
+    auto seen = pd::test::answerNextMessageBox(QStringLiteral("Close"));
+    keys->trigger();
+    QVERIFY(seen->opened);
+    // The keys this list must keep right: scrolling, free grades, Show me after checking, and
+    // Esc asking first.
+    QVERIFY(seen->text.contains(QStringLiteral("<tt>PgUp</tt>")));
+    QVERIFY(seen->text.contains(QStringLiteral("the suggested one is preselected")));
+    QVERIFY(seen->text.contains(QStringLiteral("after checking")));
+    QVERIFY(seen->text.contains(QStringLiteral("asks first in a session")));
+    QVERIFY(seen->text.contains(QStringLiteral("<tt>Ctrl+,</tt>")));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -2,11 +2,14 @@
 // answers; practice and mock exam.
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "app/study_test_support.h"
+#include "message_box_clicker.h"
 #include "study_page.h"
 
 using namespace pd::study;
@@ -18,19 +21,29 @@ class TestStudyPage : public QObject {
     void init();
     void cleanup();
     void answerRevealGradeUndo();
-    void wrongAnswerOffersOnlyAgain();
+    void wrongAnswerSuggestsAgainButAnyGradeIsAllowed();
+    void guessSuggestsHard();
     void multipleAnswersNeedEveryRightOption();
+    void chooseTwoCannotBeCheckedWithOneOrThree();
     void enterWithoutAnswerDoesNothing();
     void practiceRevealsWithoutGrades();
     void mockExamGivesNoFeedbackThenScores();
     void escapeAsksToClose();
+    void escapeAsksBeforeLeavingASession();
+    void escapeInMockExamShowsResultsSoFar();
+    void progressCountsReturningCards();
+    void summarySaysAnswersAndCards();
     void showMeOnScenarioCards();
+    void showMeBeforeCheckingIsAnOptInHint();
+    void keysScrollTheCardAndRevealScrollsToTheAnswer();
 
   private:
     // The display position (0-based) of the card's option `index`.
     int positionOf(int index) const;
     void press(int key, Qt::KeyboardModifiers modifiers = Qt::NoModifier);
     QPushButton* buttonStartingWith(const QString& text) const;
+    bool anyLabelContains(const QString& text) const;
+    QString scenarioDeck();
 
     std::unique_ptr<QTemporaryDir> dir_;
     std::unique_ptr<ReviewStore> store_;
@@ -81,6 +94,30 @@ QPushButton* TestStudyPage::buttonStartingWith(const QString& text) const {
     return nullptr;
 }
 
+bool TestStudyPage::anyLabelContains(const QString& text) const {
+    for (QLabel* l : page_->findChildren<QLabel*>()) {
+        if (l->isVisible() && l->text().contains(text)) return true;
+    }
+    return false;
+}
+
+// A deck of one card with a scenario and one without; returns its id.
+QString TestStudyPage::scenarioDeck() {
+    QString withScenario =
+        pd::test::singleCard(QStringLiteral("has-run"), QStringLiteral("pipeline-parallelism"));
+    withScenario.chop(1);
+    withScenario += QStringLiteral(
+        R"(, "scenario": {"strategy": "pipeline", "devices": 2, "microbatches": 4, "batch": 8},
+        "scenario_note": "Look at the bubble."})");
+    const QString without =
+        pd::test::singleCard(QStringLiteral("no-run"), QStringLiteral("data-parallelism"));
+    const auto parsed =
+        parseDeck(pd::test::deckJson({withScenario, without}, QStringLiteral("show-deck")),
+                  QStringLiteral("show.json"), {true});
+    if (!parsed.deck || !library_->importDeck(*parsed.deck, nullptr)) return {};
+    return QStringLiteral("show-deck");
+}
+
 void TestStudyPage::answerRevealGradeUndo() {
     QSignalSpy answered(page_.get(), &StudyPage::answered);
     QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
@@ -103,7 +140,9 @@ void TestStudyPage::answerRevealGradeUndo() {
     QVERIFY(good);
     QVERIFY(good->text().endsWith(QStringLiteral("10m")));
     QVERIFY(buttonStartingWith(QStringLiteral("4  Easy"))->text().endsWith(QStringLiteral("8d")));
-    QVERIFY(!buttonStartingWith(QStringLiteral("1  Again"))->isEnabled());
+    // Every grade is the learner's to pick; the suggested one (Good) is preselected.
+    QVERIFY(buttonStartingWith(QStringLiteral("1  Again"))->isEnabled());
+    QCOMPARE(good->objectName(), QStringLiteral("primary"));
 
     // Key 4 grades Easy.
     press(Qt::Key_4);
@@ -134,19 +173,39 @@ void TestStudyPage::answerRevealGradeUndo() {
     QCOMPARE(store_->lastReview()->grade, Rating::Good);
 }
 
-void TestStudyPage::wrongAnswerOffersOnlyAgain() {
+void TestStudyPage::wrongAnswerSuggestsAgainButAnyGradeIsAllowed() {
     QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
     press(Qt::Key_1 + positionOf(2));  // "C" is wrong
     press(Qt::Key_Return);
     QVERIFY(page_->isRevealed());
-    QVERIFY(buttonStartingWith(QStringLiteral("1  Again"))->isEnabled());
-    QVERIFY(!buttonStartingWith(QStringLiteral("3  Good"))->isEnabled());
-    press(Qt::Key_3);  // not offered: nothing happens
-    QVERIFY(page_->isRevealed());
-    QCOMPARE(store_->reviewCount(), 0);
-    press(Qt::Key_Return);  // Enter accepts Again
+    QPushButton* again = buttonStartingWith(QStringLiteral("1  Again"));
+    QVERIFY(again->isEnabled());
+    QCOMPARE(again->objectName(), QStringLiteral("primary"));  // suggested
+    QVERIFY(buttonStartingWith(QStringLiteral("2  Hard"))->isEnabled());
+    QVERIFY(buttonStartingWith(QStringLiteral("3  Good"))->isEnabled());
+    press(Qt::Key_Return);  // Enter accepts the suggestion, Again
     QCOMPARE(store_->lastReview()->grade, Rating::Again);
     QVERIFY(!store_->lastReview()->correct);
+    // On the next card a wrong answer graded Hard by the learner is stored as Hard.
+    press(Qt::Key_1 + positionOf(2));
+    press(Qt::Key_Return);
+    press(Qt::Key_2);
+    QCOMPARE(store_->reviewCount(), 2);
+    QCOMPARE(store_->lastReview()->grade, Rating::Hard);
+    QVERIFY(!store_->lastReview()->correct);
+}
+
+void TestStudyPage::guessSuggestsHard() {
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    press(Qt::Key_1 + positionOf(0));  // right
+    press(Qt::Key_G);                  // but a guess
+    press(Qt::Key_Return);
+    QCOMPARE(buttonStartingWith(QStringLiteral("2  Hard"))->objectName(),
+             QStringLiteral("primary"));
+    QVERIFY(anyLabelContains(QStringLiteral("marked this a guess")));
+    press(Qt::Key_Return);
+    QCOMPARE(store_->lastReview()->grade, Rating::Hard);
+    QCOMPARE(store_->lastReview()->confidence, std::optional<int>(kConfidenceGuessing));
 }
 
 void TestStudyPage::multipleAnswersNeedEveryRightOption() {
@@ -165,10 +224,37 @@ void TestStudyPage::multipleAnswersNeedEveryRightOption() {
     for (QLabel* l : page_->findChildren<QLabel*>())
         saysTwo = saysTwo || l->text().startsWith(QStringLiteral("Select two answers"));
     QVERIFY(saysTwo);
+    QVERIFY(anyLabelContains(QStringLiteral("(2 of 2 chosen)")));
     press(Qt::Key_Return);
     press(Qt::Key_Return);
     QVERIFY(store_->lastReview()->correct);
     QCOMPARE(store_->lastReview()->chosen, (QList<int>{0, 1}));
+}
+
+void TestStudyPage::chooseTwoCannotBeCheckedWithOneOrThree() {
+    SessionOptions options;
+    options.mode = StudyMode::Practice;
+    options.filter.difficulty = Difficulty::Expert;  // card-three: choose two
+    QVERIFY(page_->start(QStringLiteral("test-deck"), options));
+    QPushButton* check = buttonStartingWith(QStringLiteral("Check answer"));
+    QVERIFY(check);
+    press(Qt::Key_1 + positionOf(0));
+    QVERIFY(!check->isEnabled());
+    QVERIFY(anyLabelContains(QStringLiteral("(1 of 2 chosen)")));
+    press(Qt::Key_Return);  // one box: not checked, and the page says why
+    QVERIFY(!page_->isRevealed());
+    QVERIFY(anyLabelContains(QStringLiteral("Choose exactly two answers: 1 chosen now")));
+    press(Qt::Key_1 + positionOf(2));
+    press(Qt::Key_1 + positionOf(3));
+    QVERIFY(!check->isEnabled());
+    press(Qt::Key_Return);  // three boxes: not checked either
+    QVERIFY(!page_->isRevealed());
+    QVERIFY(anyLabelContains(QStringLiteral("3 chosen now")));
+    press(Qt::Key_1 + positionOf(3));  // back to two
+    QVERIFY(check->isEnabled());
+    press(Qt::Key_Return);
+    QVERIFY(page_->isRevealed());
+    QCOMPARE(store_->reviewCount(), 0);  // practice records on Next
 }
 
 void TestStudyPage::enterWithoutAnswerDoesNothing() {
@@ -205,12 +291,15 @@ void TestStudyPage::mockExamGivesNoFeedbackThenScores() {
     for (int i = 0; i < 4; ++i) {
         QVERIFY(!page_->isShowingResults());
         press(Qt::Key_1 + positionOf(0));
+        // The two-answer card takes two boxes: one right ("A"), one wrong ("C").
+        if (page_->session()->current()->type == CardType::Multiple)
+            press(Qt::Key_1 + positionOf(2));
         press(Qt::Key_Return);
         QVERIFY(!page_->isRevealed());  // straight to the next question
     }
     QVERIFY(page_->isShowingResults());
     QCOMPARE(page_->session()->answered(), 4);
-    QCOMPARE(page_->session()->correctAnswers(), 3);  // the two-answer card needed both
+    QCOMPARE(page_->session()->correctAnswers(), 3);  // the two-answer card was wrong
     bool scored = false;
     for (QLabel* l : page_->findChildren<QLabel*>())
         scored = scored || l->text().contains(QStringLiteral("Mock exam: 3 of 4 right"));
@@ -225,27 +314,95 @@ void TestStudyPage::escapeAsksToClose() {
     QVERIFY(!page_->start(QStringLiteral("no-such-deck"), SessionOptions{}));
 }
 
+void TestStudyPage::escapeAsksBeforeLeavingASession() {
+    QSignalSpy closed(page_.get(), &StudyPage::closeRequested);
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    press(Qt::Key_1 + positionOf(0));
+    press(Qt::Key_Return);
+    press(Qt::Key_Return);
+    QCOMPARE(store_->reviewCount(), 1);  // saved as soon as it was graded
+    QVERIFY(page_->inProgress());
+    // "Keep studying" is the default: the session stays.
+    auto stay = pd::test::answerNextMessageBox(QStringLiteral("Keep studying"));
+    press(Qt::Key_Escape);
+    QVERIFY(stay->opened && stay->clicked);
+    QCOMPARE(stay->defaultButton, QStringLiteral("Keep studying"));
+    QVERIFY(stay->text.contains(QStringLiteral("1 answer is saved")));
+    QCOMPARE(closed.count(), 0);
+    QCOMPARE(page_->session()->current()->id, QStringLiteral("card-two"));
+    auto leave = pd::test::answerNextMessageBox(QStringLiteral("Leave"));
+    press(Qt::Key_Escape);
+    QVERIFY(leave->clicked);
+    QCOMPARE(closed.count(), 1);
+    QCOMPARE(store_->reviewCount(), 1);  // nothing lost
+}
+
+void TestStudyPage::escapeInMockExamShowsResultsSoFar() {
+    SessionOptions options;
+    options.mode = StudyMode::MockExam;
+    QVERIFY(page_->start(QStringLiteral("test-deck"), options));
+    QSignalSpy closed(page_.get(), &StudyPage::closeRequested);
+    // Answer one question right, then Esc: the exam asks, then shows that one's score.
+    const Card* card = page_->session()->current();
+    for (int i = 0; i < card->options.size(); ++i) {
+        if (card->options[i].correct) press(Qt::Key_1 + positionOf(i));
+    }
+    press(Qt::Key_Return);
+    QCOMPARE(store_->reviewCount(), 1);
+    auto keep = pd::test::answerNextMessageBox(QStringLiteral("Keep going"));
+    press(Qt::Key_Escape);
+    QVERIFY(keep->opened && keep->clicked);
+    QVERIFY(!page_->isShowingResults());
+    auto end = pd::test::answerNextMessageBox(QStringLiteral("End exam"));
+    press(Qt::Key_Escape);
+    QVERIFY(end->clicked);
+    QVERIFY(page_->isShowingResults());
+    QCOMPARE(closed.count(), 0);
+    QVERIFY(anyLabelContains(QStringLiteral("Mock exam ended early: 1 of 1 answered right")));
+    QVERIFY(anyLabelContains(QStringLiteral("3 questions unanswered; they are not scored")));
+    QVERIFY(!anyLabelContains(QStringLiteral("Study \u2192 Practice")));
+    QCOMPARE(store_->reviewCount(), 1);
+}
+
+void TestStudyPage::progressCountsReturningCards() {
+    context_->settings.newPerDay = 2;
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    QVERIFY(anyLabelContains(QStringLiteral("0 answered  \u00b7  2 to go")));
+    press(Qt::Key_1 + positionOf(2));  // wrong: card-one comes back
+    press(Qt::Key_Return);
+    press(Qt::Key_Return);
+    QVERIFY(anyLabelContains(QStringLiteral("1 answered  \u00b7  1 to go + 1 coming back")));
+}
+
+void TestStudyPage::summarySaysAnswersAndCards() {
+    context_->settings.newPerDay = 1;
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    press(Qt::Key_1 + positionOf(2));  // wrong
+    press(Qt::Key_Return);
+    press(Qt::Key_Return);
+    now_ = now_.addSecs(60);  // the one-minute step is due
+    press(Qt::Key_1 + positionOf(0));
+    press(Qt::Key_Return);
+    press(Qt::Key_4);  // Easy: graduates, the session ends
+    QVERIFY(page_->isShowingResults());
+    QVERIFY(anyLabelContains(QStringLiteral("You gave <b>2 answers</b> on <b>1 card</b>")));
+}
+
 void TestStudyPage::showMeOnScenarioCards() {
-    // One card with a scenario, one without.
-    QString withScenario =
-        pd::test::singleCard(QStringLiteral("has-run"), QStringLiteral("pipeline-parallelism"));
-    withScenario.chop(1);
-    withScenario += QStringLiteral(
-        R"(, "scenario": {"strategy": "pipeline", "devices": 2, "microbatches": 4, "batch": 8},
-        "scenario_note": "Look at the bubble."})");
-    const QString without =
-        pd::test::singleCard(QStringLiteral("no-run"), QStringLiteral("data-parallelism"));
-    QVERIFY(library_->importDeck(
-        *parseDeck(pd::test::deckJson({withScenario, without}, QStringLiteral("show-deck")),
-                   QStringLiteral("show.json"), {true})
-             .deck,
-        nullptr));
-    QVERIFY(page_->start(QStringLiteral("show-deck"), SessionOptions{}));
+    const QString deck = scenarioDeck();
+    QVERIFY(!deck.isEmpty());
+    QVERIFY(page_->start(deck, SessionOptions{}));
     QSignalSpy requested(page_.get(), &StudyPage::showMeRequested);
+    auto* button = page_->findChild<QPushButton*>(QStringLiteral("showMe"));
+    QVERIFY(button);
     for (int i = 0; i < 2; ++i) {
         const QString id = page_->session()->current()->id;
-        auto* button = page_->findChild<QPushButton*>(QStringLiteral("showMe"));
-        QVERIFY(button);
+        // Before checking, the run would give the answer away: not offered, M does nothing.
+        QVERIFY(!button->isVisible());
+        press(Qt::Key_M);
+        QCOMPARE(requested.count(), i == 0 ? 0 : 1);
+        press(Qt::Key_1 + positionOf(0));
+        press(Qt::Key_Return);
         QCOMPARE(button->isVisible(), id == QStringLiteral("has-run"));
         press(Qt::Key_M);
         if (id == QStringLiteral("has-run")) {
@@ -253,11 +410,94 @@ void TestStudyPage::showMeOnScenarioCards() {
             QCOMPARE(requested.first().at(0).toString(), QStringLiteral("show-deck"));
             QCOMPARE(requested.first().at(1).toString(), QStringLiteral("has-run"));
         }
-        press(Qt::Key_1);
-        press(Qt::Key_Return);
         press(Qt::Key_Return);
     }
     QCOMPARE(requested.count(), 1);  // the card without a scenario asked for nothing
+    for (const ReviewEntry& e : store_->reviews()) QVERIFY(!e.hinted);  // all after checking
+}
+
+void TestStudyPage::showMeBeforeCheckingIsAnOptInHint() {
+    context_->settings.showMeBeforeCheck = true;
+    const QString deck = scenarioDeck();
+    QVERIFY(!deck.isEmpty());
+    QVERIFY(page_->start(deck, SessionOptions{}));
+    QCOMPARE(page_->session()->current()->id, QStringLiteral("has-run"));
+    QSignalSpy requested(page_.get(), &StudyPage::showMeRequested);
+    auto* button = page_->findChild<QPushButton*>(QStringLiteral("showMe"));
+    QVERIFY(button->isVisible());
+    QVERIFY(button->text().contains(QStringLiteral("hint")));
+    press(Qt::Key_M);
+    QCOMPARE(requested.count(), 1);
+    QVERIFY(anyLabelContains(QStringLiteral("Hinted")));
+    press(Qt::Key_1 + positionOf(0));  // right, but hinted: Hard is suggested and said why
+    press(Qt::Key_Return);
+    QCOMPARE(buttonStartingWith(QStringLiteral("2  Hard"))->objectName(),
+             QStringLiteral("primary"));
+    QVERIFY(anyLabelContains(QStringLiteral("recorded as hinted")));
+    press(Qt::Key_Return);
+    QVERIFY(store_->lastReview()->hinted);
+    QCOMPARE(store_->lastReview()->grade, Rating::Hard);
+    // The next card (no scenario) is not hinted.
+    QCOMPARE(page_->session()->current()->id, QStringLiteral("no-run"));
+    press(Qt::Key_1 + positionOf(0));
+    press(Qt::Key_Return);
+    press(Qt::Key_Return);
+    QVERIFY(!store_->lastReview()->hinted);
+    QCOMPARE(store_->lastReview()->grade, Rating::Good);
+}
+
+void TestStudyPage::keysScrollTheCardAndRevealScrollsToTheAnswer() {
+    // A card with long options in a short window: the answers run below the fold.
+    const QString longText =
+        QStringLiteral("a long option text that wraps over many lines ").repeated(12).trimmed();
+    QString card =
+        QString::fromUtf8(
+            R"json({"id": "long", "prompt": "Which one?", "type": "single", "options": [%1, %2, %3, %4],
+        "difficulty": "foundation", "tags": ["concept::data-parallelism"]})json")
+            .arg(pd::test::option(longText + QStringLiteral(" 1"), false),
+                 pd::test::option(longText + QStringLiteral(" 2"), false),
+                 pd::test::option(longText + QStringLiteral(" 3"), false),
+                 pd::test::option(longText + QStringLiteral(" 4"), true));
+    const auto parsed = parseDeck(pd::test::deckJson({card}, QStringLiteral("long-deck")),
+                                  QStringLiteral("long.json"), {true});
+    QVERIFY(parsed.deck);
+    QVERIFY(library_->importDeck(*parsed.deck, nullptr));
+    page_->resize(700, 420);
+    SessionOptions options;
+    options.shuffleOptions = false;  // the right option is the last one
+    QVERIFY(page_->start(QStringLiteral("long-deck"), options));
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    auto* scroll = page_->findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    QScrollBar* bar = scroll->verticalScrollBar();
+    QVERIFY(bar->maximum() > 0);
+    QCOMPARE(bar->value(), 0);
+    press(Qt::Key_PageDown);
+    const int afterPage = bar->value();
+    QVERIFY(afterPage > 0);
+    press(Qt::Key_Up);
+    QVERIFY(bar->value() < afterPage);
+    press(Qt::Key_Down);
+    QCOMPARE(bar->value(), afterPage);
+    press(Qt::Key_PageUp);
+    QCOMPARE(bar->value(), 0);
+    // The number keys still choose: pick option 1 (wrong) and check.
+    press(Qt::Key_1);
+    QCOMPARE(page_->selectedOptions(), QList<int>{0});
+    press(Qt::Key_Return);
+    QVERIFY(page_->isRevealed());
+    // The missed right answer (the last option) is scrolled into view.
+    QWidget* rightRow = nullptr;
+    for (QWidget* w : scroll->widget()->findChildren<QWidget*>(QStringLiteral("optionRow")))
+        rightRow = w;  // the rows are created in display order
+    QVERIFY(rightRow);
+    const QRect inViewport(rightRow->mapTo(scroll->viewport(), QPoint(0, 0)), rightRow->size());
+    QVERIFY2(scroll->viewport()->rect().intersects(inViewport),
+             qPrintable(QStringLiteral("row at %1..%2, viewport 0..%3")
+                            .arg(inViewport.top())
+                            .arg(inViewport.bottom())
+                            .arg(scroll->viewport()->height())));
+    QVERIFY(bar->value() > 0);
 }
 
 QTEST_MAIN(TestStudyPage)
