@@ -45,6 +45,11 @@ BrowserPage::BrowserPage(AppContext& context, QWidget* parent)
     due_->addItem(tr("New"), static_cast<int>(DueState::New));
     due_->addItem(tr("Due now"), static_cast<int>(DueState::Due));
     due_->addItem(tr("Scheduled later"), static_cast<int>(DueState::Scheduled));
+    // Long concept names must not set the page's minimum width: the boxes elide.
+    for (QComboBox* c : {tag_, difficulty_, due_}) {
+        c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        c->setMinimumContentsLength(12);
+    }
     filters->addWidget(search_, 1);
     filters->addWidget(tag_);
     filters->addWidget(difficulty_);
@@ -80,6 +85,7 @@ BrowserPage::BrowserPage(AppContext& context, QWidget* parent)
     layout->addWidget(view_, 1);
     auto* bottom = new QHBoxLayout;
     count_ = new QLabel(this);
+    count_->setWordWrap(true);  // a long hint wraps rather than widening the window
     bottom->addWidget(count_, 1);
     showMe_ = new QPushButton(tr("Show me"), this);
     showMe_->setEnabled(false);

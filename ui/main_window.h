@@ -3,6 +3,7 @@
 #include <QMainWindow>
 
 #include "app_context.h"
+#include "screen_fit.h"
 
 class QAction;
 class QButtonGroup;
@@ -15,11 +16,6 @@ class StudyPage;
 class BrowserPage;
 class StatsPage;
 class ShowMeWindow;
-
-// The application window: a side bar (Decks, Browse, Statistics) beside the pages, the study
-// page for sessions, and the menus (import/export, settings, undo, shortcuts, about).
-// `window` moved (and shrunk if needed) to lie inside `available`.
-QRect fitRectInto(const QRect& window, const QRect& available);
 
 class MainWindow : public QMainWindow {
     Q_OBJECT

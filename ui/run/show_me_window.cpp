@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "run_controller.h"
+#include "screen_fit.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 #include "what_if_panel.h"
@@ -213,11 +214,7 @@ void ShowMeWindow::fitToScreen() {
     resize(std::min(width(), room.width()), std::min(height(), room.height()));
     QRect frame = frameGeometry();
     if (parentWidget()) frame.moveCenter(parentWidget()->frameGeometry().center());
-    // Clamp: the whole window on the screen, title bar included.
-    frame.moveLeft(std::clamp(frame.left(), avail.left(),
-                              std::max(avail.left(), avail.right() - frame.width() + 1)));
-    frame.moveTop(std::clamp(frame.top(), avail.top(),
-                             std::max(avail.top(), avail.bottom() - frame.height() + 1)));
+    frame = fitRectInto(frame, avail);
     move(frame.topLeft());
 }
 
