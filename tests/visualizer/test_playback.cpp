@@ -272,6 +272,9 @@ class TestPlayback : public QObject {
         QCOMPARE(clock->end(), end);
         QCOMPARE(clock->begin() + t->origin(), t->runRange().first);
         QCOMPARE(clock->end() + t->origin(), t->runRange().second);
+        // With no step to pace it, the middle speed plays the whole run as one step.
+        QCOMPARE(clock->traceNsPerSecond() * PlaybackClock::kSecondsPerStepAt1x,
+                 static_cast<double>(end - begin));
         // The plot spans the run with a little air, not from zero.
         const double span = static_cast<double>(end - begin);
         const double plot_w = t->width() - TimelineView::kLeftMargin - TimelineView::kRightMargin;

@@ -180,11 +180,7 @@ TimelinePaintStats paint_header(const TimelineFrame& f) {
     QPainter& p = f.p;
     const TimelinePalette& pal = f.pal;
     const double w = f.view.size.width();
-    const TimelineHeaderLayout h = timeline_header_layout(f.scene, pal, w, f.view.legend, [&] {
-        for (const TimelineLane& lane : f.scene.data.lanes())
-            if (collectives_collapsed(lane, f.view.mapping.ns_per_px)) return true;
-        return false;
-    }());
+    const TimelineHeaderLayout& h = *f.header;
     TimelinePaintStats stats;
     stats.header_lines = h.lines();
     stats.legend_rows = h.legend_rows;

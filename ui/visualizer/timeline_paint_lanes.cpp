@@ -294,8 +294,7 @@ DrawnBoxes paint_event_boxes(const TimelineFrame& f) {
     return out;
 }
 
-TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn,
-                                TimelineLabelCache& cache) {
+TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn) {
     QPainter& p = f.p;
     const TimelinePalette& pal = f.pal;
     const auto& events = f.scene.data.trace().events;
@@ -319,7 +318,7 @@ TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn,
             texts << box_label(b, false);
         for (const QString& text : texts) {
             if (text.isEmpty()) break;
-            const QStaticText& st = cache.get(text, f.small);
+            const QStaticText& st = f.cache.label(text, f.small);
             const QSizeF ts = st.size();
             if (ts.width() + 4 <= r.width()) {
                 p.setPen(spot.other_step ? pal.muted : pal.text_on(spot.fill));

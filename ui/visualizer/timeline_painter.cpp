@@ -40,15 +40,22 @@ bool collectives_collapsed(const TimelineLane& lane, double ns_per_px) {
 
 double timeline_header_height(const TimelineScene& scene, double width, bool header, bool legend) {
     if (!header) return 0;
-    const TimelinePalette pal = TimelinePalette::light_theme();  // colours do not take room
-    return std::max(timeline_header_layout(scene, pal, width, legend, false).height,
-                    timeline_header_layout(scene, pal, width, legend, true).height);
+    // The zoomed-out wording is the longer one, so it wraps onto at least as many rows: laid
+    // out for it, the lanes stay put while the learner zooms. Colours take no room.
+    return timeline_header_layout(scene, TimelinePalette::light_theme(), width, legend, true)
+        .height;
 }
 
 TimelineLayout timeline_layout(const TimelineScene& scene, const QSizeF& size, bool header,
                                bool legend) {
+    return timeline_rows_layout(scene, size,
+                                timeline_header_height(scene, size.width(), header, legend));
+}
+
+TimelineLayout timeline_rows_layout(const TimelineScene& scene, const QSizeF& size,
+                                    double header_h) {
     TimelineLayout l;
-    l.header_h = timeline_header_height(scene, size.width(), header, legend);
+    l.header_h = header_h;
     l.ruler_top = l.header_h;
     l.rows_top = l.header_h + kRulerHeight;
     const int n = std::max(1, scene.data.devices());
@@ -61,31 +68,59 @@ TimelineLayout timeline_layout(const TimelineScene& scene, const QSizeF& size, b
     return l;
 }
 
-const QStaticText& TimelineLabelCache::get(const QString& text, const QFont& font) {
-    if (font != font_ || cache_.size() > 1024) {
-        cache_.clear();
+const QStaticText& TimelinePaintCache::label(const QString& text, const QFont& font) {
+    if (font != font_ || labels_.size() > 1024) {
+        labels_.clear();
         font_ = font;
     }
-    auto it = cache_.find(text);
-    if (it == cache_.end()) {
+    auto it = labels_.find(text);
+    if (it == labels_.end()) {
         QStaticText st(text);
         st.setTextFormat(Qt::PlainText);
         st.prepare(QTransform(), font);
-        it = cache_.insert(text, st);
+        it = labels_.insert(text, st);
     }
     return *it;
 }
 
+const TimelineHeaderLayout& TimelinePaintCache::header(const TimelineScene& scene,
+                                                       const TimelinePalette& pal, double width,
+                                                       bool legend, bool zoomed_out) {
+    const HeaderKey key{scene.data.result(), scene.title, width, legend, zoomed_out, pal.dark};
+    for (auto it = headers_.begin(); it != headers_.end(); ++it)
+        if (it->first == key) return it->second;
+    if (headers_.size() >= 6) headers_.erase(headers_.begin());
+    headers_.emplace_back(key, timeline_header_layout(scene, pal, width, legend, zoomed_out));
+    return headers_.back().second;
+}
+
+void TimelinePaintCache::clear() {
+    labels_.clear();
+    headers_.clear();
+}
+
 TimelineFrame::TimelineFrame(QPainter& painter, const TimelineScene& scene_,
-                             const TimelineViewState& view_)
+                             const TimelineViewState& view_, TimelinePaintCache& cache_)
     : p(painter),
       scene(scene_),
       view(view_),
       pal(view_.palette),
-      layout(timeline_layout(scene_, view_.size, view_.header, view_.legend)),
+      cache(cache_),
       small(pixel_font(11)),
       label_font(pixel_font(12, true)) {
     const TimeMapping& m = view.mapping;
+    double header_h = 0;
+    if (view.header) {
+        // Height from the longer (zoomed-out) wording, as timeline_header_height() does.
+        const double w = view.size.width();
+        const TimelineHeaderLayout& longest = cache.header(scene, pal, w, view.legend, true);
+        header_h = longest.height;
+        bool zoomed_out = false;
+        for (const TimelineLane& lane : scene.data.lanes())
+            zoomed_out = zoomed_out || collectives_collapsed(lane, m.ns_per_px);
+        header = zoomed_out ? &longest : &cache.header(scene, pal, w, view.legend, false);
+    }
+    layout = timeline_rows_layout(scene, view.size, header_h);
     plot_left = m.left_px;
     plot_right = std::max(plot_left + 1, view.size.width() - kRightMargin);
     origin = static_cast<double>(view.origin_ns);
@@ -99,13 +134,13 @@ TimelineFrame::TimelineFrame(QPainter& painter, const TimelineScene& scene_,
 }
 
 TimelinePaintStats paint_timeline(QPainter& p, const TimelineScene& scene,
-                                  const TimelineViewState& view, TimelineLabelCache& cache) {
+                                  const TimelineViewState& view, TimelinePaintCache& cache) {
     using namespace timeline_paint;
     const QRectF all(QPointF(0, 0), view.size);
     p.save();
     p.setClipRect(all);
     p.fillRect(all, view.palette.background);
-    const TimelineFrame f(p, scene, view);
+    const TimelineFrame f(p, scene, view, cache);
     TimelinePaintStats stats;
     if (view.header) stats += paint_header(f);
     stats += paint_ruler(f);
@@ -113,7 +148,7 @@ TimelinePaintStats paint_timeline(QPainter& p, const TimelineScene& scene,
     stats += paint_idle_shading(f);
     const DrawnBoxes drawn = paint_event_boxes(f);
     stats += drawn.stats;
-    stats += paint_labels(f, drawn, cache);
+    stats += paint_labels(f, drawn);
     stats += paint_step_marks(f);
     stats += paint_flows(f);
     stats += paint_highlight(f);

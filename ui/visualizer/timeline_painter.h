@@ -124,25 +124,44 @@ struct TimelineLayout {
 double timeline_header_height(const TimelineScene& scene, double width, bool header, bool legend);
 TimelineLayout timeline_layout(const TimelineScene& scene, const QSizeF& size, bool header,
                                bool legend);
+// The rows under a header `header_h` tall.
+TimelineLayout timeline_rows_layout(const TimelineScene& scene, const QSizeF& size,
+                                    double header_h);
 
-// Labels repeat (micro-batch numbers, ring step indices): each is laid out once.
-class TimelineLabelCache {
+// What repaints of one run share, so a repaint measures no text twice: labels repeat
+// (micro-batch numbers, ring step indices) and the header is the same until the width,
+// the run or the theme changes. clear() when the run changes.
+class TimelinePaintCache {
   public:
-    const QStaticText& get(const QString& text, const QFont& font);
+    const QStaticText& label(const QString& text, const QFont& font);
+    const TimelineHeaderLayout& header(const TimelineScene& scene, const TimelinePalette& pal,
+                                       double width, bool legend, bool zoomed_out);
+    void clear();
 
   private:
-    QHash<QString, QStaticText> cache_;
+    struct HeaderKey {
+        const void* run = nullptr;
+        QString title;
+        double width = 0;
+        bool legend = false, zoomed_out = false, dark = false;
+        bool operator==(const HeaderKey&) const = default;
+    };
+    QHash<QString, QStaticText> labels_;
     QFont font_;
+    std::vector<std::pair<HeaderKey, TimelineHeaderLayout>> headers_;  // most recent last
 };
 
 // One paint's shared facts: the View, the plot's edges and the visible time range.
 struct TimelineFrame {
-    TimelineFrame(QPainter& painter, const TimelineScene& scene, const TimelineViewState& view);
+    TimelineFrame(QPainter& painter, const TimelineScene& scene, const TimelineViewState& view,
+                  TimelinePaintCache& cache);
 
     QPainter& p;
     const TimelineScene& scene;
     const TimelineViewState& view;
     const TimelinePalette& pal;
+    TimelinePaintCache& cache;
+    const TimelineHeaderLayout* header = nullptr;  // as drawn now; null without a header
     TimelineLayout layout;
     double plot_left = 0, plot_right = 0;
     double origin = 0;      // view.origin_ns
@@ -176,8 +195,7 @@ TimelinePaintStats paint_ruler(const TimelineFrame& f);
 TimelinePaintStats paint_lanes(const TimelineFrame& f);         // names, comm lane ground
 TimelinePaintStats paint_idle_shading(const TimelineFrame& f);  // idle / bubble grey
 DrawnBoxes paint_event_boxes(const TimelineFrame& f);
-TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn,
-                                TimelineLabelCache& cache);
+TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn);
 TimelinePaintStats paint_step_marks(const TimelineFrame& f);
 TimelinePaintStats paint_flows(const TimelineFrame& f);
 TimelinePaintStats paint_highlight(const TimelineFrame& f);
@@ -188,6 +206,6 @@ TimelinePaintStats paint_playhead(const TimelineFrame& f);
 
 // The whole picture: every step above, in order.
 TimelinePaintStats paint_timeline(QPainter& p, const TimelineScene& scene,
-                                  const TimelineViewState& view, TimelineLabelCache& cache);
+                                  const TimelineViewState& view, TimelinePaintCache& cache);
 
 }  // namespace pd::vis

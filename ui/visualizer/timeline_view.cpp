@@ -29,6 +29,7 @@ void TimelineView::setRun(std::shared_ptr<const pd::RunResult> result,
     data_ = TimelineData(std::move(result), boundaries);
     bubble_ = bubble;
     title_ = std::move(title);
+    paint_cache_.clear();
     hovered_ = selected_ = -1;
     cursor_ns_.reset();
     updateGeometry();
@@ -219,7 +220,7 @@ TimelineView::View TimelineView::currentView(std::optional<QSizeF> size) const {
 }
 
 TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) const {
-    return paint_timeline(p, scene(), view, labels_);
+    return paint_timeline(p, scene(), view, paint_cache_);
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {

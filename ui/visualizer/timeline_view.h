@@ -169,7 +169,7 @@ class TimelineView : public QWidget {
     QPointF press_pos_;
     TimeMapping press_mapping_;
     double header_h_ = 0;  // at the last resize: a new height asks the layout again
-    mutable TimelineLabelCache labels_;
+    mutable TimelinePaintCache paint_cache_;
 };
 
 }  // namespace pd::vis

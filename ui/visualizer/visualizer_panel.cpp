@@ -434,7 +434,9 @@ void VisualizerPanel::updatePlaybackRange() {
         b = std::min(b, compare_timeline_->runRange().first - compare_timeline_->origin());
         e = std::max(e, compare_timeline_->runRange().second - compare_timeline_->origin());
     }
-    const double step_ns = std::max(runs_[0]->metrics.median_step_time_s * 1e9, 1e3);
+    // A run that finished no step plays its whole range at the pace of one step.
+    const double median_ns = runs_[0]->metrics.median_step_time_s * 1e9;
+    const double step_ns = median_ns > 0 ? std::max(median_ns, 1e3) : 0.0;
     clock_->setRange(b, e, step_ns);
     clock_origin_ = timeline_->origin();
     if (moment) {
