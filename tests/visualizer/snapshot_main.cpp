@@ -46,6 +46,15 @@ pd::RunConfig base(pd::StrategyKind s, int devices) {
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
     const QString out = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("snapshots");
+    // The panel's size, "1280x720" (default 1400x900): layouts are checked at common sizes.
+    QSize panel_size(1400, 900);
+    if (argc > 2) {
+        const QStringList wh = QString::fromLocal8Bit(argv[2]).split(QLatin1Char('x'));
+        if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0)
+            panel_size = QSize(wh[0].toInt(), wh[1].toInt());
+        else
+            std::fprintf(stderr, "panel size %s: expected WIDTHxHEIGHT, e.g. 1280x720\n", argv[2]);
+    }
     QDir().mkpath(out);
     std::vector<Case> cases;
     {
@@ -117,7 +126,7 @@ int main(int argc, char** argv) {
                                          cases[i].config, results[i], &error, o))
                 std::fprintf(stderr, "%s\n", qPrintable(error));
             pd::vis::VisualizerPanel panel;
-            panel.resize(1400, 900);
+            panel.resize(panel_size);
             if (name.startsWith(QStringLiteral("pipeline")))
                 panel.setNote(QStringLiteral(
                     "Look at the grey: every device waits while the pipeline fills and drains."));

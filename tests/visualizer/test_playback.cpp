@@ -1,8 +1,13 @@
-// Playback: the clock's arithmetic driven without timers, the scrub slider, memory live at
-// the cursor, the ring diagram's moves during an all-reduce step, and the panel wiring the
-// cursor into the timeline.
+// Playback: the clock's arithmetic driven without timers, the scrub slider, speeds labelled by
+// what they play, the play icon in both themes, memory live at the cursor, the ring diagram's
+// moves during an all-reduce step, and the panel wiring the cursor into the timeline (the view
+// follows a scrub back; Fit step keeps the cursor; an out-of-memory run fits its own range).
+#include <QAction>
+#include <QComboBox>
+#include <QPainter>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QToolButton>
 #include <QtTest>
 
 #include "pd/metrics.h"
@@ -146,6 +151,160 @@ class TestPlayback : public QObject {
         clock->advance(1e9);  // to the end: stops, and everything is shown again
         QVERIFY(!clock->isPlaying());
         QVERIFY(!panel.timeline()->playbackCursor().has_value());
+    }
+
+    // Speeds say what they play: the run's time per real second, not a factor ("1×" played
+    // 3.7 ms of a run in a second, nothing like real time).
+    void speedsSayHowMuchOfTheRunASecondPlays() {
+        PlaybackClock clock;
+        PlaybackBar bar(&clock);
+        clock.setRange(0, 1000000, 400000);  // a 400 µs step plays in 4 s at the middle speed
+        QComboBox* box = bar.speedBox();
+        QCOMPARE(box->count(), 6);
+        QCOMPARE(box->itemText(0), QStringLiteral("25 µs per second"));
+        QCOMPARE(box->itemText(2), QStringLiteral("100 µs per second"));
+        QCOMPARE(box->itemText(5), QStringLiteral("800 µs per second"));
+        clock.setRange(0, 40000000, 14.8e6);  // a 14.8 ms step
+        QCOMPARE(box->itemText(2), QStringLiteral("3.7 ms per second"));
+        // Choosing an item plays at the rate it names.
+        box->setCurrentIndex(4);
+        QCOMPARE(PlaybackBar::rateText(clock.traceNsPerSecond()), box->itemText(4));
+    }
+
+    // The play icon is drawn in the button's text colour: light on a dark theme, dark on a
+    // light one, so it never sinks into the background.
+    void playIconReadsInBothThemes_data() {
+        QTest::addColumn<QColor>("window");
+        QTest::addColumn<QColor>("text");
+        QTest::newRow("dark") << QColor(0x2b, 0x2d, 0x31) << QColor(0xe6, 0xe8, 0xeb);
+        QTest::newRow("light") << QColor(0xf0, 0xf0, 0xf0) << QColor(0x1f, 0x23, 0x28);
+    }
+    void playIconReadsInBothThemes() {
+        QFETCH(QColor, window);
+        QFETCH(QColor, text);
+        PlaybackClock clock;
+        PlaybackBar bar(&clock);
+        QPalette pal = bar.palette();
+        for (auto role : {QPalette::Window, QPalette::Button, QPalette::Base})
+            pal.setColor(role, window);
+        for (auto role : {QPalette::ButtonText, QPalette::WindowText, QPalette::Text})
+            pal.setColor(role, text);
+        bar.setPalette(pal);
+        for (bool playing : {false, true}) {
+            if (playing) {
+                clock.setRange(0, 1000, 1000);
+                clock.play();
+            }
+            const QImage icon = bar.playButton()->icon().pixmap(QSize(16, 16)).toImage();
+            // Inside the triangle, and inside the left pause bar.
+            const QColor c = icon.pixelColor(playing ? QPoint(5, 8) : QPoint(6, 8));
+            QVERIFY2(c.alpha() > 200, qPrintable(c.name(QColor::HexArgb)));
+            QVERIFY2(qAbs(c.lightness() - window.lightness()) > 120, qPrintable(c.name()));
+        }
+        clock.pause();
+    }
+
+    // Scrubbing back to a moment left of the fitted step brings the view to it: a playhead,
+    // and the lanes drawn, not blank. Fit step afterwards keeps the cursor on that moment's
+    // side of the step instead of sending it to the end.
+    void scrubbingBackKeepsThePlayheadInSight() {
+        VisualizerPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(dp_config_, dp_);
+        TimelineView* t = panel.timeline();
+        PlaybackClock* clock = panel.playback();
+        QCOMPARE(t->focusStep(), std::optional<int>(1));
+        auto drawn = [&] {
+            TimelineView::View v = t->currentView();
+            QImage image(v.size.toSize(), QImage::Format_ARGB32_Premultiplied);
+            QPainter painter(&image);
+            return t->paint(painter, v);
+        };
+        // The slider dragged back to near the start of the run (step 1 of 2 is in view).
+        QSlider* slider = panel.findChild<PlaybackBar*>()->slider();
+        slider->setValue(slider->maximum() / 50);
+        QVERIFY(t->playbackCursor().has_value());
+        QVERIFY(drawn().playhead);
+        QVERIFY(drawn().boxes > 0);
+        const std::int64_t moment = clock->cursor() + t->origin();
+        // Fit step: the step is shown again, and the cursor stays at its start, not the end.
+        panel.fitStepAction()->trigger();
+        QCOMPARE(t->focusStep(), std::optional<int>(1));
+        QVERIFY(clock->cursor() < clock->end());
+        QVERIFY(t->playbackCursor().has_value());
+        QVERIFY(drawn().playhead);
+        QVERIFY(clock->cursor() + t->origin() >= moment);
+        // A moment inside the view keeps its place exactly through Fit all.
+        const auto step1 = *t->data().step_range(1);
+        const std::int64_t inside = (step1.first + step1.second) / 2;
+        clock->setCursor(inside - t->origin());
+        panel.fitAllAction()->trigger();
+        QCOMPARE(clock->cursor() + t->origin(), inside);
+        QVERIFY(drawn().playhead);
+        QVERIFY(drawn().boxes > 0);
+    }
+
+    // A run that ran out of memory before finishing a step: Fit step, Fit all and playback
+    // all tell the run's own range, not one starting at zero.
+    void outOfMemoryRunFitsAndPlaysItsRange() {
+        pd::RunConfig c = test::small_dp();
+        c.capacity_bytes = 64 * 1024;
+        auto r = test::run_engine(c);
+        QVERIFY(r->oom.has_value());
+        VisualizerPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(c, r);
+        TimelineView* t = panel.timeline();
+        QCOMPARE(t->data().step_count(), 0);
+        PlaybackClock* clock = panel.playback();
+        panel.fitStepAction()->trigger();
+        const TimeMapping stepped = t->mapping();
+        const std::int64_t stepped_origin = t->origin();
+        const auto [begin, end] = std::pair{clock->begin(), clock->end()};
+        panel.fitAllAction()->trigger();
+        QCOMPARE(t->mapping(), stepped);
+        QCOMPARE(t->origin(), stepped_origin);
+        QCOMPARE(clock->begin(), begin);
+        QCOMPARE(clock->end(), end);
+        QCOMPARE(clock->begin() + t->origin(), t->runRange().first);
+        QCOMPARE(clock->end() + t->origin(), t->runRange().second);
+        // With no step to pace it, the middle speed plays the whole run as one step.
+        QCOMPARE(clock->traceNsPerSecond() * PlaybackClock::kSecondsPerStepAt1x,
+                 static_cast<double>(end - begin));
+        // The plot spans the run with a little air, not from zero.
+        const double span = static_cast<double>(end - begin);
+        const double plot_w = t->width() - TimelineView::kLeftMargin - TimelineView::kRightMargin;
+        QVERIFY(stepped.start_ns <= static_cast<double>(begin));
+        QVERIFY(stepped.start_ns >= static_cast<double>(begin) - 0.05 * span);
+        QVERIFY(stepped.end_ns(plot_w) >= static_cast<double>(end));
+        QVERIFY(stepped.end_ns(plot_w) <= static_cast<double>(end) + 0.05 * span);
+    }
+
+    // Fit step and Fit all have keys (shown in their tooltips and menus).
+    void fitShortcuts() {
+        VisualizerPanel panel;
+        QCOMPARE(panel.fitStepAction()->shortcut(), QKeySequence(Qt::Key_F));
+        QCOMPARE(panel.fitAllAction()->shortcut(), QKeySequence(Qt::Key_0));
+        QVERIFY(panel.fitStepAction()->toolTip().contains(QStringLiteral("(F)")));
+        QVERIFY(panel.fitAllAction()->toolTip().contains(QStringLiteral("(0)")));
+        panel.resize(1200, 800);
+        panel.setRun(dp_config_, dp_);
+        panel.show();
+        panel.activateWindow();
+        if (!QTest::qWaitForWindowActive(&panel)) QSKIP("no active window on this platform");
+        panel.timeline()->setFocus();
+        QSignalSpy all(panel.fitAllAction(), &QAction::triggered);
+        QSignalSpy step(panel.fitStepAction(), &QAction::triggered);
+        QTest::keyClick(panel.timeline(), Qt::Key_0);
+        QCOMPARE(all.count(), 1);
+        QVERIFY(!panel.timeline()->focusStep());
+        QTest::keyClick(panel.timeline(), Qt::Key_F);
+        QCOMPARE(step.count(), 1);
+        QCOMPARE(panel.timeline()->focusStep(), std::optional<int>(1));
     }
 };
 

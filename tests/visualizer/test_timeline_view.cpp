@@ -1,5 +1,6 @@
 // The timeline drawn from a real run: colours where events are, grey in the bubble, merged
-// sub-pixel boxes, the playback cursor hiding the future, and hover/click/wheel.
+// sub-pixel boxes, the playback cursor hiding the future (and the view following it), a header
+// and legend laid out whole at any width, hover/click/wheel and the keyboard.
 #include <QPainter>
 #include <QSignalSpy>
 #include <QtTest>
@@ -10,7 +11,9 @@
 #include "visualizer/timeline_view.h"
 #include "visualizer_test_support.h"
 
+using pd::vis::TimelineHeaderLayout;
 using pd::vis::TimelinePalette;
+using pd::vis::TimelineScene;
 using pd::vis::TimelineView;
 
 namespace {
@@ -504,6 +507,214 @@ class TestTimelineView : public QObject {
         QApplication::sendEvent(&t, &move);
         QTest::mouseRelease(&t, Qt::LeftButton, {}, pos + QPoint(100, 0));
         QVERIFY(qAbs(t.mapping().start_ns - (start - 100 * t.mapping().ns_per_px)) < 1.0);
+    }
+
+    // The painting steps together draw what the one paint() drew: a playhead when the cursor
+    // is in view, and the header's lines as laid out.
+    void paintStepsReportWhatTheyDrew() {
+        TimelineView t;
+        t.setRun(gpipe_, metrics_.bubble, QStringLiteral("GPipe, 2 stages"));
+        t.fitStep(1);
+        const Picture all = render(t);
+        QVERIFY(all.stats.boxes > 0);
+        QVERIFY(!all.stats.playhead);  // no cursor: the whole run, no line
+        // Title and clock, legend, bubble line.
+        QCOMPARE(all.stats.header_lines, 3);
+        const std::int64_t mid_step =
+            (t.data().step_range(1)->second - t.data().step_range(1)->first) / 2;
+        const Picture half = render(t, mid_step);
+        QVERIFY(half.stats.playhead);
+        QVERIFY(half.stats.boxes < all.stats.boxes);
+    }
+
+    // Every legend entry is drawn whole: a narrow picture wraps the legend onto more rows
+    // instead of dropping entries, and no entry runs past the right edge.
+    void legendWrapsInsteadOfCutting_data() {
+        QTest::addColumn<double>("width");
+        QTest::addColumn<bool>("oneRow");
+        QTest::newRow("1600 wide: one row") << 1600.0 << true;
+        QTest::newRow("700 wide: wraps") << 700.0 << false;
+        QTest::newRow("420 wide: wraps more") << 420.0 << false;
+    }
+    void legendWrapsInsteadOfCutting() {
+        QFETCH(double, width);
+        QFETCH(bool, oneRow);
+        pd::RunConfig config = pd::vis::test::small_dp();
+        const auto r = pd::vis::test::run_engine(config);
+        TimelineView t;
+        t.setRun(r);
+        const QString title;
+        const std::optional<pd::BubbleMetrics> none;
+        const TimelineScene scene{t.data(), none, title};
+        const TimelineHeaderLayout wide = pd::vis::timeline_header_layout(
+            scene, TimelinePalette::light_theme(), 5000, true, true);
+        const TimelineHeaderLayout h = pd::vis::timeline_header_layout(
+            scene, TimelinePalette::light_theme(), width, true, true);
+        QCOMPARE(h.legend.size(), wide.legend.size());
+        QVERIFY(h.legend.size() >= 5);  // forward, backward, optimizer, RS, AG, idle ...
+        QCOMPARE(h.legend_rows == 1, oneRow);
+        const QFontMetricsF fm([] {
+            QFont f;
+            f.setPixelSize(11);
+            return f;
+        }());
+        for (const auto& e : h.legend)
+            QVERIFY2(e.at.x() + 16 + fm.horizontalAdvance(e.text) <= width - 8 || e.at.x() <= 8,
+                     qPrintable(e.text));
+        // The painted picture draws every entry and gives the extra rows their height.
+        TimelineView::View v = t.currentView(QSizeF(width, t.preferredHeight(true, true, width)));
+        QImage image(v.size.toSize(), QImage::Format_ARGB32_Premultiplied);
+        QPainter painter(&image);
+        const auto stats = t.paint(painter, v);
+        QCOMPARE(stats.legend_entries, static_cast<int>(h.legend.size()));
+        QCOMPARE(stats.legend_rows, h.legend_rows);
+        QVERIFY(t.preferredHeight(true, true, width) >=
+                t.preferredHeight(true, true, 5000) + 18.0 * (h.legend_rows - 1));
+    }
+
+    // The run's title never runs into the clock and link-model line: beside it when both fit,
+    // on a line of its own when not.
+    void titleAndClockDoNotOverlap() {
+        TimelineView t;
+        const QString title =
+            QStringLiteral("Pipeline parallelism (GPipe), 2 stages × 4 micro-batches");
+        t.setRun(gpipe_, metrics_.bubble, title);
+        const TimelineScene scene{t.data(), metrics_.bubble, title};
+        const auto pal = TimelinePalette::light_theme();
+        const TimelineHeaderLayout wide =
+            pd::vis::timeline_header_layout(scene, pal, 1600, true, false);
+        QCOMPARE(wide.title_beside, title);
+        QVERIFY(wide.title_lines.isEmpty());
+        const TimelineHeaderLayout narrow =
+            pd::vis::timeline_header_layout(scene, pal, 760, true, false);
+        QVERIFY(narrow.title_beside.isEmpty());
+        QCOMPARE(narrow.title_lines, QStringList{title});
+        QVERIFY(narrow.height > wide.height);
+        // The long bubble line wraps at its separators rather than being cut.
+        const TimelineHeaderLayout tiny =
+            pd::vis::timeline_header_layout(scene, pal, 420, true, false);
+        QVERIFY(tiny.bubble_lines.size() > wide.bubble_lines.size());
+        QVERIFY(tiny.bubble_lines.join(QString()).contains(QStringLiteral("theoretical")));
+    }
+
+    // Scrubbing back to a moment left of the view brings the view to it: the playhead is in
+    // sight and the lanes before it are drawn, not blank.
+    void viewFollowsTheCursorBackAndForth() {
+        TimelineView t;
+        t.resize(1200, static_cast<int>(t.preferredHeight()));
+        t.setRun(gpipe_, metrics_.bubble);
+        t.resize(1200, static_cast<int>(t.preferredHeight()));
+        t.fitStep(1);
+        QSignalSpy mapped(&t, &TimelineView::mappingChanged);
+        const double plot_w = 1200 - TimelineView::kLeftMargin - TimelineView::kRightMargin;
+        auto in_view = [&](std::int64_t c) {
+            const double x = t.mapping().x_of(static_cast<double>(c));
+            return x >= TimelineView::kLeftMargin && x <= TimelineView::kLeftMargin + plot_w;
+        };
+        // Inside the view: nothing moves.
+        const std::int64_t inside = (t.data().step_range(1)->second - t.origin()) / 2;
+        t.setPlaybackCursor(inside);
+        QCOMPARE(mapped.count(), 0);
+        // Back into step 0, which lies left of the fitted step 1.
+        const auto step0 = *t.data().step_range(0);
+        const std::int64_t back = (step0.first + step0.second) / 2 - t.origin();
+        QVERIFY(!in_view(back));
+        t.setPlaybackCursor(back);
+        QCOMPARE(mapped.count(), 1);
+        QVERIFY(in_view(back));
+        const Picture p = render(t, back);
+        QVERIFY(p.stats.playhead);
+        QVERIFY(p.stats.boxes > 0);
+        // Forward past the right edge pages on.
+        const std::int64_t later = t.data().end_ns() - t.origin() - 1;
+        const bool was_in_view = in_view(later);
+        t.setPlaybackCursor(later);
+        QVERIFY(in_view(later));
+        QCOMPARE(mapped.count(), was_in_view ? 1 : 2);
+    }
+
+    // A run that finished no step (out of memory first) fits its whole run for "Fit step" on
+    // the same origin as "Fit all".
+    void stepLessRunFitsItsRealRange() {
+        pd::RunConfig c = pd::vis::test::small_dp();
+        c.capacity_bytes = 64 * 1024;
+        const auto r = pd::vis::test::run_engine(c);
+        QVERIFY(r->oom.has_value());
+        TimelineView t;
+        t.resize(1200, 300);
+        t.setRun(r);
+        QCOMPARE(t.data().step_count(), 0);
+        const auto fit = t.stepFit(t.defaultStep());
+        QCOMPARE(fit.origin_ns, std::int64_t{0});
+        QCOMPARE(fit.begin_ns, t.runRange().first);
+        QCOMPARE(fit.end_ns, t.runRange().second);
+        QVERIFY(!fit.is_step);
+        t.fitStep(t.defaultStep());
+        const auto stepped = t.mapping();
+        t.fitAll();
+        QCOMPARE(t.mapping(), stepped);
+        QCOMPARE(t.origin(), std::int64_t{0});
+    }
+
+    // Perfetto's keys: W/S and +/- zoom (around the pointer when it is over the plot), A/D
+    // and the arrows pan by an eighth of the plot.
+    void keyboardZoomAndPan_data() {
+        QTest::addColumn<int>("key");
+        QTest::addColumn<double>("zoom");  // factor on pixels per ns
+        QTest::addColumn<double>("pan");   // plot widths the view moves later
+        QTest::newRow("W zooms in") << int(Qt::Key_W) << TimelineView::kKeyZoomFactor << 0.0;
+        QTest::newRow("+ zooms in") << int(Qt::Key_Plus) << TimelineView::kKeyZoomFactor << 0.0;
+        QTest::newRow("S zooms out") << int(Qt::Key_S) << 1 / TimelineView::kKeyZoomFactor << 0.0;
+        QTest::newRow("- zooms out")
+            << int(Qt::Key_Minus) << 1 / TimelineView::kKeyZoomFactor << 0.0;
+        QTest::newRow("A pans earlier") << int(Qt::Key_A) << 1.0 << -TimelineView::kKeyPanFraction;
+        QTest::newRow("Left pans earlier")
+            << int(Qt::Key_Left) << 1.0 << -TimelineView::kKeyPanFraction;
+        QTest::newRow("D pans later") << int(Qt::Key_D) << 1.0 << TimelineView::kKeyPanFraction;
+        QTest::newRow("Right pans later")
+            << int(Qt::Key_Right) << 1.0 << TimelineView::kKeyPanFraction;
+    }
+    void keyboardZoomAndPan() {
+        QFETCH(int, key);
+        QFETCH(double, zoom);
+        QFETCH(double, pan);
+        TimelineView t;
+        t.resize(1200, 400);
+        t.setRun(gpipe_, metrics_.bubble);
+        t.fitStep(1);
+        QCursor::setPos(t.mapToGlobal(QPoint(-50, -50)));  // pointer away: the centre anchors
+        const double plot_w = 1200 - TimelineView::kLeftMargin - TimelineView::kRightMargin;
+        const double centre_x = TimelineView::kLeftMargin + plot_w / 2;
+        const auto before = t.mapping();
+        QSignalSpy mapped(&t, &TimelineView::mappingChanged);
+        QTest::keyClick(&t, static_cast<Qt::Key>(key));
+        QCOMPARE(mapped.count(), 1);
+        const auto after = t.mapping();
+        QVERIFY(qAbs(before.ns_per_px / after.ns_per_px - zoom) < 1e-9);
+        if (pan == 0.0)
+            QVERIFY(qAbs(after.t_of(centre_x) - before.t_of(centre_x)) < 1.0);
+        else
+            QVERIFY(qAbs(after.start_ns - (before.start_ns + pan * plot_w * before.ns_per_px)) <
+                    1.0);
+    }
+    void keyboardZoomAnchorsAtThePointer() {
+        TimelineView t;
+        t.resize(1200, 400);
+        t.setRun(gpipe_, metrics_.bubble);
+        t.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&t));
+        t.fitStep(1);
+        const QPoint pointer(300, 200);
+        QCursor::setPos(t.mapToGlobal(pointer));
+        if (t.mapFromGlobal(QCursor::pos()) != pointer)
+            QSKIP("this platform cannot place the pointer");
+        const double centre_x = TimelineView::kLeftMargin +
+                                (1200 - TimelineView::kLeftMargin - TimelineView::kRightMargin) / 2;
+        const double under = t.mapping().t_of(pointer.x());
+        const double at_centre = t.mapping().t_of(centre_x);
+        QTest::keyClick(&t, Qt::Key_W);
+        QVERIFY(qAbs(t.mapping().t_of(pointer.x()) - under) < 1.0);
+        QVERIFY(qAbs(t.mapping().t_of(centre_x) - at_centre) > 1.0);  // not the centre kept
     }
 };
 

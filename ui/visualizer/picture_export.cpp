@@ -75,7 +75,7 @@ double note_height(const PictureOptions& o) {
 QSizeF size_of(const std::vector<Prepared>& prepared, const PictureOptions& o) {
     double h = note_height(o);
     for (std::size_t i = 0; i < prepared.size(); ++i)
-        h += prepared[i].timeline->preferredHeight(true, i == 0) + kGap;
+        h += prepared[i].timeline->preferredHeight(true, i == 0, o.width) + kGap;
     if (o.memory || o.metrics)
         for (const auto& p : prepared) h += band_height(p) + kGap;
     return {o.width, std::max(h, 100.0)};
@@ -92,18 +92,22 @@ void shared_axis(const std::vector<Prepared>& prepared, const PictureOptions& o,
             origins[i] = o.origins[i];
         return;
     }
-    double span = 1000;
+    // As the panel's Fit step: a run that finished no step shows its whole run.
+    std::int64_t first = 0, last = 0;
     bool steps = false;
     for (std::size_t i = 0; i < prepared.size(); ++i) {
         TimelineView& t = *prepared[i].timeline;
         const int step = t.defaultStep();
-        const auto [t0, t1] = t.stepRange(step);
-        origins[i] = t.data().step_count() > 0 ? t0 : 0;
-        steps = steps || t.data().step_count() > 0;
-        span = std::max(span, static_cast<double>(t1 - origins[i]));
+        const TimelineView::StepFit fit = t.stepFit(step);
+        origins[i] = fit.origin_ns;
+        first = i == 0 ? fit.begin_ns : std::min(first, fit.begin_ns);
+        last = i == 0 ? fit.end_ns : std::max(last, fit.end_ns);
+        steps = steps || fit.is_step;
         t.setFocusStep(step);
     }
-    mapping = TimelineView::fittedMapping(0, span, o.width, /*left_air=*/!steps);
+    mapping = TimelineView::fittedMapping(static_cast<double>(first),
+                                          static_cast<double>(std::max(last, first + 1000)),
+                                          o.width, /*left_air=*/!steps);
 }
 
 void paint_metrics(QPainter& p, const Prepared& prep, const QRectF& r, const TimelinePalette& pal) {
@@ -163,7 +167,7 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
         TimelineView::View v;
         // Runs after the first share its legend: same colours, less to read.
         v.legend = i == 0;
-        v.size = QSizeF(o.width, t.preferredHeight(true, v.legend));
+        v.size = QSizeF(o.width, t.preferredHeight(true, v.legend, o.width));
         v.mapping = mapping;
         v.origin_ns = origins[i];
         v.cursor_ns = o.cursor_ns;

@@ -1,14 +1,19 @@
 #include "visualizer/playback.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QHBoxLayout>
+#include <QIcon>
 #include <QLabel>
+#include <QPainter>
+#include <QPainterPath>
+#include <QPixmap>
 #include <QSignalBlocker>
 #include <QSlider>
-#include <QStyle>
 #include <QToolButton>
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "visualizer/format.h"
 
@@ -16,7 +21,33 @@ namespace pd::vis {
 
 namespace {
 constexpr int kSliderSteps = 10000;
+constexpr double kSpeeds[] = {0.25, 0.5, 1.0, 2.0, 4.0, 8.0};
+
+// Play (a triangle) or pause (two bars) in the button's own text colour: the style's
+// stock icons are dark whatever the theme and vanish on a dark button.
+QIcon media_icon(bool playing, const QColor& colour, qreal dpr) {
+    const int px = 16;
+    QPixmap pixmap(QSize(px, px) * dpr);
+    pixmap.setDevicePixelRatio(dpr);
+    pixmap.fill(Qt::transparent);
+    QPainter p(&pixmap);
+    p.setRenderHint(QPainter::Antialiasing, true);
+    p.setPen(Qt::NoPen);
+    p.setBrush(colour);
+    if (playing) {
+        p.drawRect(QRectF(3.5, 2.5, 3.5, 11));
+        p.drawRect(QRectF(9, 2.5, 3.5, 11));
+    } else {
+        QPainterPath path;
+        path.moveTo(4, 2);
+        path.lineTo(13.5, 8);
+        path.lineTo(4, 14);
+        path.closeSubpath();
+        p.drawPath(path);
+    }
+    return QIcon(pixmap);
 }
+}  // namespace
 
 PlaybackClock::PlaybackClock(QObject* parent) : QObject(parent) {
     timer_.setInterval(16);  // about 60 frames a second
@@ -29,6 +60,7 @@ void PlaybackClock::setRange(std::int64_t begin_ns, std::int64_t end_ns, double 
     end_ = std::max(end_ns, begin_ns);
     step_ns_ = step_ns > 0 ? step_ns : std::max(1.0, static_cast<double>(end_ - begin_));
     cursor_ = end_;  // a fresh run shows everything until the learner presses play
+    emit rangeChanged();
     emit cursorChanged(cursor_);
 }
 
@@ -57,7 +89,7 @@ void PlaybackClock::toggle() {
 }
 
 void PlaybackClock::setSpeed(double speed) {
-    speed_ = std::clamp(speed, 0.25, 8.0);
+    speed_ = std::clamp(speed, kSpeeds[0], kSpeeds[std::size(kSpeeds) - 1]);
 }
 
 void PlaybackClock::setCursor(std::int64_t display_ns) {
@@ -91,11 +123,14 @@ PlaybackBar::PlaybackBar(PlaybackClock* clock, QWidget* parent)
         tr("Play / pause: the cursor sweeps the timeline and events appear as it passes"));
     play_->setAutoRaise(true);
     play_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    for (double s : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0})
-        speed_->addItem(QStringLiteral("%1×").arg(s), s);
+    for (double s : kSpeeds) speed_->addItem(QString(), s);
     speed_->setCurrentIndex(2);
-    speed_->setToolTip(tr("Playback speed; at 1× one training step takes %1 s")
-                           .arg(PlaybackClock::kSecondsPerStepAt1x));
+    speed_->setToolTip(
+        tr("Playback speed: how much of the run's time plays in one real second (the run is "
+           "far faster than real time). The middle speed plays one training step in %1 s.")
+            .arg(PlaybackClock::kSecondsPerStepAt1x));
+    speed_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    labelSpeeds();
     slider_->setRange(0, kSliderSteps);
     slider_->setToolTip(tr("Scrub through the run"));
     time_->setMinimumWidth(150);
@@ -111,6 +146,7 @@ PlaybackBar::PlaybackBar(PlaybackClock* clock, QWidget* parent)
         const double span = static_cast<double>(clock_->end() - clock_->begin());
         clock_->setCursor(clock_->begin() + static_cast<std::int64_t>(span * v / kSliderSteps));
     });
+    connect(clock_, &PlaybackClock::rangeChanged, this, &PlaybackBar::labelSpeeds);
     connect(clock_, &PlaybackClock::cursorChanged, this, &PlaybackBar::sync);
     connect(clock_, &PlaybackClock::playingChanged, this, &PlaybackBar::sync);
     sync();
@@ -118,7 +154,8 @@ PlaybackBar::PlaybackBar(PlaybackClock* clock, QWidget* parent)
 
 void PlaybackBar::sync() {
     const bool playing = clock_->isPlaying();
-    play_->setIcon(style()->standardIcon(playing ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+    play_->setIcon(
+        media_icon(playing, palette().color(QPalette::ButtonText), devicePixelRatioF()));
     play_->setText(playing ? tr("Pause") : tr("Play"));
     const double span = std::max(1.0, static_cast<double>(clock_->end() - clock_->begin()));
     {
@@ -129,6 +166,34 @@ void PlaybackBar::sync() {
     time_->setText(tr("%1 of %2")
                        .arg(duration_text(static_cast<double>(clock_->cursor() - clock_->begin())),
                             duration_text(span)));
+}
+
+QString PlaybackBar::rateText(double ns) {
+    double unit = 1.0;
+    QString name = QStringLiteral("ns");
+    if (ns >= 1e9) {
+        unit = 1e9;
+        name = QStringLiteral("s");
+    } else if (ns >= 1e6) {
+        unit = 1e6;
+        name = QStringLiteral("ms");
+    } else if (ns >= 1e3) {
+        unit = 1e3;
+        name = QStringLiteral("µs");
+    }
+    return tr("%1 %2 per second").arg(QString::number(ns / unit, 'g', 3), name);
+}
+
+void PlaybackBar::labelSpeeds() {
+    // The clock's rate scales with the speed factor each item carries.
+    const double at_speed_1 = clock_->traceNsPerSecond() / clock_->speed();
+    for (int i = 0; i < speed_->count(); ++i)
+        speed_->setItemText(i, rateText(at_speed_1 * speed_->itemData(i).toDouble()));
+}
+
+void PlaybackBar::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange) sync();
+    QWidget::changeEvent(event);
 }
 
 }  // namespace pd::vis

@@ -1,6 +1,7 @@
 // Playback of a run: a cursor that sweeps the timeline at 0.25x-8x, with play, pause and a
-// scrub slider. The clock is plain logic (advance() by elapsed real time) so tests drive it
-// without timers; the bar is its widget.
+// scrub slider. Speeds are labelled by what they play: the run's time per real second. The clock is
+// plain logic (advance() by elapsed real time) so tests drive it without timers; the bar is its
+// widget.
 #pragma once
 
 #include <QElapsedTimer>
@@ -48,6 +49,7 @@ class PlaybackClock : public QObject {
   signals:
     void cursorChanged(std::int64_t display_ns);
     void playingChanged(bool playing);
+    void rangeChanged();
 
   private:
     void tick();
@@ -69,8 +71,15 @@ class PlaybackBar : public QWidget {
     QSlider* slider() const { return slider_; }
     QComboBox* speedBox() const { return speed_; }
 
+    // "250 µs per second": how much of the run one real second plays.
+    static QString rateText(double trace_ns_per_second);
+
+  protected:
+    void changeEvent(QEvent* event) override;
+
   private:
     void sync();
+    void labelSpeeds();
 
     PlaybackClock* clock_;
     QToolButton* play_;

@@ -109,8 +109,10 @@ QColor TimelinePalette::color_of(const pd::TraceEvent& e) const {
 
 QColor TimelinePalette::memory_color(pd::MemoryCategory c) const {
     switch (c) {
+        // Parameters take the all-gather blue (ZeRO gathers them); communication buffers the
+        // yellow, far from every blue, so the two never read as one category.
         case pd::MemoryCategory::parameters:
-            return dark ? QColor(0x3f, 0x9a, 0xdc) : QColor(0x00, 0x72, 0xb2);
+            return all_gather;
         case pd::MemoryCategory::gradients:
             return backward;
         case pd::MemoryCategory::optimizer_state:
@@ -121,7 +123,7 @@ QColor TimelinePalette::memory_color(pd::MemoryCategory c) const {
         case pd::MemoryCategory::activations:
             return forward;
         case pd::MemoryCategory::communication:
-            return p2p;
+            return broadcast;
         case pd::MemoryCategory::workspace:
             return copy;
     }

@@ -21,6 +21,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "pd/exports.h"
 #include "visualizer/event_text.h"
@@ -239,13 +240,17 @@ void VisualizerPanel::buildActions() {
     export_trace_->setToolTip(tr("Save the Chrome Trace Event JSON; open it in ui.perfetto.dev"));
     copy_image_ = new QAction(tr("Copy image"), this);
     copy_image_->setToolTip(tr("Copy the picture to the clipboard"));
+    // The timeline's own keys zoom (W/S, +/-) and pan (A/D, arrows), as in Perfetto.
     fit_step_ = new QAction(tr("Fit step"), this);
-    fit_step_->setToolTip(tr("Show one training step; the ruler counts from its start"));
+    fit_step_->setShortcut(QKeySequence(Qt::Key_F));
+    fit_step_->setToolTip(tr("Show one training step; the ruler counts from its start (F)"));
     fit_all_ = new QAction(tr("Fit all"), this);
-    fit_all_->setToolTip(tr("Show the whole run"));
+    fit_all_->setShortcut(QKeySequence(Qt::Key_0));
+    fit_all_->setToolTip(tr("Show the whole run (0)"));
     play_pause_ = new QAction(tr("Play"), this);
     play_pause_->setShortcut(QKeySequence(Qt::Key_Space));
     play_pause_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    for (QAction* a : {fit_step_, fit_all_}) a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
     for (QAction* a :
          {export_screenshot_, export_trace_, copy_image_, fit_step_, fit_all_, play_pause_}) {
         a->setEnabled(a == fit_step_ || a == fit_all_ || a == play_pause_ ? true : false);
@@ -276,6 +281,7 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
     // The box counts steps from 1, as every label does; the views index them from 0.
     step_box_->setRange(1, std::max(1, timeline_->data().step_count()));
     step_box_->setValue(timeline_->defaultStep() + 1);
+    clock_origin_.reset();  // a new run: the playback starts over
     fitStep();
     sizeSplit();
 }
@@ -415,20 +421,26 @@ void VisualizerPanel::shareMemoryScale() {
 void VisualizerPanel::fitStep() {
     if (!runs_[0]) return;
     const int step = step_box_->value() - 1;
-    // Every run starts its ruler at the start of the same step, on one shared scale.
-    std::int64_t span = 1000;
+    // Every run starts its ruler at the start of the same step, on one shared scale (a run
+    // that finished no step shows its whole run, as Fit all does).
     std::int64_t origins[2] = {0, 0};
+    std::optional<std::pair<std::int64_t, std::int64_t>> shown;
+    bool steps = false;
     TimelineView* views[2] = {timeline_, compare_timeline_};
     for (int i = 0; i < 2; ++i) {
         if (!runs_[i]) continue;
-        const auto [t0, t1] = views[i]->stepRange(step);
-        origins[i] = views[i]->data().step_count() > 0 ? t0 : 0;
-        span = std::max(span, t1 - origins[i]);
+        const TimelineView::StepFit fit = views[i]->stepFit(step);
+        origins[i] = fit.origin_ns;
+        shown = shown ? std::pair{std::min(shown->first, fit.begin_ns),
+                                  std::max(shown->second, fit.end_ns)}
+                      : std::pair{fit.begin_ns, fit.end_ns};
+        steps = steps || fit.is_step;
     }
     const double width = timeline_->width() > 0 ? timeline_->width() : 1200.0;
     // The ruler's zero is the step's first event: what lies left of it is the step before.
-    const TimeMapping m =
-        TimelineView::fittedMapping(0, static_cast<double>(span), width, /*left_air=*/false);
+    const TimeMapping m = TimelineView::fittedMapping(
+        static_cast<double>(shown->first),
+        static_cast<double>(std::max(shown->second, shown->first + 1000)), width, !steps);
     for (int i = 0; i < 2; ++i) {
         views[i]->setMapping(m, origins[i]);
         views[i]->setFocusStep(step);
@@ -466,14 +478,31 @@ void VisualizerPanel::shareMapping(const TimeMapping& mapping, std::int64_t orig
 
 void VisualizerPanel::updatePlaybackRange() {
     if (!runs_[0]) return;
+    // A cursor the learner placed keeps its moment of the run when the view is fitted anew
+    // (within what the fit shows, so the playhead stays in sight); it is not sent to the end.
+    std::optional<std::int64_t> moment;
+    if (clock_origin_ && clock_->cursor() < clock_->end())
+        moment = clock_->cursor() + *clock_origin_;
     std::int64_t b = timeline_->runRange().first - timeline_->origin();
     std::int64_t e = timeline_->runRange().second - timeline_->origin();
     if (runs_[1]) {
         b = std::min(b, compare_timeline_->runRange().first - compare_timeline_->origin());
         e = std::max(e, compare_timeline_->runRange().second - compare_timeline_->origin());
     }
-    const double step_ns = std::max(runs_[0]->metrics.median_step_time_s * 1e9, 1e3);
+    // A run that finished no step plays its whole range at the pace of one step.
+    const double median_ns = runs_[0]->metrics.median_step_time_s * 1e9;
+    const double step_ns = median_ns > 0 ? std::max(median_ns, 1e3) : 0.0;
     clock_->setRange(b, e, step_ns);
+    clock_origin_ = timeline_->origin();
+    if (moment) {
+        const TimeMapping& m = timeline_->mapping();
+        const double width = timeline_->width() > 0 ? timeline_->width() : 1200.0;
+        const double plot_w =
+            std::max(1.0, width - TimelineView::kLeftMargin - TimelineView::kRightMargin);
+        clock_->setCursor(std::clamp(*moment - *clock_origin_,
+                                     static_cast<std::int64_t>(std::llround(m.start_ns)),
+                                     static_cast<std::int64_t>(std::llround(m.end_ns(plot_w)))));
+    }
 }
 
 void VisualizerPanel::onCursor(std::int64_t display_ns) {
@@ -487,18 +516,7 @@ void VisualizerPanel::onCursor(std::int64_t display_ns) {
         compare_memory_->setCursorTime(display_ns + compare_timeline_->origin());
         compare_ring_->setCursorTime(display_ns + compare_timeline_->origin());
     }
-    // Follow the cursor while playing: page forward when it leaves the view.
-    if (clock_->isPlaying()) {
-        TimeMapping m = timeline_->mapping();
-        const double plot_w = std::max(
-            1.0, timeline_->width() - TimelineView::kLeftMargin - TimelineView::kRightMargin);
-        const double t = static_cast<double>(display_ns);
-        if (t > m.end_ns(plot_w) || t < m.start_ns) {
-            m.start_ns = t - 0.1 * plot_w * m.ns_per_px;
-            timeline_->setMapping(m, timeline_->origin());
-            compare_timeline_->setMapping(m, compare_timeline_->origin());
-        }
-    }
+    // The timelines follow the cursor themselves (TimelineView::setPlaybackCursor).
 }
 
 void VisualizerPanel::showDetails(const pd::TraceEvent& e, std::int64_t origin) {

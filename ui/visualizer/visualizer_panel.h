@@ -127,6 +127,8 @@ class VisualizerPanel : public QWidget {
     std::optional<Shown> runs_[2];
     ThemeChoice theme_ = ThemeChoice::follow_palette;
     bool syncing_ = false;
+    // The origin the playback clock's times were given in; unset for a new run.
+    std::optional<std::int64_t> clock_origin_;
     bool split_moved_by_user_ = false;
 
     QSplitter* split_ = nullptr;

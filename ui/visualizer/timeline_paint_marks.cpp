@@ -1,0 +1,256 @@
+// What is drawn over the rows: the ruler, step boundaries, send -> recv arrows, the hovered
+// event, out-of-memory marks and the playhead.
+#include <QFontMetricsF>
+#include <QPolygonF>
+#include <algorithm>
+#include <cmath>
+
+#include "visualizer/format.h"
+#include "visualizer/timeline_painter.h"
+
+namespace pd::vis {
+
+using namespace timeline_geometry;
+
+namespace {
+
+QString ruler_text(double t_ns, double tick_ns) {
+    double unit = 1.0;
+    QString name = QStringLiteral("ns");
+    if (tick_ns * 5 >= 1e9) {
+        unit = 1e9;
+        name = QStringLiteral("s");
+    } else if (tick_ns * 5 >= 1e6) {
+        unit = 1e6;
+        name = QStringLiteral("ms");
+    } else if (tick_ns * 5 >= 1e3) {
+        unit = 1e3;
+        name = QStringLiteral("µs");
+    }
+    const int decimals =
+        std::max(0, static_cast<int>(std::ceil(-std::log10(tick_ns / unit) - 1e-9)));
+    return QStringLiteral("%1 %2").arg(t_ns / unit, 0, 'f', decimals).arg(name);
+}
+
+// Cuts segment a-b to x0 <= x <= x1; false when nothing is left.
+// The direction a -> b is kept (the arrow head stays at b).
+bool clip_to_x_range(QPointF& a, QPointF& b, double x0, double x1) {
+    if (std::max(a.x(), b.x()) < x0 || std::min(a.x(), b.x()) > x1) return false;
+    const QPointF a0 = a, b0 = b;
+    const double dx = b0.x() - a0.x();
+    auto at = [&](double x) {
+        return dx == 0 ? a0.y() : a0.y() + (b0.y() - a0.y()) * (x - a0.x()) / dx;
+    };
+    for (QPointF* p : {&a, &b}) {
+        if (p->x() < x0) *p = QPointF(x0, at(x0));
+        if (p->x() > x1) *p = QPointF(x1, at(x1));
+    }
+    return true;
+}
+
+// The plot area from the ruler down: marks cross every row.
+QRectF marks_clip(const TimelineFrame& f) {
+    return QRectF(f.plot_left, f.layout.ruler_top, f.plot_right - f.plot_left,
+                  f.view.size.height() - f.layout.ruler_top);
+}
+
+}  // namespace
+
+namespace timeline_paint {
+
+TimelinePaintStats paint_ruler(const TimelineFrame& f) {
+    QPainter& p = f.p;
+    const TimelineLayout& l = f.layout;
+    const TimeMapping& m = f.view.mapping;
+    const QFontMetricsF fm(f.small, p.device());
+    p.save();
+    p.setFont(f.small);
+    p.setPen(f.pal.muted);
+    p.drawText(
+        QRectF(8, l.ruler_top + kRulerHeight / 2, kLeftMargin - 12, kRulerHeight / 2),
+        Qt::AlignLeft | Qt::AlignVCenter,
+        f.view.origin_ns != 0 ? QStringLiteral("time from step start") : QStringLiteral("time"));
+    const double tick = ruler_tick_ns(m.ns_per_px, 90.0);
+    const double first_tick = std::ceil(m.t_of(f.plot_left) / tick) * tick;
+    for (double t = first_tick; m.x_of(t) <= f.plot_right; t += tick) {
+        const double x = m.x_of(t);
+        p.setPen(QPen(f.pal.grid, 1));
+        p.drawLine(QPointF(x, l.ruler_top + kRulerHeight - 7),
+                   QPointF(x, l.ruler_top + kRulerHeight));
+        p.setPen(f.pal.muted);
+        const QString text = ruler_text(t, tick);
+        if (x + 3 + fm.horizontalAdvance(text) <= f.view.size.width() - 2)
+            p.drawText(QPointF(x + 3, l.ruler_top + kRulerHeight - 7), text);
+    }
+    p.setPen(QPen(f.pal.grid, 1));
+    p.drawLine(QPointF(f.plot_left, l.rows_top - 0.5), QPointF(f.plot_right, l.rows_top - 0.5));
+    p.restore();
+    return {};
+}
+
+TimelinePaintStats paint_step_marks(const TimelineFrame& f) {
+    // A thin line through every row at each step's start, and the step number on the ruler.
+    QPainter& p = f.p;
+    const TimelineData& data = f.scene.data;
+    const QFontMetricsF fm(f.label_font, p.device());
+    p.save();
+    p.setClipRect(marks_clip(f));
+    p.setFont(f.label_font);
+    for (int s = 0; s < data.step_count(); ++s) {
+        const auto r = data.step_range(s);
+        if (!r) continue;
+        const double x = f.x_of(static_cast<double>(r->first));
+        if (x < f.plot_left - 1 || x > f.plot_right) continue;
+        p.setPen(QPen(f.pal.grid, 1, Qt::DashLine));
+        p.drawLine(QPointF(x, f.layout.ruler_top + 1), QPointF(x, f.rows_bottom));
+        const double next_x = s + 1 < data.step_count() && data.step_range(s + 1)
+                                  ? f.x_of(static_cast<double>(data.step_range(s + 1)->first))
+                                  : f.x_of(static_cast<double>(r->second));
+        const QString step_text = QStringLiteral("step %1").arg(s + 1);  // steps count from 1
+        if (next_x - x > 60 && x + 4 + fm.horizontalAdvance(step_text) < f.plot_right) {
+            p.setPen(f.pal.text);
+            p.drawText(QPointF(x + 4, f.layout.ruler_top + 12), step_text);
+        }
+    }
+    p.restore();
+    return {};
+}
+
+TimelinePaintStats paint_flows(const TimelineFrame& f) {
+    QPainter& p = f.p;
+    const TimelineLayout& l = f.layout;
+    const auto& events = f.scene.data.trace().events;
+    TimelinePaintStats stats;
+    std::vector<std::pair<QPointF, QPointF>> arrows;
+    for (const auto& flow : f.scene.data.flows()) {
+        const auto& s = events[static_cast<std::size_t>(flow.send_event)];
+        const auto& r = events[static_cast<std::size_t>(flow.recv_event)];
+        if (static_cast<double>(r.end_ns) < f.t0 || static_cast<double>(s.start_ns) > f.t_end)
+            continue;
+        if (static_cast<double>(r.end_ns) > f.cursor) continue;  // not arrived yet in playback
+        if (s.device == r.device) continue;
+        QPointF a(f.x_of(static_cast<double>(s.start_ns)), l.comm_top(s.device) + l.comm_h / 2);
+        QPointF b(f.x_of(static_cast<double>(r.end_ns)), l.comm_top(r.device) + l.comm_h / 2);
+        if (!clip_to_x_range(a, b, f.plot_left, f.plot_right)) continue;
+        arrows.push_back({a, b});
+    }
+    p.save();
+    // Dozens of arrows per pixel column say nothing; they return as the learner zooms in.
+    if (static_cast<double>(arrows.size()) > (f.plot_right - f.plot_left) / 9.0) {
+        stats.flows_hidden = !arrows.empty();
+    } else {
+        p.setClipRect(marks_clip(f));
+        p.setRenderHint(QPainter::Antialiasing, true);
+        p.setPen(QPen(f.pal.flow, 1.1));
+        p.setBrush(f.pal.flow);
+        for (const auto& [a, b] : arrows) {
+            p.drawLine(a, b);
+            const double angle = std::atan2(b.y() - a.y(), b.x() - a.x());
+            const QPointF h1 = b - QPointF(std::cos(angle - 0.45) * 6, std::sin(angle - 0.45) * 6);
+            const QPointF h2 = b - QPointF(std::cos(angle + 0.45) * 6, std::sin(angle + 0.45) * 6);
+            p.drawPolygon(QPolygonF({b, h1, h2}));
+            ++stats.flows;
+        }
+    }
+    if (stats.flows_hidden) {
+        p.setFont(f.small);
+        p.setPen(f.pal.muted);
+        p.drawText(
+            QRectF(f.plot_left, f.rows_bottom - 2, f.plot_right - f.plot_left, kBottomPad + 12),
+            Qt::AlignRight | Qt::AlignTop, QStringLiteral("zoom in to see send → recv arrows"));
+    }
+    p.restore();
+    return stats;
+}
+
+TimelinePaintStats paint_highlight(const TimelineFrame& f) {
+    const auto& events = f.scene.data.trace().events;
+    const int i = f.view.highlighted_event;
+    if (i < 0 || i >= static_cast<int>(events.size())) return {};
+    const auto& e = events[static_cast<std::size_t>(i)];
+    if (static_cast<double>(e.start_ns) > f.t_end) return {};
+    const TimelineLayout& l = f.layout;
+    const bool compute = e.stream == pd::StreamKind::compute;
+    const double top = compute ? l.compute_top(e.device) : l.comm_top(e.device);
+    const double x0 = f.x_of(static_cast<double>(e.start_ns));
+    const double x1 = std::max(x0 + 2, f.x_of(std::min(static_cast<double>(e.end_ns), f.t_end)));
+    f.p.save();
+    f.p.setClipRect(marks_clip(f));
+    f.p.setPen(QPen(f.pal.highlight, 2));
+    f.p.drawRect(QRectF(x0 - 1, top - 1, x1 - x0 + 2, (compute ? l.compute_h : l.comm_h) + 2));
+    f.p.restore();
+    return {};
+}
+
+TimelinePaintStats paint_oom_marks(const TimelineFrame& f) {
+    const TimelineData& data = f.scene.data;
+    const auto& events = data.trace().events;
+    struct OomMark {
+        int device;
+        double t;
+        QString text;
+    };
+    std::vector<OomMark> ooms;
+    for (int i : data.oom_events()) {
+        const auto& e = events[static_cast<std::size_t>(i)];
+        ooms.push_back({e.device, static_cast<double>(e.start_ns), qs(e.label)});
+    }
+    const pd::RunResult* res = data.result();
+    if (ooms.empty() && res && res->oom && res->oom->device >= 0 &&
+        res->oom->device < data.devices()) {
+        // Raised outside a stream (during set-up): mark it at that device's last activity.
+        const auto& lane = data.lane(res->oom->device, pd::StreamKind::compute);
+        double t = f.run_end;
+        if (!lane.events_max_end.empty()) t = static_cast<double>(lane.events_max_end.back());
+        ooms.push_back({res->oom->device, t, qs(res->oom->describe())});
+    }
+    if (ooms.empty()) return {};
+    QPainter& p = f.p;
+    const TimelineLayout& l = f.layout;
+    p.save();
+    p.setClipRect(marks_clip(f));
+    p.setFont(f.label_font);
+    const QFontMetricsF fm(f.label_font, p.device());
+    for (const auto& [device, t, what] : ooms) {
+        if (t > f.cursor) continue;
+        const double x = f.x_of(t);
+        if (x < f.plot_left - 200 || x > f.plot_right + 1) continue;
+        const double top = l.compute_top(device) - 3;
+        const double bottom = l.comm_top(device) + l.comm_h + 3;
+        p.setPen(QPen(f.pal.oom, 2.5));
+        p.drawLine(QPointF(x, top), QPointF(x, bottom));
+        const QString text = what.isEmpty() ? QStringLiteral("OUT OF MEMORY")
+                                            : QStringLiteral("OUT OF MEMORY — %1").arg(what);
+        const double w = fm.horizontalAdvance(text) + 10;
+        double bx = x + 4;
+        if (bx + w > f.plot_right) bx = std::max(f.plot_left, x - 4 - w);
+        const QRectF box(bx, top, w, l.compute_h + 2);
+        p.fillRect(box, f.pal.oom);
+        p.setPen(QColor(Qt::white));
+        p.drawText(box, Qt::AlignCenter, text);
+    }
+    p.restore();
+    return {};
+}
+
+TimelinePaintStats paint_playhead(const TimelineFrame& f) {
+    if (!f.view.cursor_ns) return {};
+    const double x = f.x_of(f.cursor);
+    if (x < f.plot_left || x > f.plot_right) return {};
+    QPainter& p = f.p;
+    const double top = f.layout.ruler_top;
+    p.save();
+    p.setPen(QPen(f.pal.cursor, 2));
+    p.drawLine(QPointF(x, top), QPointF(x, f.rows_bottom));
+    p.setBrush(f.pal.cursor);
+    p.setRenderHint(QPainter::Antialiasing, true);
+    p.drawPolygon(QPolygonF({QPointF(x - 5, top), QPointF(x + 5, top), QPointF(x, top + 7)}));
+    p.restore();
+    TimelinePaintStats stats;
+    stats.playhead = true;
+    return stats;
+}
+
+}  // namespace timeline_paint
+
+}  // namespace pd::vis
