@@ -154,8 +154,7 @@ PlaybackBar::PlaybackBar(PlaybackClock* clock, QWidget* parent)
 
 void PlaybackBar::sync() {
     const bool playing = clock_->isPlaying();
-    play_->setIcon(
-        media_icon(playing, palette().color(QPalette::ButtonText), devicePixelRatioF()));
+    play_->setIcon(media_icon(playing, palette().color(QPalette::ButtonText), devicePixelRatioF()));
     play_->setText(playing ? tr("Pause") : tr("Play"));
     const double span = std::max(1.0, static_cast<double>(clock_->end() - clock_->begin()));
     {
