@@ -161,11 +161,11 @@ class TestPlayback : public QObject {
         clock.setRange(0, 1000000, 400000);  // a 400 µs step plays in 4 s at the middle speed
         QComboBox* box = bar.speedBox();
         QCOMPARE(box->count(), 6);
-        QCOMPARE(box->itemText(0), QStringLiteral("25 µs per second"));
-        QCOMPARE(box->itemText(2), QStringLiteral("100 µs per second"));
-        QCOMPARE(box->itemText(5), QStringLiteral("800 µs per second"));
+        QCOMPARE(box->itemText(0), QStringLiteral("25.0 µs per second"));
+        QCOMPARE(box->itemText(2), QStringLiteral("100.0 µs per second"));
+        QCOMPARE(box->itemText(5), QStringLiteral("800.0 µs per second"));
         clock.setRange(0, 40000000, 14.8e6);  // a 14.8 ms step
-        QCOMPARE(box->itemText(2), QStringLiteral("3.7 ms per second"));
+        QCOMPARE(box->itemText(2), QStringLiteral("3.70 ms per second"));
         // Choosing an item plays at the rate it names.
         box->setCurrentIndex(4);
         QCOMPARE(PlaybackBar::rateText(clock.traceNsPerSecond()), box->itemText(4));

@@ -168,19 +168,8 @@ void PlaybackBar::sync() {
 }
 
 QString PlaybackBar::rateText(double ns) {
-    double unit = 1.0;
-    QString name = QStringLiteral("ns");
-    if (ns >= 1e9) {
-        unit = 1e9;
-        name = QStringLiteral("s");
-    } else if (ns >= 1e6) {
-        unit = 1e6;
-        name = QStringLiteral("ms");
-    } else if (ns >= 1e3) {
-        unit = 1e3;
-        name = QStringLiteral("µs");
-    }
-    return tr("%1 %2 per second").arg(QString::number(ns / unit, 'g', 3), name);
+    // The project's one duration format, read as a rate.
+    return tr("%1 per second").arg(duration_text(ns));
 }
 
 void PlaybackBar::labelSpeeds() {
