@@ -18,7 +18,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
 
     std::string scenario;
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
-    std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp;
+    std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp,
+        threads;
     std::optional<std::string> schedule;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
@@ -52,6 +53,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--pp", pp, "hybrid: pipeline stages");
     app.add_option("--tp", tp, "hybrid: tensor-parallel shards");
     app.add_option("--timeout-s", timeout, "Seconds a collective waits for a peer");
+    app.add_option("--threads", threads,
+                   "Intra-op threads per device (default: hardware threads / devices; the "
+                   "device clock uses 1)");
     app.add_option("--backend", backend,
                    "cpu | cuda (CUDA: one device per GPU, or virtual devices sharing one)");
     app.add_flag("--tf32", tf32, "cuda: TF32 matrix products (faster, no longer match the CPU)");
@@ -116,6 +120,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(dp, c.mesh.dp, "dp");
     set_int(pp, c.mesh.pp, "pp");
     set_int(tp, c.mesh.tp, "tp");
+    set_int(threads, c.threads, "threads");
     if (seed) c.seed = *seed;
     if (optimizer) {
         choose("--optimizer", *optimizer, {"sgd", "adamw"});

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "pd/memory_category.h"
@@ -17,26 +18,51 @@ class RunContext;
 class DeviceBackend;
 class DeviceOps;
 
+// What a new buffer holds: zeros, or whatever its block held before (for a buffer that its
+// first kernel overwrites whole).
+enum class Fill { zero, none };
+
 // Accounts every live byte of one device by category. Allocation past capacity throws
 // OutOfMemory; every change is sampled with the calling stream's clock.
+//
+// It also holds the device's caching allocator (PyTorch's idea): a released buffer's block
+// goes to a free list by size and is handed out again, so a training step in steady state
+// neither asks the system for memory nor page-faults. Live bytes (what the memory bars show
+// and what capacity limits) count what buffers asked for; *reserved* bytes count the blocks
+// held, live or cached, as torch.cuda.memory_reserved does. Where a new block would take
+// reserved past capacity, the cache is emptied first (PyTorch frees its cached blocks and
+// retries the same way). Backends that cannot reuse a block at once keep no cache.
 class MemoryTracker {
   public:
     MemoryTracker(int device, std::size_t capacity, const RunContext& ctx, DeviceOps& ops);
     MemoryTracker(int device, std::size_t capacity, const RunContext& ctx);  // host memory
+    ~MemoryTracker();
+    MemoryTracker(const MemoryTracker&) = delete;
+    MemoryTracker& operator=(const MemoryTracker&) = delete;
 
+    // Accounting only, for memory that lives elsewhere (a collective's staging payload).
     void allocate(MemoryCategory category, std::size_t bytes);
     void release(MemoryCategory category, std::size_t bytes) noexcept;
+    // Accounted storage for `count` floats, and its return.
+    float* acquire(MemoryCategory category, std::size_t count, Fill fill);
+    void give_back(MemoryCategory category, float* data, std::size_t count) noexcept;
 
     std::size_t capacity() const { return capacity_; }
     std::size_t live(MemoryCategory category) const;
     std::size_t live_total() const;
     std::size_t peak(MemoryCategory category) const;
+    std::size_t reserved() const;
+    std::size_t peak_reserved() const;
+    // Blocks the system really handed out (a cache hit asks for none).
+    std::size_t system_allocations() const;
     std::vector<MemorySample> take_samples();
     // Where this device's buffers live and its kernels run.
     DeviceOps& ops() const { return ops_; }
 
   private:
     void sample_locked(MemoryCategory category);
+    void account_locked(MemoryCategory category, std::size_t bytes);
+    void empty_cache_locked() noexcept;
 
     int device_;
     std::size_t capacity_;
@@ -47,6 +73,12 @@ class MemoryTracker {
     std::array<std::size_t, kMemoryCategoryCount> peak_{};
     std::size_t total_ = 0;
     std::vector<MemorySample> samples_;
+    bool caching_;
+    std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;  // by block floats
+    std::size_t cached_bytes_ = 0;
+    std::size_t reserved_ = 0;
+    std::size_t peak_reserved_ = 0;
+    std::size_t system_allocations_ = 0;
 };
 
 // Float storage in a device's memory (host memory on the CPU backend, GPU memory on CUDA),
@@ -54,7 +86,8 @@ class MemoryTracker {
 class Buffer {
   public:
     Buffer() = default;
-    Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count);
+    Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count,
+           Fill fill = Fill::zero);
     Buffer(Buffer&& other) noexcept;
     Buffer& operator=(Buffer&& other) noexcept;
     Buffer(const Buffer&) = delete;

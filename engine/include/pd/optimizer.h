@@ -27,5 +27,9 @@ struct OptimizerSettings {
 // state_per_parameter() * count floats laid out as [m..., v...].
 void optimizer_update(const OptimizerSettings& settings, int t, float* params, const float* grads,
                       float* state, std::size_t count);
+// The same update for parameters [begin, end) of those `count` only (one intra-op thread's part).
+void optimizer_update_range(const OptimizerSettings& settings, int t, float* params,
+                            const float* grads, float* state, std::size_t count, std::size_t begin,
+                            std::size_t end);
 
 }  // namespace pd

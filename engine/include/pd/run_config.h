@@ -86,6 +86,9 @@ struct RunConfig {
     // explicit ring of NCCL send/recv steps (faster; the phases are then not visible).
     bool native_collectives = false;
     double collective_timeout_s = 30.0;
+    // Intra-op threads per device (CPU): 0 = hardware threads / devices, at least 1. The
+    // device clock always uses 1 (see resolve_intra_op_threads).
+    int threads = 0;
 
     // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
     // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.
@@ -113,5 +116,12 @@ void validate(const RunConfig& config, const ConfigSources& sources = {});
 
 // The clock a run really uses once `automatic` is resolved against this machine.
 ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads);
+
+// The intra-op threads each CPU device of a run really uses, given its resolved clock: 1 under
+// the device clock (an op is timed there by its stream thread's CPU time, which would miss
+// helper threads' work; and that clock is chosen when streams already outnumber cores), else
+// `threads`, or hardware threads / devices when it is 0.
+int resolve_intra_op_threads(const RunConfig& config, ClockMode resolved_clock,
+                             unsigned hardware_threads);
 
 }  // namespace pd

@@ -87,6 +87,7 @@ struct StepRecord {
 
 struct Trace {
     ClockMode clock = ClockMode::wall;  // resolved: wall or device
+    int intra_op_threads = 1;           // per device, resolved (resolve_intra_op_threads)
     LinkModel link;
     int devices = 0;
     std::vector<std::size_t> capacity_bytes;  // per device
@@ -96,6 +97,9 @@ struct Trace {
     // Per device, for GPU devices: the GPU's free and total memory at the end of the run
     // (cudaMemGetInfo); empty on the CPU.
     std::vector<std::pair<std::size_t, std::size_t>> gpu_memory_bytes;
+    // Per device: the most bytes its caching allocator held at once, live or cached (PyTorch's
+    // max_memory_reserved); the memory samples count live bytes only.
+    std::vector<std::size_t> peak_reserved_bytes;
     std::vector<TraceEvent> events;    // sorted by device, stream, start
     std::vector<MemorySample> memory;  // sorted by time
     std::vector<CollectiveRecord> collectives;

@@ -85,7 +85,8 @@ class RunBackend {
 };
 
 std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx);
-std::unique_ptr<DeviceBackend> make_cpu_device_backend();
+// A CPU device whose kernels use `intra_op_threads` threads (the stream's own and helpers).
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads = 1);
 // The CPU's kernels and host memory; stateless, so one serves every host-memory tracker.
 DeviceOps& shared_cpu_ops();
 

@@ -24,7 +24,13 @@ class DeviceOps {
     // Zero-filled storage for `count` floats. Release may come from any of the device's
     // streams or, once they are idle, from the host.
     virtual float* allocate(std::size_t count) = 0;
+    // Storage whose contents are garbage, for a buffer its first kernel overwrites whole.
+    virtual float* allocate_uninitialized(std::size_t count) { return allocate(count); }
     virtual void release(float* data) noexcept = 0;
+    // Whether a released block may be handed out again at once, with no wait for work still
+    // queued on it: true where kernels complete before their call returns (CPU). The CUDA
+    // backend's stream-ordered pool (cudaMallocAsync) does its own caching.
+    virtual bool reuses_freed_blocks() const { return false; }
 
     // `src` may live on another device of the same run (a transport payload).
     virtual void copy(float* dst, const float* src, std::size_t count) = 0;

@@ -1,7 +1,10 @@
+#include <thread>
+
 #include "backend/device_backend.h"
 #include "pd/error.h"
 #include "pd/run.h"
 #include "pd/run_config.h"
+#include "pd/run_context.h"
 
 #if PD_HAVE_CUDA_TOOLKIT
 #include "cuda/cuda_backend.h"
@@ -12,7 +15,13 @@ namespace pd {
 namespace {
 class CpuRunBackend final : public RunBackend {
   public:
-    std::unique_ptr<DeviceBackend> make_device(int) override { return make_cpu_device_backend(); }
+    explicit CpuRunBackend(int threads) : threads_(threads) {}
+    std::unique_ptr<DeviceBackend> make_device(int) override {
+        return make_cpu_device_backend(threads_);
+    }
+
+  private:
+    int threads_;
 };
 }  // namespace
 
@@ -27,7 +36,9 @@ std::string backend_unavailable_reason(BackendKind backend) {
 }
 
 std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx) {
-    if (config.backend == BackendKind::cpu) return std::make_unique<CpuRunBackend>();
+    if (config.backend == BackendKind::cpu)
+        return std::make_unique<CpuRunBackend>(
+            resolve_intra_op_threads(config, ctx.clock(), std::thread::hardware_concurrency()));
 #if PD_HAVE_CUDA_TOOLKIT
     return make_cuda_run_backend(config, ctx);
 #else

@@ -1,5 +1,6 @@
 #include "pd/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -154,6 +155,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         throw BadInput(source_of(sources, key), reason, __FILE__, __LINE__);
     };
     constexpr int kMaxDevices = 64;
+    constexpr int kMaxThreads = 256;
     if (c.devices < 1)
         fail("devices", "must be at least 1 (got " + std::to_string(c.devices) + ")");
     if (c.devices > kMaxDevices)
@@ -236,6 +238,10 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (!(c.link.bytes_per_ns > 0) || !std::isfinite(c.link.bytes_per_ns))
         fail("link_gbps", "must be more than 0 Gb/s");
     if (!(c.collective_timeout_s > 0)) fail("timeout_s", "must be more than 0 seconds");
+    if (c.threads < 0 || c.threads > kMaxThreads)
+        fail("threads", "must be between 1 and " + std::to_string(kMaxThreads) +
+                            " (or 0 for hardware threads / devices; got " +
+                            std::to_string(c.threads) + ")");
     if (c.backend == BackendKind::cuda && c.clock == ClockMode::device)
         fail("clock",
              "'device' times CPU threads; a CUDA run is timed by CUDA events on each stream "
@@ -250,6 +256,13 @@ ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads) {
     if (config.backend == BackendKind::cuda) return ClockMode::wall;     // CUDA events
     const unsigned streams = static_cast<unsigned>(config.devices) * 2;  // compute + comm
     return streams <= std::max(1u, hardware_threads) ? ClockMode::wall : ClockMode::device;
+}
+
+int resolve_intra_op_threads(const RunConfig& config, ClockMode resolved_clock,
+                             unsigned hardware_threads) {
+    if (config.backend != BackendKind::cpu || resolved_clock == ClockMode::device) return 1;
+    if (config.threads > 0) return config.threads;
+    return std::max(1, static_cast<int>(hardware_threads) / std::max(1, config.devices));
 }
 
 }  // namespace pd

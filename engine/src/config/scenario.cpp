@@ -152,6 +152,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.mesh.tp = r.integer(0, 1 << 10);
         else if (key == "timeout_s")
             c.collective_timeout_s = r.number();
+        else if (key == "threads")
+            c.threads = r.integer(0, 256);
         else if (key == "backend") {
             const std::string name = r.text();
             const auto kind = backend_from_name(name);
@@ -168,8 +170,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                "link_latency_us, link_gbps, timeout_s, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32, native_collectives, expect)");
+                "link_latency_us, link_gbps, timeout_s, threads, schedule, microbatches, "
+                "chunks, dp, pp, tp, backend, tf32, native_collectives, expect)");
     }
 }
 
@@ -199,6 +201,7 @@ std::string scenario_json(const RunConfig& c) {
     j["backend"] = std::string(name_of(c.backend));
     if (c.tf32) j["tf32"] = true;
     if (c.native_collectives) j["native_collectives"] = true;
+    if (c.threads > 0) j["threads"] = c.threads;
     // Only the keys this strategy reads (the others are errors in a scenario).
     if (c.strategy == StrategyKind::dp) {
         j["bucket_bytes"] = c.bucket_bytes;

@@ -1,9 +1,12 @@
 // The CPU backend: device memory is host memory, each stream's worker thread is the device,
 // and every kernel runs right away on the calling stream's thread.
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <new>
 
 #include "backend/device_backend.h"
+#include "cpu/elementwise.h"
 #include "cpu/kernels.h"
 #include "pd/optimizer.h"
 
@@ -11,12 +14,33 @@ namespace pd {
 
 namespace {
 
+// Items per intra-op part below which splitting costs more than it saves (waking a thread
+// takes tens of microseconds): GELU costs some 30 flops an element, the others a few.
+constexpr std::size_t kGeluGrain = 32 * 1024;
+constexpr std::size_t kUpdateGrain = 64 * 1024;
+constexpr std::size_t kAddGrain = 128 * 1024;
+
 class CpuOps final : public DeviceOps {
   public:
-    CpuOps() { cpu::init_blas_threads(); }
+    explicit CpuOps(int threads) : pool_(threads) { cpu::init_blas_threads(); }
 
-    float* allocate(std::size_t count) override { return new float[count](); }
-    void release(float* data) noexcept override { delete[] data; }
+    // 64-byte aligned (a cache line, and whole vectors for the element-wise loops).
+    float* allocate(std::size_t count) override {
+        float* p = allocate_uninitialized(count);
+        std::fill_n(p, count, 0.0f);
+        return p;
+    }
+    float* allocate_uninitialized(std::size_t count) override {
+        const std::size_t bytes = (std::max<std::size_t>(count, 1) * sizeof(float) + 63) / 64 * 64;
+        void* p = std::aligned_alloc(64, bytes);
+        if (!p) throw std::bad_alloc();
+        return static_cast<float*>(p);
+    }
+    void release(float* data) noexcept override { std::free(data); }
+    // Kernels run to completion on the calling thread before it goes on, so a freed block is
+    // never still in use and may be handed out again at once.
+    bool reuses_freed_blocks() const override { return true; }
+
     void copy(float* dst, const float* src, std::size_t count) override {
         std::copy_n(src, count, dst);
     }
@@ -28,43 +52,55 @@ class CpuOps final : public DeviceOps {
         std::copy_n(src, count, host);
     }
     void add(float* y, const float* x, std::size_t count) override {
-        cpu::add_inplace(y, x, count);
+        pool_.parallel_for(count, kAddGrain, [&](std::size_t lo, std::size_t hi) {
+            cpu::add_inplace(y + lo, x + lo, hi - lo);
+        });
     }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) override {
-        cpu::gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+        cpu::gemm(pool_, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
     }
     void linear_forward(const float* x, const float* w, const float* bias, int rows, int in,
                         int out, float* y) override {
-        cpu::linear_forward(x, w, bias, rows, in, out, y);
+        cpu::linear_forward(pool_, x, w, bias, rows, in, out, y);
     }
     void linear_backward(const float* x, const float* w, const float* dy, int rows, int in, int out,
                          float* dw, float* dbias, float* dx) override {
-        cpu::linear_backward(x, w, dy, rows, in, out, dw, dbias, dx);
+        cpu::linear_backward(pool_, x, w, dy, rows, in, out, dw, dbias, dx);
     }
     void gelu_forward(const float* a, float* g, std::size_t n) override {
-        cpu::gelu_forward(a, g, n);
+        pool_.parallel_for(n, kGeluGrain, [&](std::size_t lo, std::size_t hi) {
+            cpu::gelu_forward(a + lo, g + lo, hi - lo);
+        });
     }
     void gelu_backward(const float* a, const float* dg, float* da, std::size_t n) override {
-        cpu::gelu_backward(a, dg, da, n);
+        pool_.parallel_for(n, kGeluGrain, [&](std::size_t lo, std::size_t hi) {
+            cpu::gelu_backward(a + lo, dg + lo, da + lo, hi - lo);
+        });
     }
     void softmax_cross_entropy(const float* logits, const float* labels, int rows, int classes,
                                float scale, float* dlogits, double* loss_sum) override {
+        // A few rows of a few classes: one thread, in row order (the summed loss is the same
+        // at every thread count).
         const double loss =
             cpu::softmax_cross_entropy(logits, labels, rows, classes, scale, dlogits);
         if (loss_sum) *loss_sum += loss;
     }
     void bias_residual(float* out, const float* bias, const float* residual, int rows,
                        int width) override {
-        for (int r = 0; r < rows; ++r)
-            for (int j = 0; j < width; ++j) {
-                const std::size_t i = static_cast<std::size_t>(r) * width + j;
-                out[i] += bias[j] + residual[i];
-            }
+        const std::size_t w = static_cast<std::size_t>(width);
+        pool_.parallel_for(static_cast<std::size_t>(rows), std::max<std::size_t>(1, kAddGrain / w),
+                           [&](std::size_t lo, std::size_t hi) {
+                               cpu::bias_residual(out + lo * w, bias, residual + lo * w, hi - lo,
+                                                  w);
+                           });
     }
     void optimizer_update(const OptimizerSettings& settings, int t, float* params,
                           const float* grads, float* state, std::size_t count) override {
-        pd::optimizer_update(settings, t, params, grads, state, count);
+        pool_.parallel_for(count, kUpdateGrain, [&](std::size_t lo, std::size_t hi) {
+            // The state is laid out [m..., v...]: each part takes its slice of both.
+            pd::optimizer_update_range(settings, t, params, grads, state, count, lo, hi);
+        });
     }
     double* allocate_scalar() override { return new double(0.0); }
     void release_scalar(double* s) noexcept override { delete s; }
@@ -72,10 +108,14 @@ class CpuOps final : public DeviceOps {
     double read_scalar(const double* s) override { return *s; }
     DeviceEvent record_event() override { return nullptr; }
     void wait_event(const DeviceEvent&) override {}
+
+  private:
+    cpu::IntraOpPool pool_;
 };
 
 class CpuDeviceBackend final : public DeviceBackend {
   public:
+    explicit CpuDeviceBackend(int threads) : ops_(threads) {}
     std::string name() const override { return "cpu"; }
     DeviceOps& ops() override { return ops_; }
     std::unique_ptr<StreamBackend> make_stream() override { return nullptr; }
@@ -87,12 +127,12 @@ class CpuDeviceBackend final : public DeviceBackend {
 }  // namespace
 
 DeviceOps& shared_cpu_ops() {
-    static CpuOps ops;
+    static CpuOps ops(1);
     return ops;
 }
 
-std::unique_ptr<DeviceBackend> make_cpu_device_backend() {
-    return std::make_unique<CpuDeviceBackend>();
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads) {
+    return std::make_unique<CpuDeviceBackend>(intra_op_threads);
 }
 
 }  // namespace pd

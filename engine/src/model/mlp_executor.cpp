@@ -12,11 +12,13 @@ MlpExecutor::MlpExecutor(const ModelShape& shape, const ShardLayout& layout, Mem
       units_(shape.layers + 2) {}
 
 Buffer MlpExecutor::upload_input(const std::vector<float>& host) {
-    Buffer input = make_activation(host.size());
+    Buffer input(memory_, MemoryCategory::activations, host.size(), Fill::none);
     ops_.upload(input.data(), host.data(), host.size());
     return input;
 }
 
+// Every buffer below is written whole by its first kernel (a product with beta = 0, a bias
+// broadcast, an upload), so none is zero-filled first.
 Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int rows,
                               SavedUnit& saved, const int* labels, float grad_scale,
                               double* loss_sum) {
@@ -26,20 +28,20 @@ Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int r
     saved.rows = rows;
 
     if (unit == 0) {
-        Buffer out(memory_, MemoryCategory::activations, r * h);
+        Buffer out(memory_, MemoryCategory::activations, r * h, Fill::none);
         ops_.linear_forward(input.data(), param(0), param(1), rows, shape_.input_dim, h,
                             out.data());
         saved.input = std::move(input);
         return out;
     }
     if (is_head(unit)) {
-        Buffer logits(memory_, MemoryCategory::workspace, r * shape_.classes);
+        Buffer logits(memory_, MemoryCategory::workspace, r * shape_.classes, Fill::none);
         ops_.linear_forward(input.data(), param(0), param(1), rows, h, shape_.classes,
                             logits.data());
         const std::vector<float> host_labels(labels, labels + rows);
-        Buffer device_labels(memory_, MemoryCategory::workspace, r);
+        Buffer device_labels(memory_, MemoryCategory::workspace, r, Fill::none);
         ops_.upload(device_labels.data(), host_labels.data(), r);
-        Buffer dlogits(memory_, MemoryCategory::activations, r * shape_.classes);
+        Buffer dlogits(memory_, MemoryCategory::activations, r * shape_.classes, Fill::none);
         ops_.softmax_cross_entropy(logits.data(), device_labels.data(), rows, shape_.classes,
                                    grad_scale, dlogits.data(), loss_sum);
         saved.input = std::move(input);
@@ -47,11 +49,11 @@ Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int r
         return {};
     }
     const int f = layout_.hidden_local();
-    Buffer pre(memory_, MemoryCategory::activations, r * f);
+    Buffer pre(memory_, MemoryCategory::activations, r * f, Fill::none);
     ops_.linear_forward(input.data(), param(0), param(1), rows, h, f, pre.data());
-    Buffer post(memory_, MemoryCategory::activations, r * f);
+    Buffer post(memory_, MemoryCategory::activations, r * f, Fill::none);
     ops_.gelu_forward(pre.data(), post.data(), r * f);
-    Buffer partial(memory_, MemoryCategory::activations, r * h);
+    Buffer partial(memory_, MemoryCategory::activations, r * h, Fill::none);
     ops_.gemm(false, false, rows, h, f, 1.0f, post.data(), param(2), 0.0f, partial.data());
     saved.input = std::move(input);
     saved.pre = std::move(pre);
@@ -82,19 +84,19 @@ Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buff
         return {};
     }
     if (is_head(unit)) {
-        Buffer din(memory_, MemoryCategory::workspace, r * h);
+        Buffer din(memory_, MemoryCategory::workspace, r * h, Fill::none);
         ops_.linear_backward(saved.input.data(), param(0), saved.pre.data(), rows, h,
                              shape_.classes, grad(0), grad(1), din.data());
         saved = SavedUnit{};
         return din;
     }
     const int f = layout_.hidden_local();
-    Buffer dpost(memory_, MemoryCategory::workspace, r * f);
+    Buffer dpost(memory_, MemoryCategory::workspace, r * f, Fill::none);
     // Second linear (its bias is replicated: every shard sees the whole output gradient).
     ops_.linear_backward(saved.post.data(), param(2), dout.data(), rows, f, h, grad(2), grad(3),
                          dpost.data());
     ops_.gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), r * f);
-    Buffer partial(memory_, MemoryCategory::workspace, r * h);
+    Buffer partial(memory_, MemoryCategory::workspace, r * h, Fill::none);
     ops_.linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0), grad(1),
                          partial.data());
     saved.input.reset();

@@ -48,9 +48,6 @@ class MlpExecutor {
                    const int* labels, float grad_scale, double* loss_sum);
     Buffer backward(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
 
-    Buffer make_activation(std::size_t count) {
-        return Buffer(memory_, MemoryCategory::activations, count);
-    }
     // The batch's inputs, copied from the host into a new activation buffer.
     Buffer upload_input(const std::vector<float>& host);
 

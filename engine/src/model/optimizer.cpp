@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "cpu/elementwise.h"
+
 namespace pd {
 
 OptimizerSettings OptimizerSettings::from(const RunConfig& config) {
@@ -14,28 +16,26 @@ OptimizerSettings OptimizerSettings::from(const RunConfig& config) {
 
 void optimizer_update(const OptimizerSettings& s, int t, float* params, const float* grads,
                       float* state, std::size_t count) {
+    optimizer_update_range(s, t, params, grads, state, count, 0, count);
+}
+
+void optimizer_update_range(const OptimizerSettings& s, int t, float* params, const float* grads,
+                            float* state, std::size_t count, std::size_t begin, std::size_t end) {
+    const std::size_t n = end - begin;
     if (s.kind == OptimizerKind::sgd) {
-        // PyTorch's SGD with momentum: v = mu v + g; p -= lr v.
-        float* v = state;
-        for (std::size_t i = 0; i < count; ++i) {
-            v[i] = s.momentum * v[i] + grads[i];
-            params[i] -= s.lr * v[i];
-        }
+        cpu::sgd_update(params + begin, grads + begin, state + begin, n, s.lr, s.momentum);
         return;
     }
-    float* m = state;
-    float* v = state + count;
     const double bc1 = 1.0 - std::pow(static_cast<double>(s.beta1), t);
     const double bc2 = 1.0 - std::pow(static_cast<double>(s.beta2), t);
-    const float step = static_cast<float>(s.lr / bc1);
-    const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-    for (std::size_t i = 0; i < count; ++i) {
-        const float g = grads[i];
-        m[i] = s.beta1 * m[i] + (1.0f - s.beta1) * g;
-        v[i] = s.beta2 * v[i] + (1.0f - s.beta2) * g * g;
-        params[i] -= s.lr * s.weight_decay * params[i];
-        params[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + s.eps);
-    }
+    cpu::AdamWStep step{s.lr,
+                        s.beta1,
+                        s.beta2,
+                        s.eps,
+                        s.weight_decay,
+                        static_cast<float>(s.lr / bc1),
+                        static_cast<float>(1.0 / std::sqrt(bc2))};
+    cpu::adamw_update(params + begin, grads + begin, state + begin, state + count + begin, n, step);
 }
 
 }  // namespace pd

@@ -1,5 +1,6 @@
 #include "pd/device.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "backend/device_backend.h"
@@ -8,15 +9,115 @@
 
 namespace pd {
 
+namespace {
+
+// Blocks come in multiples of 512 bytes (PyTorch's CUDA allocator rounds the same way), so
+// tensors of one shape, step after step, share one free list.
+constexpr std::size_t kBlockFloats = 128;
+
+std::size_t block_floats(std::size_t count) {
+    return (std::max<std::size_t>(count, 1) + kBlockFloats - 1) / kBlockFloats * kBlockFloats;
+}
+
+}  // namespace
+
 MemoryTracker::MemoryTracker(int device, std::size_t capacity, const RunContext& ctx,
                              DeviceOps& ops)
-    : device_(device), capacity_(capacity), ctx_(ctx), ops_(ops) {}
+    : device_(device),
+      capacity_(capacity),
+      ctx_(ctx),
+      ops_(ops),
+      caching_(ops.reuses_freed_blocks()) {}
 
 MemoryTracker::MemoryTracker(int device, std::size_t capacity, const RunContext& ctx)
     : MemoryTracker(device, capacity, ctx, shared_cpu_ops()) {}
 
+MemoryTracker::~MemoryTracker() {
+    std::lock_guard lock(mutex_);
+    empty_cache_locked();
+}
+
+void MemoryTracker::empty_cache_locked() noexcept {
+    for (auto& [floats, blocks] : free_blocks_)
+        for (float* block : blocks) ops_.release(block);
+    free_blocks_.clear();
+    reserved_ -= cached_bytes_;
+    cached_bytes_ = 0;
+}
+
 void MemoryTracker::allocate(MemoryCategory category, std::size_t bytes) {
     std::lock_guard lock(mutex_);
+    account_locked(category, bytes);
+}
+
+float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill fill) {
+    const std::size_t bytes = count * sizeof(float);
+    float* data = nullptr;
+    bool reused = false;
+    {
+        std::lock_guard lock(mutex_);
+        account_locked(category, bytes);
+        if (!caching_) {
+            reserved_ += bytes;
+        } else {
+            const std::size_t floats = block_floats(count);
+            const auto it = free_blocks_.find(floats);
+            if (it != free_blocks_.end() && !it->second.empty()) {
+                data = it->second.back();
+                it->second.pop_back();
+                cached_bytes_ -= floats * sizeof(float);
+                reused = true;
+            } else {
+                if (reserved_ + floats * sizeof(float) > capacity_) empty_cache_locked();
+                reserved_ += floats * sizeof(float);
+            }
+        }
+        peak_reserved_ = std::max(peak_reserved_, reserved_);
+        if (!reused) ++system_allocations_;
+    }
+    if (reused) {
+        if (fill == Fill::zero) ops_.fill_zero(data, count);
+        return data;
+    }
+    try {
+        const std::size_t floats = caching_ ? block_floats(count) : count;
+        return fill == Fill::zero ? ops_.allocate(floats) : ops_.allocate_uninitialized(floats);
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        reserved_ -= caching_ ? block_floats(count) * sizeof(float) : bytes;
+        const auto c = static_cast<std::size_t>(category);
+        live_[c] -= bytes;
+        total_ -= bytes;
+        sample_locked(category);
+        throw;
+    }
+}
+
+void MemoryTracker::give_back(MemoryCategory category, float* data, std::size_t count) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        const std::size_t bytes = count * sizeof(float);
+        const auto c = static_cast<std::size_t>(category);
+        live_[c] -= bytes;
+        total_ -= bytes;
+        sample_locked(category);
+        if (caching_) {
+            const std::size_t floats = block_floats(count);
+            try {
+                free_blocks_[floats].push_back(data);
+                cached_bytes_ += floats * sizeof(float);
+                return;
+            } catch (...) {  // no room in the free list: give the block to the system
+                reserved_ -= floats * sizeof(float);
+            }
+        } else {
+            reserved_ -= bytes;
+        }
+    }
+    ops_.release(data);
+}
+
+void MemoryTracker::account_locked(MemoryCategory category, std::size_t bytes) {
     const auto c = static_cast<std::size_t>(category);
     if (bytes > capacity_ || total_ > capacity_ - bytes) {
         OomInfo info;
@@ -70,20 +171,29 @@ std::size_t MemoryTracker::peak(MemoryCategory category) const {
     return peak_[static_cast<std::size_t>(category)];
 }
 
+std::size_t MemoryTracker::reserved() const {
+    std::lock_guard lock(mutex_);
+    return reserved_;
+}
+
+std::size_t MemoryTracker::peak_reserved() const {
+    std::lock_guard lock(mutex_);
+    return peak_reserved_;
+}
+
+std::size_t MemoryTracker::system_allocations() const {
+    std::lock_guard lock(mutex_);
+    return system_allocations_;
+}
+
 std::vector<MemorySample> MemoryTracker::take_samples() {
     std::lock_guard lock(mutex_);
     return std::move(samples_);
 }
 
-Buffer::Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count)
+Buffer::Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count, Fill fill)
     : category_(category) {
-    tracker.allocate(category, count * sizeof(float));
-    try {
-        data_ = tracker.ops().allocate(count);  // zeroed
-    } catch (...) {
-        tracker.release(category, count * sizeof(float));
-        throw;
-    }
+    data_ = tracker.acquire(category, count, fill);
     tracker_ = &tracker;
     count_ = count;
 }
@@ -112,10 +222,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 }
 
 void Buffer::reset() noexcept {
-    if (tracker_) {
-        tracker_->ops().release(data_);
-        tracker_->release(category_, count_ * sizeof(float));
-    }
+    if (tracker_) tracker_->give_back(category_, data_, count_);
     tracker_ = nullptr;
     count_ = 0;
     data_ = nullptr;

@@ -40,11 +40,14 @@ namespace {
 
 void collect_trace(RunEnvironment& env, Trace& trace) {
     trace.clock = env.ctx.clock();
+    trace.intra_op_threads = resolve_intra_op_threads(env.config, env.ctx.clock(),
+                                                      std::thread::hardware_concurrency());
     trace.link = env.config.link;
     trace.devices = env.config.devices;
     trace.backend = env.config.backend;
     for (auto& d : env.devices) {
         trace.capacity_bytes.push_back(d->memory().capacity());
+        trace.peak_reserved_bytes.push_back(d->memory().peak_reserved());
         trace.device_names.push_back("device " + std::to_string(d->id()) + " (" +
                                      d->backend().name() + ")");
         if (const auto gpu = d->backend().physical_memory()) trace.gpu_memory_bytes.push_back(*gpu);

@@ -140,9 +140,9 @@ void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, i
     dev.comm().enqueue([c, &dev, &pp, from, count, step, mb, activations] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
         // A received activation is kept for backward; a received gradient is scratch.
-        carry =
-            Buffer(dev.memory(),
-                   activations ? MemoryCategory::activations : MemoryCategory::workspace, count);
+        carry = Buffer(dev.memory(),
+                       activations ? MemoryCategory::activations : MemoryCategory::workspace, count,
+                       Fill::none);  // the receive writes it whole
         pp.recv(dev.id(), from, carry.data(), count, step,
                 (activations ? "activations mb" : "gradients mb") + std::to_string(mb), false,
                 activations ? activation_tag(c->global) : gradient_tag(c->global));

@@ -39,7 +39,8 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
             if (unit == 0) {
                 // Strategies that free gradients between steps (ZeRO-2) get them back here.
                 if (grads_.empty())
-                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients, env_.layout.total);
+                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients, env_.layout.total,
+                                    Fill::none);  // zeroed next
                 device_.ops().fill_zero(grads_.data(), grads_.size());
                 loss_.zero();
                 activation_ = executor_.upload_input(batch->x);

@@ -182,7 +182,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         dev.comm().enqueue([this, &rank, &dev, &mem, u, step, why] {
             const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
-            full = Buffer(mem, MemoryCategory::gathered_parameters, bucket.end - bucket.begin);
+            // Written whole: this rank's chunk here, the peers' by the all-gather.
+            full = Buffer(mem, MemoryCategory::gathered_parameters, bucket.end - bucket.begin,
+                          Fill::none);
             const std::size_t begin = own_begin(bucket, rank.r);
             const std::size_t off =
                 shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
