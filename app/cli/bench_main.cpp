@@ -4,6 +4,8 @@
 //              in-memory ring bound
 //   gemm       the engine's matrix products at the model's sizes vs one large reference
 //   overhead   step time with tracing on and off, side by side, and their ratio
+//   step       a training step of the engine beside PyTorch eager on the same CPU
+//              (bench_step.cpp)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_step.h"
 #include "pd/communicator.h"
 #include "pd/device.h"
 #include "pd/device_group.h"
@@ -295,7 +298,28 @@ int main(int argc, char** argv) {
     auto* pipeline = app.add_subcommand("pipeline", "Bubble fractions of the pipeline schedules");
     int pipeline_steps = 3;
     pipeline->add_option("--steps", pipeline_steps, "Steps per run")->check(CLI::Range(1, 50));
+    auto* step = app.add_subcommand(
+        "step", "A training step in the engine and in PyTorch eager, side by side");
+    pd::cli::StepBenchOptions step_options;
+    step->add_option("--sizes", step_options.sizes,
+                     "Models: large (8 x 512, batch 256), card (8 x 128, batch 64), or "
+                     "LAYERSxWIDTHxBATCH")
+        ->delimiter(',');
+    step->add_option("--strategies", step_options.strategies, "single and/or dp (2 devices)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"single", "dp"}));
+    step->add_option("--steps", step_options.steps, "Timed steps per round and side")
+        ->check(CLI::Range(1, 1000));
+    step->add_option("--rounds", step_options.rounds, "Alternating rounds (engine, then torch)")
+        ->check(CLI::Range(1, 100));
+    step->add_option("--optimizer", step_options.optimizer, "adamw | sgd")
+        ->check(CLI::IsMember({"adamw", "sgd"}));
+    step->add_option("--python", step_options.python,
+                     "Interpreter with torch (default: $PD_PYTHON, else /usr/bin/python3, "
+                     "Debian's python3-torch)");
     CLI11_PARSE(app, argc, argv);
+
+    if (*step) return pd::cli::bench_step(step_options, argv[0]);
 
     if (*pipeline) return bench_pipeline(pipeline_steps);
     if (*gemm) return bench_gemm(*pd::backend_from_name(gemm_backend), gemm_width, gemm_rows);

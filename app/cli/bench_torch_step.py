@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """PyTorch eager on the CPU, the reference of `paralleldeck-bench step`.
 
 The engine's model: Linear(32 -> h), L residual blocks x + Linear(4h -> h)(GELU_tanh(Linear(h -> 4h)
@@ -6,7 +5,8 @@ The engine's model: Linear(32 -> h), L residual blocks x + Linear(4h -> h)(GELU_
 with momentum; fp32. --ranks 1 runs one process; --ranks N runs DistributedDataParallel with gloo,
 one process per rank, each with the global batch / N samples.
 
-Prints one line per timed step on rank 0, `STEP_MS <milliseconds>`, after --warmup untimed steps,
+Run by `paralleldeck-bench step` as `python3 bench_torch_step.py OPTIONS` (a data file of the
+package, not a program of its own). Prints one line per timed step on rank 0, `STEP_MS <milliseconds>`, after --warmup untimed steps,
 or one line `UNAVAILABLE <reason>` when torch cannot run here (exit status 0 either way).
 """
 import argparse
@@ -34,19 +34,24 @@ def build(torch, nn, a):
                          nn.Linear(h, CLASSES))
 
 
-def limit_threads(threads):
+def limit_threads(a):
     # torch.set_num_threads does not reach the BLAS Debian's torch calls (OpenBLAS starts a
     # thread per core): without these a "1 thread" run uses every core for its products.
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = str(threads)
+    # --blas-threads-only keeps torch's own pool at 1 and gives the threads to BLAS alone (where
+    # torch's spinning OpenMP threads and OpenBLAS's compete for cores, that is faster).
+    intra = 1 if a.blas_threads_only else a.threads
+    os.environ["OMP_NUM_THREADS"] = str(intra)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
+    os.environ["MKL_NUM_THREADS"] = str(a.threads)
+    return intra
 
 
 def train(rank, a, port):
-    limit_threads(a.threads)
+    intra = limit_threads(a)
     import torch
     from torch import nn
 
-    torch.set_num_threads(a.threads)
+    torch.set_num_threads(intra)
     torch.manual_seed(rank)
     model = build(torch, nn, a)
     if a.ranks > 1:
@@ -91,11 +96,13 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
+    p.add_argument("--blas-threads-only", action="store_true",
+                   help="torch's intra-op pool at 1 thread, --threads for BLAS only")
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     p.add_argument("--port", type=int, default=29517)
     a = p.parse_args()
-    limit_threads(a.threads)
+    limit_threads(a)
     try:
         import torch  # noqa: F401
     except Exception as e:  # ImportError or a broken install

@@ -19,7 +19,9 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                   const RunMetrics& m) {
     out << "strategy " << name_of(config.strategy) << ", " << config.devices << " device"
         << (config.devices == 1 ? "" : "s") << ", clock " << name_of(result.trace.clock)
-        << (config.clock == ClockMode::automatic ? " (auto)" : "") << ", link "
+        << (config.clock == ClockMode::automatic ? " (auto)" : "") << ", "
+        << result.trace.intra_op_threads << " intra-op thread"
+        << (result.trace.intra_op_threads == 1 ? "" : "s") << " per device, link "
         << config.link.latency_us << " us + " << format_link_speed(config.link.gbit_per_s())
         << "\n";
     if (config.backend == BackendKind::cuda && !result.trace.device_names.empty())
@@ -36,14 +38,20 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             << ", median step " << format_duration_ns(m.median_step_time_s * 1e9) << ", "
             << fmt("%.0f", m.samples_per_s) << " samples/s\n";
     }
-    out << "\n  device   busy    idle   comm exposed/overlapped   peak memory\n";
+    // Peak memory: live bytes (what tensors hold, the memory bars), and reserved (what the
+    // device's caching allocator held at most, live or cached, as PyTorch reports it).
+    out << "\n  device   busy    idle   comm exposed/overlapped   peak live   reserved\n";
     for (const auto& d : m.devices) {
+        const std::string reserved = d.peak_reserved_bytes
+                                         ? format_bytes(static_cast<double>(d.peak_reserved_bytes))
+                                         : std::string("-");
         char line[256];
-        std::snprintf(line, sizeof line, "  %6d %6.1f%% %9s %10s / %-10s %s\n", d.device,
+        std::snprintf(line, sizeof line, "  %6d %6.1f%% %9s %10s / %-10s %10s %10s\n", d.device,
                       d.busy_fraction * 100.0, format_duration_ns(d.idle_s * 1e9).c_str(),
                       format_duration_ns(d.exposed_comm_s * 1e9).c_str(),
                       format_duration_ns(d.overlapped_comm_s * 1e9).c_str(),
-                      format_bytes(static_cast<double>(d.peak_total_bytes)).c_str());
+                      format_bytes(static_cast<double>(d.peak_total_bytes)).c_str(),
+                      reserved.c_str());
         out << line;
     }
     if (!m.collectives.empty()) {

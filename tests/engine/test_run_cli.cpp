@@ -95,6 +95,13 @@ class TestRunCli : public QObject {
         QCOMPARE(link.value(QStringLiteral("gbit_per_s")).toDouble(), 200.0);
         QCOMPARE(link.value(QStringLiteral("gbyte_per_s")).toDouble(), 25.0);
         QVERIFY2(o.out.contains(QStringLiteral("200 Gb/s (25 GB/s)")), qPrintable(o.out));
+        // dp on 2 devices takes the device clock on a small machine, which runs 1 intra-op
+        // thread per device; the summary says which it used, and each device's reserved bytes.
+        QVERIFY(s.value(QStringLiteral("intra_op_threads")).toInt() >= 1);
+        for (const auto& d : s.value(QStringLiteral("per_device")).toArray())
+            QVERIFY(d.toObject().value(QStringLiteral("peak_reserved_bytes")).toDouble() >=
+                    d.toObject().value(QStringLiteral("peak_total_bytes")).toDouble());
+        QVERIFY2(o.out.contains(QStringLiteral("intra-op thread")), qPrintable(o.out));
         const QJsonObject other = t.value(QStringLiteral("otherData")).toObject();
         QCOMPARE(other.value(QStringLiteral("link_gbit_per_s")).toDouble(), 200.0);
     }
@@ -178,6 +185,9 @@ class TestRunCli : public QObject {
         QTest::addRow("link speed zero")
             << QStringList{QStringLiteral("--link-gbps"), QStringLiteral("0")}
             << "--link-gbps: must be more than 0 Gb/s";
+        QTest::addRow("negative threads")
+            << QStringList{QStringLiteral("--threads"), QStringLiteral("-1")}
+            << "--threads: must be between 1 and 256 (or 0 for hardware threads / devices";
         QTest::addRow("missing scenario")
             << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")}
             << "cannot read";
@@ -307,6 +317,36 @@ class TestRunCli : public QObject {
         QVERIFY(s.value(QStringLiteral("comm_bytes_per_step_per_device"))
                     .toObject()
                     .contains(QStringLiteral("send_recv")));
+    }
+
+    // `paralleldeck-bench step` without PyTorch still prints the engine's figures, and says
+    // plainly why there is no PyTorch column (no test may need torch).
+    void bench_step_without_torch_prints_engine_figures() {
+        QProcess p;
+        p.start(QStringLiteral(PD_BENCH_EXE),
+                {QStringLiteral("step"), QStringLiteral("--sizes"), QStringLiteral("2x32x8"),
+                 QStringLiteral("--strategies"), QStringLiteral("single,dp"),
+                 QStringLiteral("--rounds"), QStringLiteral("1"), QStringLiteral("--steps"),
+                 QStringLiteral("2"), QStringLiteral("--python"),
+                 QStringLiteral("/nonexistent/python3")});
+        QVERIFY(p.waitForFinished(600000));
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY2(
+            out.contains(QStringLiteral("RESULT step layers=2 width=32 batch=8 strategy=single "
+                                        "devices=1 threads_per_device=1")),
+            qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("strategy=dp devices=2")), qPrintable(out));
+        QVERIFY(out.contains(QStringLiteral("ratio_to_torch=n/a")));
+        QVERIFY2(out.contains(QStringLiteral("# PyTorch was not run: /nonexistent/python3")),
+                 qPrintable(out));
+        // A size it cannot read is named.
+        QProcess bad;
+        bad.start(QStringLiteral(PD_BENCH_EXE),
+                  {QStringLiteral("step"), QStringLiteral("--sizes"), QStringLiteral("huge")});
+        QVERIFY(bad.waitForFinished(60000));
+        QCOMPARE(bad.exitCode(), 2);
+        QVERIFY(QString::fromUtf8(bad.readAllStandardError()).contains(QStringLiteral("'huge'")));
     }
 
     void dump_dir_writes_npy_files() {

@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include "pd/metrics.h"
+#include "visualizer/format.h"
 #include "visualizer/metrics_models.h"
 #include "visualizer/metrics_panel.h"
 #include "visualizer/metrics_text.h"
@@ -43,6 +44,14 @@ class TestMetricsModels : public QObject {
                     .toString()
                     .contains(QLatin1Char('(')));
         QVERIFY(!model.headerData(0, Qt::Horizontal, Qt::DisplayRole).toString().isEmpty());
+        // The caching allocator's reserved bytes beside the live peak, never below it.
+        const auto& d0 = metrics_.devices.front();
+        QVERIFY(d0.peak_reserved_bytes >= d0.peak_total_bytes);
+        QCOMPARE(model.data(model.index(0, DeviceMetricsModel::Reserved)).toString(),
+                 bytes_text(static_cast<double>(d0.peak_reserved_bytes)));
+        QVERIFY(model.headerData(DeviceMetricsModel::Reserved, Qt::Horizontal, Qt::ToolTipRole)
+                    .toString()
+                    .contains(QStringLiteral("live bytes only")));
         model.setMetrics({});
         QCOMPARE(model.rowCount(), 0);
     }

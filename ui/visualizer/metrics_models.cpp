@@ -42,6 +42,9 @@ QVariant DeviceMetricsModel::data(const QModelIndex& index, int role) const {
             return duration_text(d.overlapped_comm_s * 1e9);
         case PeakMemory:
             return bytes_text(static_cast<double>(d.peak_total_bytes));
+        case Reserved:
+            return d.peak_reserved_bytes ? bytes_text(static_cast<double>(d.peak_reserved_bytes))
+                                         : QStringLiteral("—");
         case ModelState: {
             for (const auto& s : metrics_.model_state)
                 if (s.device == d.device)
@@ -63,6 +66,11 @@ QVariant DeviceMetricsModel::headerData(int section, Qt::Orientation orientation
         section < ColumnCount)
         return section == PeakMemory
                    ? QStringLiteral("Per device: the peak of this device's live bytes")
+               : section == Reserved
+                   ? QStringLiteral(
+                         "Per device: the most its caching allocator held at once, live "
+                         "or kept for reuse (PyTorch's memory_reserved); out-of-memory "
+                         "counts live bytes only")
                    : QStringLiteral(
                          "Per device: this device's own time over the figure steps "
                          "(not summed over devices)");
@@ -80,6 +88,8 @@ QVariant DeviceMetricsModel::headerData(int section, Qt::Orientation orientation
             return QStringLiteral("Comm overlapped");
         case PeakMemory:
             return QStringLiteral("Peak memory");
+        case Reserved:
+            return QStringLiteral("Reserved");
         case ModelState:
             return QStringLiteral("Model state (analytic)");
         default:

@@ -19,6 +19,7 @@ class DeviceMetricsModel : public QAbstractTableModel {
         CommExposed,
         CommOverlapped,
         PeakMemory,
+        Reserved,
         ModelState,
         ColumnCount
     };

@@ -32,6 +32,9 @@ struct DeviceMetrics {
     double overlapped_comm_s = 0.0;
     std::array<std::size_t, kMemoryCategoryCount> peak_bytes{};
     std::size_t peak_total_bytes = 0;  // peak of the sum of categories
+    // The most its caching allocator held at once, live or cached (PyTorch's
+    // max_memory_reserved); 0 where the trace does not say (an imported trace).
+    std::size_t peak_reserved_bytes = 0;
 };
 
 struct CollectiveMetrics {

@@ -59,20 +59,42 @@ void gelu_forward(const float* __restrict a, float* __restrict g, std::size_t n)
     }
 }
 
+namespace {
+
 // d/dx [x s(x)] with s = (1 + tanh u) / 2 = 1 / (1 + e), e = exp(-2u): s + x * (1 - tanh^2 u)
 // / 2 * u', and 1 - tanh^2 u = 4 s (1 - s) = 4 e s^2 (1 - s = e s, with no cancellation
 // where s is near 1).
+inline float gelu_grad(float a) {
+    // Past |x| = 20 GELU' is 0 or 1 to float precision; clamping keeps x^2 below overflow.
+    const float x = std::min(std::max(a, -20.0f), 20.0f);
+    const float u = kSqrt2OverPi * (x + kGeluCoeff * x * x * x);
+    const float e = exp_approx(-2.0f * u);
+    const float s = 1.0f / (1.0f + e);
+    const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * x * x);
+    return s + 2.0f * x * e * s * s * du;
+}
+
+// In place and out of place as separate loops: with one loop over (dg, da) the compiler must
+// check at run time whether they overlap, and an exact overlap (in place) failed that check
+// into the scalar loop.
 PD_VECTOR_CLONES
-void gelu_backward(const float* __restrict a, const float* dg, float* da, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        // Past |x| = 20 GELU' is 0 or 1 to float precision; clamping keeps x^2 below overflow.
-        const float x = std::min(std::max(a[i], -20.0f), 20.0f);
-        const float u = kSqrt2OverPi * (x + kGeluCoeff * x * x * x);
-        const float e = exp_approx(-2.0f * u);
-        const float s = 1.0f / (1.0f + e);
-        const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * x * x);
-        da[i] = dg[i] * (s + 2.0f * x * e * s * s * du);
-    }
+void gelu_backward_in_place(const float* __restrict a, float* __restrict d, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) d[i] *= gelu_grad(a[i]);
+}
+
+PD_VECTOR_CLONES
+void gelu_backward_out_of_place(const float* __restrict a, const float* __restrict dg,
+                                float* __restrict da, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) da[i] = dg[i] * gelu_grad(a[i]);
+}
+
+}  // namespace
+
+void gelu_backward(const float* a, const float* dg, float* da, std::size_t n) {
+    if (da == dg)
+        gelu_backward_in_place(a, da, n);
+    else
+        gelu_backward_out_of_place(a, dg, da, n);
 }
 
 PD_VECTOR_CLONES

@@ -18,6 +18,7 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["device_names"] = result.trace.device_names;
     j["clock"] = std::string(name_of(result.trace.clock));
     j["clock_requested"] = std::string(name_of(config.clock));
+    j["intra_op_threads"] = result.trace.intra_op_threads;
     j["link"] = {
         {"latency_us", config.link.latency_us},
         {"gbit_per_s", config.link.gbit_per_s()},
@@ -56,6 +57,7 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
                            {"peak_bytes", std::move(peak)},
                            {"peak_total_bytes", d.peak_total_bytes}});
         const auto index = static_cast<std::size_t>(d.device);
+        devices.back()["peak_reserved_bytes"] = d.peak_reserved_bytes;
         if (index < result.trace.gpu_memory_bytes.size())
             devices.back()["gpu_memory"] = {
                 {"free_bytes", result.trace.gpu_memory_bytes[index].first},

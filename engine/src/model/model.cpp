@@ -1,7 +1,10 @@
 #include "pd/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include "model/random.h"
 
@@ -51,6 +54,7 @@ std::size_t ParamLayout::unit_end(int unit) const {
 std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t seed) {
     const ParamLayout layout = ParamLayout::build(shape);
     std::vector<float> params(layout.total, 0.0f);
+    std::vector<std::size_t> drawn;  // the tensors drawn at random, largest first
     for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
         const TensorSpec& t = layout.tensors[i];
         if (t.rows == 1) continue;  // biases start at zero
@@ -59,6 +63,13 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
         // only the head. A random head instead starts above ln(classes) and, under AdamW's
         // sign-like first steps, amplifies every change of the body into the logits.
         if (t.unit == layout.units - 1) continue;
+        drawn.push_back(i);
+    }
+    std::stable_sort(drawn.begin(), drawn.end(), [&](std::size_t a, std::size_t b) {
+        return layout.tensors[a].count > layout.tensors[b].count;
+    });
+    auto draw = [&](std::size_t i) {
+        const TensorSpec& t = layout.tensors[i];
         // Fan-in scaled normal; the second linear of each block starts small so the residual
         // stream stays well conditioned as blocks are added.
         float std_dev = 1.0f / std::sqrt(static_cast<float>(t.rows));
@@ -66,7 +77,19 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
         Rng rng(mix_seed(seed, 0x9a7a3e7e5ULL, i));
         for (std::size_t k = 0; k < t.count; ++k)
             params[t.offset + k] = static_cast<float>(rng.normal()) * std_dev;
-    }
+    };
+    // Each tensor has its own generator, so they are drawn on every core at once (the same
+    // numbers in any order): at card sizes this was a third of a run's set-up.
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+        for (std::size_t j; (j = next.fetch_add(1)) < drawn.size();) draw(drawn[j]);
+    };
+    const std::size_t helpers =
+        std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), drawn.size());
+    std::vector<std::thread> threads;
+    for (std::size_t h = 1; h < helpers; ++h) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
     return params;
 }
 

@@ -48,6 +48,9 @@ void MemoryTracker::empty_cache_locked() noexcept {
 void MemoryTracker::allocate(MemoryCategory category, std::size_t bytes) {
     std::lock_guard lock(mutex_);
     account_locked(category, bytes);
+    // Held outside the cache (a transport payload) but on this device all the same.
+    reserved_ += bytes;
+    peak_reserved_ = std::max(peak_reserved_, reserved_);
 }
 
 float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill fill) {
@@ -139,6 +142,7 @@ void MemoryTracker::release(MemoryCategory category, std::size_t bytes) noexcept
     const auto c = static_cast<std::size_t>(category);
     live_[c] -= bytes;
     total_ -= bytes;
+    reserved_ -= bytes;
     sample_locked(category);
 }
 

@@ -147,6 +147,8 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
             dm.peak_bytes[c] = std::max(dm.peak_bytes[c], s.bytes);
             dm.peak_total_bytes = std::max(dm.peak_total_bytes, total);
         }
+        if (static_cast<std::size_t>(d) < trace.peak_reserved_bytes.size())
+            dm.peak_reserved_bytes = trace.peak_reserved_bytes[static_cast<std::size_t>(d)];
         m.devices.push_back(dm);
     }
 

@@ -1,0 +1,277 @@
+#include "bench_step.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "pd/device_group.h"
+#include "pd/run.h"
+#include "pd/run_context.h"
+
+namespace pd::cli {
+
+namespace {
+
+constexpr int kWarmupSteps = 2;  // the first pays page faults and cold caches
+
+struct Size {
+    std::string label;
+    int layers = 8, width = 512, batch = 256;
+};
+
+std::optional<Size> parse_size(const std::string& text) {
+    if (text == "large") return Size{"8x512 b256", 8, 512, 256};
+    if (text == "card") return Size{"8x128 b64", 8, 128, 64};
+    Size s;
+    if (std::sscanf(text.c_str(), "%dx%dx%d", &s.layers, &s.width, &s.batch) != 3 || s.layers < 1 ||
+        s.width < 1 || s.batch < 2)
+        return std::nullopt;
+    s.label =
+        std::to_string(s.layers) + "x" + std::to_string(s.width) + " b" + std::to_string(s.batch);
+    return s;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Matrix-product work of one training step over the global batch: forward 2 B P, backward
+// 4 B P over the weights P, less the input gradient the first layer does not compute.
+double step_flops(const RunConfig& c) {
+    const double h = c.width, b = c.batch;
+    const double weights = c.input_dim * h + c.layers * 8.0 * h * h + h * c.classes;
+    return 6.0 * b * weights - 2.0 * b * c.input_dim * h;
+}
+
+// Per-step times of the engine from its trace: start of one step to the start of the next
+// (host-side gaps between steps count, as they do in a Python loop), the last step's span.
+std::vector<double> engine_step_seconds(const RunConfig& config, std::string& error) {
+    Run run(config);
+    const RunResult result = run.execute();
+    if (result.status != RunStatus::ok) {
+        error = result.error;
+        return {};
+    }
+    std::map<int, std::pair<std::int64_t, std::int64_t>> spans;
+    for (const TraceEvent& e : result.trace.events) {
+        if (e.step < 0) continue;
+        auto [it, fresh] = spans.try_emplace(e.step, e.start_ns, e.end_ns);
+        if (!fresh) {
+            it->second.first = std::min(it->second.first, e.start_ns);
+            it->second.second = std::max(it->second.second, e.end_ns);
+        }
+    }
+    std::vector<double> out;
+    for (auto it = spans.begin(); it != spans.end(); ++it) {
+        if (it->first < kWarmupSteps) continue;
+        const auto next = std::next(it);
+        const std::int64_t end = next != spans.end() ? next->second.first : it->second.second;
+        out.push_back(static_cast<double>(end - it->second.first) * 1e-9);
+    }
+    return out;
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return q + "'";
+}
+
+std::string find_torch_script(const char* argv0) {
+    if (const char* env = std::getenv("PD_TORCH_STEP_SCRIPT")) return env;
+    std::error_code ec;
+    std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) exe = std::filesystem::absolute(argv0, ec);
+    const std::filesystem::path dir = exe.parent_path();
+    for (const auto& candidate : {dir / "bench_torch_step.py",
+                                  dir / ".." / "share" / "paralleldeck" / "bench_torch_step.py"})
+        if (std::filesystem::exists(candidate, ec)) return candidate.string();
+    return {};
+}
+
+struct TorchSide {
+    std::string python, script;
+    std::string unavailable;  // why PyTorch cannot run here (empty: it can)
+    int port = 0;
+
+    // Per-step seconds of one round; sets `unavailable` when torch cannot run.
+    std::vector<double> run(const Size& size, int ranks, int threads, bool blas_threads_only,
+                            int steps, const std::string& optimizer) {
+        const std::string cmd =
+            shell_quote(python) + " " + shell_quote(script) + " --width " +
+            std::to_string(size.width) + " --layers " + std::to_string(size.layers) + " --batch " +
+            std::to_string(size.batch) + " --steps " + std::to_string(steps) + " --warmup " +
+            std::to_string(kWarmupSteps) + " --threads " + std::to_string(threads) + " --ranks " +
+            std::to_string(ranks) + (blas_threads_only ? " --blas-threads-only" : "") +
+            " --optimizer " + optimizer + " --port " + std::to_string(port++) + " 2>&1";
+        std::vector<double> out;
+        FILE* pipe = popen(cmd.c_str(), "r");
+        if (!pipe) {
+            unavailable = "cannot start " + python;
+            return out;
+        }
+        std::array<char, 4096> line{};
+        std::string last;
+        while (std::fgets(line.data(), static_cast<int>(line.size()), pipe)) {
+            std::string text(line.data());
+            while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+            double ms = 0;
+            if (std::sscanf(text.c_str(), "STEP_MS %lf", &ms) == 1)
+                out.push_back(ms * 1e-3);
+            else if (text.rfind("UNAVAILABLE ", 0) == 0)
+                unavailable = text.substr(12);
+            else if (!text.empty())
+                last = text;
+        }
+        const int status = pclose(pipe);
+        if (out.empty() && unavailable.empty())
+            unavailable = python + " exited with status " +
+                          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : status) +
+                          (last.empty() ? "" : ": " + last);
+        return out;
+    }
+};
+
+// BLAS at one large square product, on a device with `threads` intra-op threads.
+double blas_reference_flops(int threads) {
+    RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
+    RunConfig config;
+    config.threads = threads;
+    config.capacity_bytes = std::size_t{1} << 40;
+    DeviceGroup group(config, ctx);
+    return measure_gemm_flops(group.device(0), 1024, 1024, 1024, 2, 3);
+}
+
+}  // namespace
+
+int bench_step(const StepBenchOptions& options, const char* argv0) {
+    std::vector<Size> sizes;
+    for (const std::string& s : options.sizes) {
+        const auto size = parse_size(s);
+        if (!size) {
+            std::fprintf(
+                stderr, "--sizes: '%s' is not large, card or LAYERSxWIDTHxBATCH (e.g. 8x512x256)\n",
+                s.c_str());
+            return 2;
+        }
+        sizes.push_back(*size);
+    }
+    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+    TorchSide torch;
+    torch.port = 29500 + static_cast<int>(getpid() % 2000) * 4;
+    if (!options.python.empty())
+        torch.python = options.python;
+    else if (const char* env = std::getenv("PD_PYTHON"))
+        torch.python = env;
+    else
+        torch.python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    torch.script = find_torch_script(argv0);
+    if (torch.script.empty())
+        torch.unavailable =
+            "bench_torch_step.py not found next to this program or in ../share/paralleldeck "
+            "(or set PD_TORCH_STEP_SCRIPT)";
+
+    std::printf(
+        "# paralleldeck-bench step: the engine (CPU backend, wall clock) and PyTorch eager, same "
+        "model, batch, %s and fp32, alternating %d rounds of %d steps after %d warm-up steps; "
+        "medians of per-step times; %d hardware threads\n",
+        options.optimizer.c_str(), options.rounds, options.steps, kWarmupSteps, hardware);
+    std::printf("# PyTorch: %s %s\n", torch.python.c_str(),
+                torch.unavailable.empty() ? torch.script.c_str() : "");
+    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s\n", "model", "strategy",
+                "devices", "threads/dev", "engine_ms", "torch_ms", "ratio", "GFLOP/s/dev",
+                "BLAS_ref", "of_ref");
+    std::map<int, double> reference;  // by threads per device
+    for (const Size& size : sizes) {
+        for (const std::string& strategy : options.strategies) {
+            const bool dp = strategy == "dp";
+            const int devices = dp ? 2 : 1;
+            std::vector<int> thread_counts{1};
+            if (const int all = std::max(1, hardware / devices); all > 1)
+                thread_counts.push_back(all);
+            for (const int threads : thread_counts) {
+                RunConfig c;
+                c.strategy = dp ? StrategyKind::dp : StrategyKind::single;
+                c.devices = devices;
+                c.layers = size.layers;
+                c.width = size.width;
+                c.batch = size.batch;
+                c.steps = kWarmupSteps + options.steps;
+                c.optimizer =
+                    options.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+                c.clock = ClockMode::wall;
+                c.threads = threads;
+                c.capacity_bytes = std::size_t{1} << 40;
+                // Above one thread PyTorch runs two ways each round, its intra-op pool at the
+                // same threads as BLAS (torch.set_num_threads) and at 1 with BLAS alone
+                // threaded, and the faster way's median counts: the engine is compared with
+                // torch at its best on this machine.
+                std::vector<double> engine;
+                std::map<bool, std::vector<double>> torch_by_way;
+                for (int r = 0; r < options.rounds; ++r) {
+                    std::string error;
+                    const auto e = engine_step_seconds(c, error);
+                    if (!error.empty()) {
+                        std::fprintf(stderr, "engine run failed: %s\n", error.c_str());
+                        return 1;
+                    }
+                    engine.insert(engine.end(), e.begin(), e.end());
+                    for (const bool blas_only : {false, true}) {
+                        if (!torch.unavailable.empty() || (blas_only && threads == 1)) continue;
+                        const auto t = torch.run(size, devices, threads, blas_only, options.steps,
+                                                 options.optimizer);
+                        auto& kept = torch_by_way[blas_only];
+                        kept.insert(kept.end(), t.begin(), t.end());
+                    }
+                }
+                std::vector<double> reference_torch;
+                const char* torch_way = "";
+                for (const auto& [blas_only, times] : torch_by_way)
+                    if (!times.empty() &&
+                        (reference_torch.empty() || median(times) < median(reference_torch))) {
+                        reference_torch = times;
+                        torch_way = threads == 1 ? ""
+                                    : blas_only  ? " (torch pool 1, BLAS all)"
+                                                 : " (torch pool all)";
+                    }
+                if (!reference.count(threads)) reference[threads] = blas_reference_flops(threads);
+                const double e_s = median(engine), t_s = median(reference_torch);
+                const double gflops = step_flops(c) / e_s / devices / 1e9;
+                const double ref = reference[threads] / 1e9;
+                const bool have_torch = !reference_torch.empty();
+                char torch_ms[32] = "n/a", ratio[32] = "n/a";
+                if (have_torch) {
+                    std::snprintf(torch_ms, sizeof torch_ms, "%.2f", t_s * 1e3);
+                    std::snprintf(ratio, sizeof ratio, "%.3f", e_s / t_s);
+                }
+                std::printf("  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f%s\n",
+                            size.label.c_str(), strategy.c_str(), devices, threads, e_s * 1e3,
+                            torch_ms, ratio, gflops, ref, gflops / ref, torch_way);
+                std::printf(
+                    "RESULT step layers=%d width=%d batch=%d strategy=%s devices=%d "
+                    "threads_per_device=%d engine_ms=%.3f torch_ms=%s ratio_to_torch=%s "
+                    "engine_gflops_per_device=%.1f blas_ref_gflops=%.1f ratio_to_blas=%.3f\n",
+                    size.layers, size.width, size.batch, strategy.c_str(), devices, threads,
+                    e_s * 1e3, torch_ms, ratio, gflops, ref, gflops / ref);
+                std::fflush(stdout);
+            }
+        }
+    }
+    if (!torch.unavailable.empty())
+        std::printf("# PyTorch was not run: %s. The engine's figures above stand alone.\n",
+                    torch.unavailable.c_str());
+    return 0;
+}
+
+}  // namespace pd::cli
