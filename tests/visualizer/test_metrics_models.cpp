@@ -77,6 +77,16 @@ class TestMetricsModels : public QObject {
              {"Status", "Step time", "Throughput", "Communication", "all_reduce"})
             QVERIFY2(labels.contains(QLatin1String(wanted)), wanted);
         QVERIFY(run_title(config_).contains(QStringLiteral("3 devices")));
+        // How many intra-op threads each device used, and why one under the device clock.
+        for (const auto& l : lines)
+            if (l.label == QLatin1String("Threads")) {
+                QCOMPARE(l.value.startsWith(QString::number(result_->trace.intra_op_threads) +
+                                            QStringLiteral(" intra-op thread")),
+                         true);
+                QCOMPARE(l.value.contains(QStringLiteral("device clock")),
+                         result_->trace.clock == pd::ClockMode::device);
+            }
+        QVERIFY(labels.contains(QStringLiteral("Threads")));
     }
 
     // A run that stopped before its first step has nothing to time: no zeros presented as

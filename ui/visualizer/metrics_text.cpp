@@ -110,6 +110,18 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
         out.push_back({QStringLiteral("Throughput"),
                        QStringLiteral("%1 samples/s").arg(m.samples_per_s, 0, 'f', 0),
                        QStringLiteral("Global batch / median step time")});
+        if (result.trace.backend == pd::BackendKind::cpu) {
+            const int threads = result.trace.intra_op_threads;
+            out.push_back({QStringLiteral("Threads"),
+                           QStringLiteral("%1 intra-op thread%2 per device%3")
+                               .arg(threads)
+                               .arg(threads == 1 ? QString() : QStringLiteral("s"))
+                               .arg(result.trace.clock == pd::ClockMode::device
+                                        ? QStringLiteral(" (the device clock times one thread)")
+                                        : QString()),
+                           QStringLiteral("Matrix products and element-wise kernels are split over "
+                                          "these threads (--threads, scenario key threads)")});
+        }
         if (!m.steps.empty())
             out.push_back({QStringLiteral("Loss"),
                            QStringLiteral("%1 → %2")
