@@ -99,6 +99,9 @@ class TestScenario : public QObject {
                                              << "'link_gbps'";
         QTest::addRow("link speed of bytes") << R"({"link_gbps": "64MiB"})"
                                              << "'link_gbps'";
+        QTest::addRow("width past an int")
+            << R"({"width": 100000000000})"
+            << "scenario key 'width' in broken.json: is out of range";
         QTest::addRow("link speed as bool") << R"({"link_gbps": true})"
                                             << "a number of Gb/s";
     }
@@ -151,6 +154,14 @@ class TestScenario : public QObject {
         QTest::addRow("chunks without interleaving")
             << R"({"strategy": "pipeline", "devices": 2, "layers": 4, "chunks": 2})"
             << "'chunks' in s.json: applies to the interleaved schedule only";
+        // One rule per key: a width below and above its range gets the same message.
+        QTest::addRow("negative width") << R"({"width": -5})"
+                                        << "'width' in s.json: must be between 1 and 8192 (got -5)";
+        QTest::addRow("huge width") << R"({"width": 100000})"
+                                    << "'width' in s.json: must be between 1 and 8192 (got 100000)";
+        QTest::addRow("negative threads")
+            << R"({"threads": -2})"
+            << "'threads' in s.json: must be between 1 and 256 (or 0 for hardware threads";
         QTest::addRow("interleaved with one chunk")
             << R"({"strategy": "pipeline", "devices": 2, "layers": 4, "microbatches": 4,
                    "schedule": "interleaved", "chunks": 1})"

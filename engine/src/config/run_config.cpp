@@ -175,12 +175,18 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("width", "must be between 1 and 8192 (got " + std::to_string(c.width) + ")");
     if (c.input_dim < 1) fail("input_dim", "must be at least 1");
     if (c.classes < 2) fail("classes", "must be at least 2");
-    if (c.batch < 1) fail("batch", "must be at least 1 (got " + std::to_string(c.batch) + ")");
+    constexpr int kMaxBatch = 1 << 24;
+    if (c.batch < 1 || c.batch > kMaxBatch)
+        fail("batch", "must be between 1 and " + std::to_string(kMaxBatch) + " (got " +
+                          std::to_string(c.batch) + ")");
     if (c.steps < 1 || c.steps > 100000)
         fail("steps", "must be between 1 and 100000 (got " + std::to_string(c.steps) + ")");
     if (c.strategy == StrategyKind::hybrid) {
-        if (c.mesh.dp < 1 || c.mesh.pp < 1 || c.mesh.tp < 1)
-            fail("dp", "the mesh sizes --dp, --pp and --tp must each be at least 1");
+        for (const auto& [key, size] :
+             {std::pair{"dp", c.mesh.dp}, std::pair{"pp", c.mesh.pp}, std::pair{"tp", c.mesh.tp}})
+            if (size < 1 || size > kMaxDevices)
+                fail(key, "each mesh size must be between 1 and " + std::to_string(kMaxDevices) +
+                              " (got " + std::to_string(size) + ")");
         if (c.mesh.size() != c.devices)
             fail("devices", "the mesh dp x pp x tp = " + std::to_string(c.mesh.dp) + " x " +
                                 std::to_string(c.mesh.pp) + " x " + std::to_string(c.mesh.tp) +
@@ -192,7 +198,8 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     const int m = c.effective_microbatches();
     if (c.microbatches < 0)
         fail("microbatches", "must be at least 1 (got " + std::to_string(c.microbatches) + ")");
-    if (c.chunks < 1) fail("chunks", "must be at least 1 (got " + std::to_string(c.chunks) + ")");
+    if (c.chunks < 1 || c.chunks > 256)
+        fail("chunks", "must be between 1 and 256 (got " + std::to_string(c.chunks) + ")");
     if (c.batch % replicas != 0)
         fail("batch",
              "the global batch " + std::to_string(c.batch) + " does not divide evenly over " +

@@ -1,5 +1,6 @@
 #include "pd/scenario.h"
 
+#include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -27,13 +28,16 @@ struct KeyReader {
     [[noreturn]] void fail(const std::string& reason) const {
         throw BadInput(spelled, reason, __FILE__, __LINE__);
     }
-    int integer(int lo, int hi) const {
+    // A whole number that fits an int; its range is validate()'s to judge, so each key has
+    // one rule and one message whether it came from a flag or a scenario file.
+    int integer() const {
         if (!value.is_number_integer()) fail("must be an integer, got " + value.dump());
-        const auto v = value.get<long long>();
-        if (v < lo || v > hi)
-            fail("must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
-                 std::to_string(v) + ")");
-        return static_cast<int>(v);
+        const bool fits =
+            value.is_number_unsigned()
+                ? value.get<unsigned long long>() <= static_cast<unsigned long long>(INT_MAX)
+                : value.get<long long>() >= INT_MIN && value.get<long long>() <= INT_MAX;
+        if (!fits) fail("is out of range (got " + value.dump() + ")");
+        return value.get<int>();
     }
     double number() const {
         if (!value.is_number()) fail("must be a number, got " + value.dump());
@@ -90,15 +94,15 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 r.fail("unknown strategy '" + name + "' (available: " + kStrategyNames + ")");
             c.strategy = *kind;
         } else if (key == "devices")
-            c.devices = r.integer(0, 1 << 20);
+            c.devices = r.integer();
         else if (key == "layers")
-            c.layers = r.integer(0, 1 << 20);
+            c.layers = r.integer();
         else if (key == "width")
-            c.width = r.integer(0, 1 << 20);
+            c.width = r.integer();
         else if (key == "batch")
-            c.batch = r.integer(0, 1 << 24);
+            c.batch = r.integer();
         else if (key == "steps")
-            c.steps = r.integer(0, 1 << 24);
+            c.steps = r.integer();
         else if (key == "seed") {
             if (!value.is_number_unsigned()) r.fail("must be a non-negative integer");
             c.seed = value.get<std::uint64_t>();
@@ -141,19 +145,19 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 r.fail("unknown schedule '" + name + "' (available: " + kScheduleNames + ")");
             c.schedule = *kind;
         } else if (key == "microbatches")
-            c.microbatches = r.integer(0, 1 << 20);
+            c.microbatches = r.integer();
         else if (key == "chunks")
-            c.chunks = r.integer(0, 1 << 10);
+            c.chunks = r.integer();
         else if (key == "dp")
-            c.mesh.dp = r.integer(0, 1 << 10);
+            c.mesh.dp = r.integer();
         else if (key == "pp")
-            c.mesh.pp = r.integer(0, 1 << 10);
+            c.mesh.pp = r.integer();
         else if (key == "tp")
-            c.mesh.tp = r.integer(0, 1 << 10);
+            c.mesh.tp = r.integer();
         else if (key == "timeout_s")
             c.collective_timeout_s = r.number();
         else if (key == "threads")
-            c.threads = r.integer(0, 256);
+            c.threads = r.integer();
         else if (key == "backend") {
             const std::string name = r.text();
             const auto kind = backend_from_name(name);
