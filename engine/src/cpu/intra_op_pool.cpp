@@ -1,9 +1,15 @@
 #include "cpu/intra_op_pool.h"
 
+#include "runtime/denormals.h"
+
 namespace pd::cpu {
 
 IntraOpPool::IntraOpPool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+    for (int i = 1; i < threads; ++i)
+        workers_.emplace_back([this, i] {
+            flush_denormals_on_this_thread();  // as the stream threads they help
+            work(i);
+        });
 }
 
 IntraOpPool::~IntraOpPool() {

@@ -5,6 +5,7 @@
 #include "backend/device_backend.h"
 #include "pd/error.h"
 #include "pd/run_context.h"
+#include "runtime/denormals.h"
 
 namespace pd {
 
@@ -27,7 +28,10 @@ bool Event::fired() const {
 
 Stream::Stream(int device, StreamKind kind, RunContext& ctx, std::unique_ptr<StreamBackend> backend)
     : device_(device), kind_(kind), ctx_(ctx), backend_(std::move(backend)) {
-    worker_ = std::thread([this] { run_loop(); });
+    worker_ = std::thread([this] {
+        flush_denormals_on_this_thread();
+        run_loop();
+    });
 }
 
 Stream::~Stream() {
