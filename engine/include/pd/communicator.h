@@ -70,7 +70,7 @@ class Communicator {
     // One ring step: send [send_chunk] right, receive [recv_chunk] from the left, combine.
     void ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk, int recv_chunk,
                    Combine combine, EventKind kind, int step_index, int step);
-    Ring ring_for(int device_id) const;
+    Ring ring_for(int device_id, const char* op) const;
     // Reduce-scatter steps, then (or only) all-gather steps, recorded as one call of `op`.
     void ring_collective(int device_id, const char* op, bool reduce, bool gather, float* data,
                          std::size_t count, int step, const std::string& label);

@@ -35,6 +35,7 @@ struct OomInfo {
     std::size_t requested_bytes = 0;
     std::size_t live_bytes = 0;
     std::size_t capacity_bytes = 0;
+    bool injected = false;  // a FaultPlan's planned failure, not a real shortage
     std::string describe() const;
 };
 
@@ -50,6 +51,12 @@ class OutOfMemory : public Error {
 // Raised on every other participant once the run has been aborted (by a failing peer or a
 // cancel), so that no thread stays blocked in a collective.
 class Aborted : public Error {
+  public:
+    using Error::Error;
+};
+
+// A device that stopped working mid-run (a dead GPU, a killed rank): raised on its own stream.
+class DeviceFailure : public Error {
   public:
     using Error::Error;
 };

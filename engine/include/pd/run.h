@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pd/error.h"
+#include "pd/fault_plan.h"
 #include "pd/run_config.h"
 #include "pd/trace.h"
 
@@ -57,11 +58,18 @@ class Run {
     // Thread-safe; the run stops within a bounded time with status `cancelled`.
     void cancel();
 
+    // Reliability tests: faults this run suffers (set before execute), and how many
+    // allocations the last execute made (to sweep every point a failure can strike).
+    void inject_faults(FaultPlan plan) { faults_ = std::move(plan); }
+    std::size_t allocations_made() const { return allocations_made_; }
+
   private:
     RunConfig config_;
     std::atomic<bool> cancel_requested_{false};
     std::mutex ctx_mutex_;
     RunContext* ctx_ = nullptr;  // live while execute() runs
+    FaultPlan faults_;
+    std::size_t allocations_made_ = 0;
 };
 
 }  // namespace pd

@@ -7,10 +7,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "pd/error.h"
+#include "pd/fault_plan.h"
 #include "pd/run_config.h"
 
 namespace pd {
@@ -47,6 +50,17 @@ class RunContext {
 
     std::uint64_t next_flow_id() { return flow_ids_.fetch_add(1) + 1; }
 
+    // Fault injection for reliability tests (FaultPlan). Counts every accounted allocation and
+    // says whether this one is the planned failure.
+    void set_faults(FaultPlan plan) { faults_ = std::move(plan); }
+    bool next_allocation_fails() const noexcept;
+    std::size_t allocations() const noexcept { return allocations_.load(); }
+    // Throws DeviceFailure when `device` is the planned dead peer at this point of `op`;
+    // `call` counts that device's calls of `op` (the caller keeps the count).
+    void check_dead_peer(int device, const char* op, int call, int ring_step) const;
+    // This device's call number of `op`, counted only when a dead peer is planned (else 0).
+    int begin_collective_call(int device, const char* op) const;
+
   private:
     [[noreturn]] void throw_aborted(const std::string& what) const;
     [[noreturn]] void throw_timeout(const std::string& what) const;
@@ -60,6 +74,10 @@ class RunContext {
     mutable std::mutex error_mutex_;
     std::exception_ptr first_error_;
     std::atomic<std::uint64_t> flow_ids_{0};
+    FaultPlan faults_;
+    mutable std::atomic<std::size_t> allocations_{0};
+    mutable std::mutex calls_mutex_;
+    mutable std::map<std::pair<int, std::string>, int> calls_;
 };
 
 }  // namespace pd

@@ -1,6 +1,7 @@
 #include "pd/communicator.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "backend/device_backend.h"
 #include "backend/device_ops.h"
@@ -49,6 +50,8 @@ struct Communicator::Ring {
     int left_device;
     int right_device;
     int self_device;
+    const char* op;  // the collective this call is
+    int call;        // this device's call number of `op` (counted for fault injection only)
 };
 
 Communicator::Communicator(Transport& transport, std::vector<Device*> members,
@@ -131,7 +134,7 @@ std::size_t Communicator::chunk_begin(std::size_t count, int n, int chunk) {
     return count * static_cast<std::size_t>(chunk) / static_cast<std::size_t>(n);
 }
 
-Communicator::Ring Communicator::ring_for(int device_id) const {
+Communicator::Ring Communicator::ring_for(int device_id, const char* op) const {
     Stream* stream = Stream::current();
     if (!stream || stream->device() != device_id)
         throw Error("a collective for device " + std::to_string(device_id) +
@@ -145,7 +148,9 @@ Communicator::Ring Communicator::ring_for(int device_id) const {
                 n,
                 device_of(wrap(rank - 1, n)),
                 device_of(wrap(rank + 1, n)),
-                device_id};
+                device_id,
+                op,
+                transport_.context().begin_collective_call(device_id, op)};
 }
 
 void Communicator::record(const Ring& ring, const char* op, std::size_t count, int step,
@@ -170,6 +175,10 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     const std::size_t rb = chunk_begin(count, ring.n, recv_chunk);
     const std::size_t re = chunk_end(count, ring.n, recv_chunk);
     const bool reducing = kind == EventKind::reduce_scatter_step;
+    // An all-reduce numbers its all-gather steps after its reduce-scatter steps.
+    const bool second_phase = !reducing && std::string_view(ring.op) == "all_reduce";
+    transport_.context().check_dead_peer(ring.self_device, ring.op, ring.call,
+                                         step_index + (second_phase ? ring.n - 1 : 0));
 
     TraceEvent event;
     event.kind = kind;
@@ -233,7 +242,7 @@ void Communicator::all_gather_steps(const Ring& ring, float* data, std::size_t c
 void Communicator::ring_collective(int device_id, const char* op, bool reduce, bool gather,
                                    float* data, std::size_t count, int step,
                                    const std::string& label) {
-    const Ring ring = ring_for(device_id);
+    const Ring ring = ring_for(device_id, op);
     const std::int64_t start = ring.stream.now_ns();
     if (ring.n > 1 && library_native_call(ring, op, data, count, step)) {
         // one library call, recorded as one event
@@ -265,7 +274,7 @@ void Communicator::all_gather(int device_id, float* data, std::size_t count, int
 
 void Communicator::broadcast(int device_id, float* data, std::size_t count, int root_rank,
                              int step) {
-    const Ring ring = ring_for(device_id);
+    const Ring ring = ring_for(device_id, "broadcast");
     if (root_rank < 0 || root_rank >= ring.n)
         throw Error("broadcast root " + std::to_string(root_rank) + " outside a group of " +
                         std::to_string(ring.n),
@@ -285,6 +294,7 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
         StagingGuard staging(ring.device.memory(), count * sizeof(float));
         // A chain along the ring: position 0 is the root, the last position only receives.
         const int position = wrap(ring.rank - root_rank, ring.n);
+        transport_.context().check_dead_peer(device_id, ring.op, ring.call, position);
         const std::string label = "broadcast";
         if (position > 0) {
             Message message = transport_.recv(ring.left_device, ring.self_device, tag_,
@@ -333,7 +343,8 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
 
 void Communicator::send(int device_id, int peer_device, const float* data, std::size_t count,
                         int step, const std::string& label, std::uint32_t subtag) {
-    const Ring ring = ring_for(device_id);
+    const Ring ring = ring_for(device_id, "send");
+    transport_.context().check_dead_peer(device_id, ring.op, ring.call, 0);
     TraceEvent event;
     event.kind = EventKind::send;
     event.label = label;
@@ -359,7 +370,8 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
 
 void Communicator::recv(int device_id, int peer_device, float* data, std::size_t count, int step,
                         const std::string& label, bool accumulate, std::uint32_t subtag) {
-    const Ring ring = ring_for(device_id);
+    const Ring ring = ring_for(device_id, "recv");
+    transport_.context().check_dead_peer(device_id, ring.op, ring.call, 0);
     TraceEvent event;
     event.kind = EventKind::recv;
     event.label = label;

@@ -122,8 +122,10 @@ void MemoryTracker::give_back(MemoryCategory category, float* data, std::size_t 
 
 void MemoryTracker::account_locked(MemoryCategory category, std::size_t bytes) {
     const auto c = static_cast<std::size_t>(category);
-    if (bytes > capacity_ || total_ > capacity_ - bytes) {
+    const bool injected = ctx_.next_allocation_fails();
+    if (injected || bytes > capacity_ || total_ > capacity_ - bytes) {
         OomInfo info;
+        info.injected = injected;
         info.device = device_;
         info.category = category;
         info.requested_bytes = bytes;

@@ -24,7 +24,8 @@ std::string OomInfo::describe() const {
            format_bytes(static_cast<double>(requested_bytes)) + " of " +
            std::string(name_of(category)) + " with " +
            format_bytes(static_cast<double>(live_bytes)) + " live of " +
-           format_bytes(static_cast<double>(capacity_bytes)) + " capacity";
+           format_bytes(static_cast<double>(capacity_bytes)) + " capacity" +
+           (injected ? " (an injected fault: the allocation was made to fail)" : "");
 }
 
 OutOfMemory::OutOfMemory(const OomInfo& info, const char* file, int line)

@@ -40,8 +40,8 @@ namespace {
 
 void collect_trace(RunEnvironment& env, Trace& trace) {
     trace.clock = env.ctx.clock();
-    trace.intra_op_threads = resolve_intra_op_threads(env.config, env.ctx.clock(),
-                                                      std::thread::hardware_concurrency());
+    trace.intra_op_threads =
+        resolve_intra_op_threads(env.config, env.ctx.clock(), std::thread::hardware_concurrency());
     trace.link = env.config.link;
     trace.devices = env.config.devices;
     trace.backend = env.config.backend;
@@ -105,6 +105,7 @@ void classify_failure(RunContext& ctx, RunResult& result) {
 RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progress) {
     const ClockMode clock = resolve_clock(config_, std::thread::hardware_concurrency());
     RunContext ctx(clock, config_.link, config_.trace_enabled, config_.collective_timeout_s);
+    ctx.set_faults(faults_);
     {
         std::lock_guard lock(ctx_mutex_);
         ctx_ = &ctx;
@@ -145,6 +146,11 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 report(step + 1, loss, "training");
             }
             if (!ctx.aborted()) result.final_parameters = strategy->parameters();
+            // The training is done: a cancel from now on has nothing left to stop.
+            if (!result.final_parameters.empty()) {
+                std::lock_guard lock(ctx_mutex_);
+                ctx_ = nullptr;
+            }
         } catch (...) {
             // A host-side failure (or a throwing progress callback): record it as the run's
             // error, let the streams drain, and keep the trace recorded so far.
@@ -165,7 +171,19 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
     } catch (...) {
         ctx.abort(std::current_exception());  // only counts if nothing failed before
     }
-    if (ctx.aborted()) classify_failure(ctx, result);
+    // A cancel that raced the end of training (after the final parameters were read) stops
+    // nothing: the run completed.
+    bool late_cancel = false;
+    if (ctx.aborted() && !result.final_parameters.empty()) {
+        try {
+            std::rethrow_exception(ctx.first_error());
+        } catch (const Cancelled&) {
+            late_cancel = true;
+        } catch (...) {
+        }
+    }
+    if (ctx.aborted() && !late_cancel) classify_failure(ctx, result);
+    allocations_made_ = ctx.allocations();
     return result;
 }
 

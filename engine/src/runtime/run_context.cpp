@@ -41,6 +41,28 @@ std::string RunContext::first_error_message() const {
     }
 }
 
+bool RunContext::next_allocation_fails() const noexcept {
+    const std::size_t k = allocations_.fetch_add(1) + 1;
+    return faults_.fail_allocation != 0 && k == faults_.fail_allocation;
+}
+
+int RunContext::begin_collective_call(int device, const char* op) const {
+    if (!faults_.dead_peer) return 0;
+    std::lock_guard lock(calls_mutex_);
+    return calls_[{device, op}]++;
+}
+
+void RunContext::check_dead_peer(int device, const char* op, int call, int ring_step) const {
+    const auto& dead = faults_.dead_peer;
+    if (!dead || dead->device != device || dead->collective != op || dead->call != call ||
+        dead->ring_step != ring_step)
+        return;
+    throw DeviceFailure("device " + std::to_string(device) + " failed inside " + op + " (call " +
+                            std::to_string(call) + ") at ring step " + std::to_string(ring_step) +
+                            ": injected fault",
+                        __FILE__, __LINE__);
+}
+
 void RunContext::throw_if_aborted() const {
     if (aborted()) throw_aborted("work");
 }
