@@ -57,8 +57,8 @@ QList<Report> run_then_kill(const QStringList& args, int delay_ms) {
 QString integrity(const QString& path) {
     QString result;
     {
-        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"),
-                                                    QStringLiteral("integrity"));
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("integrity"));
         db.setDatabaseName(path);
         if (!db.open()) return db.lastError().text();
         QSqlQuery q(db);

@@ -227,6 +227,28 @@ class TestShowMeWindow : public QObject {
         QVERIFY(!window.isVisible());
     }
 
+    // Issue 18: closing the window mid-run cancels the run, and a window destroyed mid-run
+    // stops its run and returns (no hang, no run left behind).
+    void closing_mid_run_cancels_it() {
+        ShowMeWindow window;
+        QSignalSpy progress(window.controller(), &pd::app::RunController::progress);
+        QSignalSpy cancelled(window.controller(), &pd::app::RunController::cancelled);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.showScenario(QStringLiteral("long"), QString(), pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 3, 60000);
+        QVERIFY(window.controller()->isRunning());
+        window.close();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 60000);
+        QVERIFY(!window.controller()->isRunning());
+
+        auto* doomed = new ShowMeWindow;
+        QSignalSpy doomed_progress(doomed->controller(), &pd::app::RunController::progress);
+        doomed->showScenario(QStringLiteral("long"), QString(), pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(doomed_progress.count() >= 3, 60000);
+        delete doomed;  // joins the cancelled run
+    }
+
     // Item 17: a long first step is not "setting up"; the bar counts the seconds.
     void progress_says_training_once_set_up() {
         ShowMeWindow window;

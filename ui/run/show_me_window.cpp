@@ -1,5 +1,7 @@
 #include "show_me_window.h"
 
+#include <QCloseEvent>
+
 #include <QAction>
 #include <QGuiApplication>
 #include <QHBoxLayout>
@@ -265,6 +267,11 @@ void ShowMeWindow::resetToCard() {
 
 void ShowMeWindow::cancel() {
     controller_->cancel();
+}
+
+void ShowMeWindow::closeEvent(QCloseEvent* event) {
+    if (controller_->isRunning()) cancel();
+    QMainWindow::closeEvent(event);
 }
 
 QString ShowMeWindow::status() const {

@@ -58,6 +58,9 @@ class ShowMeWindow : public QMainWindow {
 
   protected:
     void showEvent(QShowEvent* event) override;
+    // Closing the window mid-run cancels the run: nothing keeps computing for a window that
+    // is gone (the next Show me starts afresh).
+    void closeEvent(QCloseEvent* event) override;
 
   signals:
     // A run's picture is on screen (the result of `config`).
