@@ -27,6 +27,8 @@ FsrsTimePoint fromMs(qint64 ms) {
         std::chrono::duration_cast<FsrsClock::duration>(std::chrono::milliseconds(ms)));
 }
 
+}  // namespace
+
 QString scheduleToJson(const std::optional<CardSchedule>& s) {
     if (!s) return {};
     QJsonObject o;
@@ -49,7 +51,14 @@ QString scheduleToJson(const std::optional<CardSchedule>& s) {
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
-FsrsTimePoint fromUs(qint64 us) {
+namespace {
+
+// A stored time in microseconds, where it fits the clock (nanoseconds in 64 bits: about 292
+// years either side of 1970); a damaged row may hold any number.
+std::optional<FsrsTimePoint> fromUs(qint64 us) {
+    constexpr qint64 kMax =
+        std::chrono::duration_cast<std::chrono::microseconds>(FsrsClock::duration::max()).count();
+    if (us > kMax || us < -kMax) return std::nullopt;
     return FsrsTimePoint(
         std::chrono::duration_cast<FsrsClock::duration>(std::chrono::microseconds(us)));
 }
@@ -65,6 +74,8 @@ bool readBounded(const QJsonObject& o, const QString& key, double lo, double hi,
     out = d;
     return true;
 }
+
+}  // namespace
 
 // A stored schedule that does not parse into a usable FSRS state (a damaged row, a hand
 // edit) is treated as absent: the card starts over as new instead of feeding NaN or a zero
@@ -90,17 +101,20 @@ std::optional<CardSchedule> scheduleFromJson(const QString& text) {
                      s.fsrs.difficulty))
         return std::nullopt;
     bool ok = false;
-    s.fsrs.due = fromUs(o.value(QStringLiteral("due_us")).toString().toLongLong(&ok));
-    if (!ok) return std::nullopt;
+    const auto due = fromUs(o.value(QStringLiteral("due_us")).toString().toLongLong(&ok));
+    if (!ok || !due) return std::nullopt;
+    s.fsrs.due = *due;
     if (o.contains(QStringLiteral("last_review_us"))) {
         s.fsrs.lastReview =
             fromUs(o.value(QStringLiteral("last_review_us")).toString().toLongLong(&ok));
-        if (!ok) return std::nullopt;
+        if (!ok || !s.fsrs.lastReview) return std::nullopt;
     }
     s.reps = o.value(QStringLiteral("reps")).toInt();
     s.lapses = o.value(QStringLiteral("lapses")).toInt();
     return s;
 }
+
+namespace {
 
 QString chosenToText(const QList<int>& chosen) {
     QStringList parts;

@@ -50,6 +50,11 @@ struct ReviewEntry {
     std::optional<CardSchedule> after;
 };
 
+// A schedule as the store keeps it in a row (compact JSON), and back. A row that does not parse
+// into a usable FSRS state (damaged, hand-edited) reads as absent: the card starts over as new.
+QString scheduleToJson(const std::optional<CardSchedule>& schedule);
+std::optional<CardSchedule> scheduleFromJson(const QString& text);
+
 class ReviewStore {
   public:
     static constexpr int kSchemaVersion = 3;

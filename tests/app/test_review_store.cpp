@@ -179,6 +179,12 @@ void TestReviewStore::damagedScheduleStartsOver_data() {
         << QStringLiteral(R"({"state": 2, "stability": 3, "difficulty": 12, "due_us": "0"})");
     QTest::addRow("no due time") << QStringLiteral(
         R"({"state": 2, "stability": 3, "difficulty": 5})");
+    // Found by fuzz_schedule: microseconds past the clock's 292 years overflowed (UB).
+    QTest::addRow("due past the clock") << QStringLiteral(
+        R"({"state": 2, "stability": 3, "difficulty": 5, "due_us": "17650000000070000"})");
+    QTest::addRow("last review past the clock") << QStringLiteral(
+        R"({"state": 2, "stability": 3, "difficulty": 5, "due_us": "0",
+            "last_review_us": "-9223372036854775807"})");
 }
 
 void TestReviewStore::damagedScheduleStartsOver() {

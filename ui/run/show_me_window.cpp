@@ -1,8 +1,7 @@
 #include "show_me_window.h"
 
-#include <QCloseEvent>
-
 #include <QAction>
+#include <QCloseEvent>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QKeySequence>

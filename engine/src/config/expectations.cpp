@@ -694,7 +694,7 @@ Expectations parse_expectations(std::string_view json_text, std::string_view ori
     json root;
     try {
         root = json::parse(json_text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number past double (1e999)
         throw BadInput("scenario key 'expect' in " + o,
                        std::string("is not valid JSON: ") + e.what(), __FILE__, __LINE__);
     }

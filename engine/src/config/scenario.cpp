@@ -76,7 +76,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
     json root;
     try {
         root = json::parse(json_text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number past double (1e999)
         throw BadInput(std::string(origin), std::string("is not valid JSON: ") + e.what(), __FILE__,
                        __LINE__);
     }
