@@ -62,6 +62,7 @@ class MemoryTracker {
   private:
     void sample_locked(MemoryCategory category);
     void account_locked(MemoryCategory category, std::size_t bytes);
+    void unaccount_locked(MemoryCategory category, std::size_t bytes) noexcept;
     void empty_cache_locked() noexcept;
 
     int device_;

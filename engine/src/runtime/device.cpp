@@ -88,10 +88,7 @@ float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill f
     } catch (...) {
         std::lock_guard lock(mutex_);
         reserved_ -= caching_ ? block_floats(count) * sizeof(float) : bytes;
-        const auto c = static_cast<std::size_t>(category);
-        live_[c] -= bytes;
-        total_ -= bytes;
-        sample_locked(category);
+        unaccount_locked(category, bytes);
         throw;
     }
 }
@@ -100,10 +97,7 @@ void MemoryTracker::give_back(MemoryCategory category, float* data, std::size_t 
     {
         std::lock_guard lock(mutex_);
         const std::size_t bytes = count * sizeof(float);
-        const auto c = static_cast<std::size_t>(category);
-        live_[c] -= bytes;
-        total_ -= bytes;
-        sample_locked(category);
+        unaccount_locked(category, bytes);
         if (caching_) {
             const std::size_t floats = block_floats(count);
             try {
@@ -141,10 +135,13 @@ void MemoryTracker::account_locked(MemoryCategory category, std::size_t bytes) {
 
 void MemoryTracker::release(MemoryCategory category, std::size_t bytes) noexcept {
     std::lock_guard lock(mutex_);
-    const auto c = static_cast<std::size_t>(category);
-    live_[c] -= bytes;
-    total_ -= bytes;
     reserved_ -= bytes;
+    unaccount_locked(category, bytes);
+}
+
+void MemoryTracker::unaccount_locked(MemoryCategory category, std::size_t bytes) noexcept {
+    live_[static_cast<std::size_t>(category)] -= bytes;
+    total_ -= bytes;
     sample_locked(category);
 }
 
