@@ -20,7 +20,10 @@ constexpr bool kCheckTimedClaims = false;
 #else
 constexpr bool kCheckTimedClaims = true;
 #endif
-constexpr int kAttempts = 3;
+// A shared machine now and then slows a few of a run's ops by up to 2x (measured: 2 of 15 runs
+// of pp-interleaved-1f1b on an idle 2-core VM showed a 0.27-0.29 bubble against 0.18-0.21),
+// so a timed claim gets up to five runs; a claim the engine contradicts fails all five.
+constexpr int kAttempts = 5;
 
 const pd::study::Deck& bundledDeck() {
     static const pd::study::Deck deck = [] {
@@ -69,7 +72,7 @@ class TestBundledScenarios : public QObject {
         QVERIFY2(!expect.empty(), "the scenario has no expectations");
 
         // Claims on counts, bytes, memory and losses must hold on the first run. A claim on a
-        // figure from clocks that fails is given up to two fresh runs of the scenario (and its
+        // figure from clocks that fails is given up to four fresh runs of the scenario (and its
         // compare_with runs): a shared machine can slow one stream for a moment, but a claim
         // the run contradicts fails every time. Every attempt's measurement is printed.
         QStringList failed;
