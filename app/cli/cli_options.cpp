@@ -20,7 +20,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
     std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp,
         threads;
-    std::optional<std::string> schedule;
+    std::optional<std::string> schedule, recompute;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
     bool no_overlap = false, tf32 = false, native_collectives = false;
@@ -46,7 +46,12 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--link-gbps", link_speed,
                    "Simulated link bandwidth (device clock): Gb/s, or with a unit such as "
                    "100Gb/s or 12.5GB/s");
-    app.add_option("--schedule", schedule, "Pipeline schedule: gpipe | 1f1b | interleaved");
+    app.add_option("--schedule", schedule,
+                   "Pipeline schedule: gpipe | 1f1b | interleaved | zb-h1 | zb-v (zero bubble: "
+                   "backward split into B and W)");
+    app.add_option("--recompute", recompute,
+                   "Activation recomputation: none | selective (GELU outputs) | full (each "
+                   "block's forward re-run in its backward)");
     app.add_option("--microbatches", microbatches, "Micro-batches per step (pipeline)");
     app.add_option("--chunks", chunks, "Model chunks per device (interleaved)");
     app.add_option("--dp", dp, "hybrid: data-parallel replicas");
@@ -121,6 +126,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(pp, c.mesh.pp, "pp");
     set_int(tp, c.mesh.tp, "tp");
     set_int(threads, c.threads, "threads");
+    if (recompute) {
+        const auto mode = recompute_from_name(*recompute);
+        if (!mode)
+            throw BadInput(
+                "--recompute",
+                "unknown value '" + *recompute + "' (available: " + kRecomputeNames + ")", __FILE__,
+                __LINE__);
+        c.recompute = *mode;
+        src["recompute"] = "--recompute";
+    }
     if (seed) c.seed = *seed;
     if (optimizer) {
         choose("--optimizer", *optimizer, {"sgd", "adamw"});

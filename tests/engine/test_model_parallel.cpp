@@ -34,7 +34,7 @@ RunConfig pipeline(int p, int m, PipelineSchedule schedule, int v = 1) {
     c.microbatches = m;
     c.schedule = schedule;
     c.chunks = v;
-    if (p * v > c.layers) c.layers = p * v;
+    if (p * c.effective_chunks() > c.layers) c.layers = p * c.effective_chunks();
     return c;
 }
 
@@ -59,6 +59,20 @@ class TestModelParallel : public QObject {
                         << pipeline(p, m, s);
         QTest::addRow("interleaved p2 m4 v2") << pipeline(2, 4, PipelineSchedule::interleaved, 2);
         QTest::addRow("interleaved p4 m8 v2") << pipeline(4, 8, PipelineSchedule::interleaved, 2);
+        for (auto s : {PipelineSchedule::zb_h1, PipelineSchedule::zb_v})
+            for (int m : {2, 4, 8})
+                QTest::addRow("%s p4 m%d", name_of(s).data(), m) << pipeline(4, m, s);
+        QTest::addRow("zb-v p2 m4") << pipeline(2, 4, PipelineSchedule::zb_v);
+        {
+            RunConfig zb_tp = hybrid(1, 2, 2);
+            zb_tp.schedule = PipelineSchedule::zb_h1;
+            QTest::addRow("zb-h1 pp2 x tp2") << zb_tp;
+        }
+        for (auto r : {RecomputeMode::selective, RecomputeMode::full}) {
+            RunConfig c = pipeline(4, 8, PipelineSchedule::zb_v);
+            c.recompute = r;
+            QTest::addRow("zb-v p4 m8 recompute %s", name_of(r).data()) << c;
+        }
         QTest::addRow("tp2") << parallel_config(StrategyKind::tp, 2);
         QTest::addRow("tp4") << parallel_config(StrategyKind::tp, 4);
         for (auto z : {StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
@@ -111,10 +125,132 @@ class TestModelParallel : public QObject {
             std::map<std::pair<int, int>, int> state;  // 0 none, 1 forward done, 2 backward done
             for (const auto& op : ops) {
                 int& s = state[{op.chunk, op.microbatch}];
-                QCOMPARE(s, op.forward ? 0 : 1);
-                s = op.forward ? 1 : 2;
+                QCOMPARE(s, op.forward() ? 0 : 1);
+                s = op.forward() ? 1 : 2;
             }
             QCOMPARE(int(state.size()), m * v);
+        }
+    }
+
+    // Zero-bubble lists: every (chunk, micro-batch) runs F, then B, then W, once each.
+    void zero_bubble_lists_are_complete_data() {
+        QTest::addColumn<int>("schedule");
+        QTest::addColumn<int>("p");
+        QTest::addColumn<int>("m");
+        for (int p : {2, 4, 8})
+            for (int m : {1, 3, 8, 16}) {
+                QTest::addRow("zb-h1 %dx%d", p, m) << int(PipelineSchedule::zb_h1) << p << m;
+                QTest::addRow("zb-v %dx%d", p, m) << int(PipelineSchedule::zb_v) << p << m;
+            }
+    }
+    void zero_bubble_lists_are_complete() {
+        QFETCH(int, schedule);
+        QFETCH(int, p);
+        QFETCH(int, m);
+        const auto s = static_cast<PipelineSchedule>(schedule);
+        const int v = s == PipelineSchedule::zb_v ? 2 : 1;
+        for (int stage = 0; stage < p; ++stage) {
+            const auto ops = pipeline_ops(s, stage, p, m, v);
+            QCOMPARE(int(ops.size()), 3 * m * v);
+            std::map<std::pair<int, int>, int> state;
+            int in_flight = 0, peak = 0;
+            for (const auto& op : ops) {
+                int& st = state[{op.chunk, op.microbatch}];
+                const int want = op.pass == PipelinePass::forward      ? 0
+                                 : op.pass == PipelinePass::input_grad ? 1
+                                                                       : 2;
+                QCOMPARE(int(op.pass == PipelinePass::backward), 0);
+                QCOMPARE(st, want);
+                st = want + 1;
+                in_flight += op.pass == PipelinePass::forward       ? 1
+                             : op.pass == PipelinePass::weight_grad ? -1
+                                                                    : 0;
+                peak = std::max(peak, in_flight);
+            }
+            QCOMPARE(int(state.size()), m * v);
+            // ZB-H1 holds at most p micro-batches (1F1B's first stage); ZB-V 2p half-size chunks.
+            QVERIFY(peak <= (v == 2 ? 2 * p + p : p));
+            if (v == 1) QVERIFY(peak <= p);
+        }
+    }
+
+    // The golden order for p = 4, m = 8: stage i defers its W by i micro-batches.
+    void zb_h1_golden_order() {
+        auto text = [](int stage) {
+            QStringList out;
+            for (const auto& op : pipeline_ops(PipelineSchedule::zb_h1, stage, 4, 8, 1))
+                out << QStringLiteral("%1%2")
+                           .arg(op.pass == PipelinePass::forward      ? 'F'
+                                : op.pass == PipelinePass::input_grad ? 'B'
+                                                                      : 'W')
+                           .arg(op.microbatch);
+            return out.join(' ');
+        };
+        QCOMPARE(text(0), QStringLiteral("F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 "
+                                         "B5 W5 B6 W6 B7 W7"));
+        QCOMPARE(text(3), QStringLiteral("F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 "
+                                         "F7 B7 W4 W5 W6 W7"));
+    }
+
+    // Replayed with equal unit times, each schedule shows its textbook bubble.
+    void unit_time_bubbles_are_textbook() {
+        for (int p : {2, 4, 8})
+            for (int m : {p, 2 * p, 4 * p}) {
+                const double expected_1f1b = double(p - 1) / (m + p - 1);
+                QVERIFY(std::abs(unit_time_bubble(PipelineSchedule::one_f_one_b, p, m, 1) -
+                                 expected_1f1b) < 1e-12);
+                QVERIFY(std::abs(unit_time_bubble(PipelineSchedule::gpipe, p, m, 1) -
+                                 expected_1f1b) < 1e-12);
+                // ZB-H1: (p-1)(F+B-W) idle per stage = p-1 units beside 3m of work.
+                QVERIFY2(std::abs(unit_time_bubble(PipelineSchedule::zb_h1, p, m, 1) -
+                                  double(p - 1) / (3 * m + p - 1)) < 1e-12,
+                         qPrintable(QStringLiteral("p %1 m %2").arg(p).arg(m)));
+                // ZB-V (list scheduled): below ZB-H1's.
+                QVERIFY(unit_time_bubble(PipelineSchedule::zb_v, p, m, 2) <
+                        unit_time_bubble(PipelineSchedule::zb_h1, p, m, 1));
+            }
+    }
+
+    // Recomputation re-runs the same kernels on the same inputs: bit for bit the same numbers,
+    // with a lower activation peak.
+    void recompute_is_identical_and_saves_activations_data() {
+        QTest::addColumn<RunConfig>("config");
+        QTest::addRow("single") << parallel_config(StrategyKind::single, 1);
+        QTest::addRow("dp2") << parallel_config(StrategyKind::dp, 2);
+        QTest::addRow("zero3 x2") << parallel_config(StrategyKind::zero3, 2);
+        QTest::addRow("1f1b p2 m4") << pipeline(2, 4, PipelineSchedule::one_f_one_b);
+        QTest::addRow("zb-h1 p2 m4") << pipeline(2, 4, PipelineSchedule::zb_h1);
+        QTest::addRow("tp2") << parallel_config(StrategyKind::tp, 2);
+    }
+    void recompute_is_identical_and_saves_activations() {
+        QFETCH(RunConfig, config);
+        config.clock = ClockMode::device;
+        auto peak_activations = [](const RunResult& r) {
+            std::size_t peak = 0;
+            for (const auto& s : r.trace.memory)
+                if (s.device == 0 && s.category == MemoryCategory::activations)
+                    peak = std::max(peak, s.bytes);
+            return peak;
+        };
+        const RunResult none = run_config(config);
+        QVERIFY2(none.status == RunStatus::ok, none.error.c_str());
+        std::size_t previous_peak = peak_activations(none);
+        for (auto mode : {RecomputeMode::selective, RecomputeMode::full}) {
+            RunConfig c = config;
+            c.recompute = mode;
+            const RunResult r = run_config(c);
+            QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+            QCOMPARE(r.final_parameters, none.final_parameters);  // bit for bit
+            const std::size_t peak = peak_activations(r);
+            QVERIFY2(peak < previous_peak,
+                     qPrintable(QStringLiteral("%1: %2 >= %3")
+                                    .arg(QString::fromUtf8(name_of(mode).data()))
+                                    .arg(peak)
+                                    .arg(previous_peak)));
+            previous_peak = peak;
+            int recomputes = 0;
+            for (const auto& e : r.trace.events) recomputes += e.kind == EventKind::recompute;
+            QVERIFY(recomputes > 0);
         }
     }
 

@@ -13,6 +13,10 @@ QString kind_text(pd::EventKind kind) {
             return QStringLiteral("forward");
         case EventKind::backward:
             return QStringLiteral("backward");
+        case EventKind::backward_weight:
+            return QStringLiteral("backward, weight gradient (W)");
+        case EventKind::recompute:
+            return QStringLiteral("recomputed forward");
         case EventKind::optimizer:
             return QStringLiteral("optimizer step");
         case EventKind::reduce_scatter_step:

@@ -10,6 +10,7 @@ namespace {
 
 bool mergeable_kind(pd::EventKind k) {
     return k == pd::EventKind::forward || k == pd::EventKind::backward ||
+           k == pd::EventKind::backward_weight || k == pd::EventKind::recompute ||
            k == pd::EventKind::optimizer;
 }
 

@@ -107,7 +107,14 @@ std::vector<TimelineLegendEntry> legend_entries(const TimelineData& data,
         items.push_back(e);
     };
     if (has(pd::EventKind::forward)) add(pal.forward, QStringLiteral("forward (micro-batch no.)"));
-    if (has(pd::EventKind::backward)) add(pal.backward, QStringLiteral("backward"));
+    if (has(pd::EventKind::backward))
+        add(pal.backward, has(pd::EventKind::backward_weight)
+                              ? QStringLiteral("B: input gradient")
+                              : QStringLiteral("backward"));
+    if (has(pd::EventKind::backward_weight))
+        add(pal.backward_weight, QStringLiteral("W: weight gradient"));
+    if (has(pd::EventKind::recompute))
+        add(pal.recompute, QStringLiteral("recompute (forward re-run)"));
     if (data.interleaved())
         add(pal.dark ? pal.forward.darker(150) : pal.forward.lighter(140),
             QStringLiteral("other shade: the device's 2nd model chunk"));

@@ -14,15 +14,26 @@ namespace {
 
 constexpr double kMinBoxPx = 2.0;        // narrower boxes are merged per pixel (hotspot)
 constexpr double kMinGapLabelPx = 56.0;  // idle gaps this wide are labelled
-constexpr std::size_t kEventKinds = static_cast<std::size_t>(pd::EventKind::collective) + 1;
+constexpr std::size_t kEventKinds = static_cast<std::size_t>(pd::EventKind::recompute) + 1;
 
 QString box_label(const TimelineBox& b, bool wide) {
     using pd::EventKind;
     switch (b.kind) {
         case EventKind::forward:
         case EventKind::backward:
+        case EventKind::backward_weight:
+        case EventKind::recompute:
             if (b.microbatch >= 0) return QString::number(b.microbatch);
-            return b.kind == EventKind::forward ? QStringLiteral("F") : QStringLiteral("B");
+            switch (b.kind) {
+                case EventKind::forward:
+                    return QStringLiteral("F");
+                case EventKind::backward_weight:
+                    return QStringLiteral("W");
+                case EventKind::recompute:
+                    return QStringLiteral("R");
+                default:
+                    return QStringLiteral("B");
+            }
         case EventKind::optimizer:
             return wide ? QStringLiteral("optimizer") : QStringLiteral("opt");
         case EventKind::reduce_scatter_step:

@@ -13,6 +13,8 @@ TimelinePalette TimelinePalette::light_theme() {
     p.comm_lane = QColor(0xf3, 0xf4, 0xf6);
     p.forward = QColor(0x00, 0x9e, 0x73);
     p.backward = QColor(0xcc, 0x79, 0xa7);
+    p.backward_weight = QColor(0x33, 0x22, 0x88);
+    p.recompute = QColor(0x99, 0x99, 0x33);
     p.optimizer = QColor(0xe6, 0x9f, 0x00);
     p.reduce_scatter = QColor(0xd5, 0x5e, 0x00);
     p.all_gather = QColor(0x00, 0x72, 0xb2);
@@ -38,6 +40,8 @@ TimelinePalette TimelinePalette::dark_theme() {
     // Brightened where the light-theme colour would sink into a dark background.
     p.forward = QColor(0x1f, 0xb8, 0x8c);
     p.backward = QColor(0xdd, 0x8e, 0xbb);
+    p.backward_weight = QColor(0x8c, 0x7c, 0xe6);
+    p.recompute = QColor(0xc4, 0xc4, 0x55);
     p.optimizer = QColor(0xf0, 0xb0, 0x30);
     p.reduce_scatter = QColor(0xf0, 0x7a, 0x2a);
     p.all_gather = QColor(0x3f, 0x9a, 0xdc);
@@ -78,6 +82,10 @@ QColor TimelinePalette::color_of(pd::EventKind kind, pd::CollectivePhase phase) 
             return forward;
         case EventKind::backward:
             return backward;
+        case EventKind::backward_weight:
+            return backward_weight;
+        case EventKind::recompute:
+            return recompute;
         case EventKind::optimizer:
             return optimizer;
         case EventKind::reduce_scatter_step:

@@ -17,22 +17,24 @@ struct TimelinePalette {
     bool dark = false;
     QColor background;
     QColor text;
-    QColor muted;           // secondary text, ruler
-    QColor grid;            // ruler ticks, step separators
-    QColor idle;            // compute lane with nothing running: idle, bubble, waits
-    QColor comm_lane;       // comm lane background (an empty comm lane is not idleness)
-    QColor forward;         // teal (Okabe-Ito bluish green)
-    QColor backward;        // pink (Okabe-Ito reddish purple)
-    QColor optimizer;       // orange
-    QColor reduce_scatter;  // vermillion
-    QColor all_gather;      // blue
-    QColor p2p;             // send / recv: sky blue
-    QColor broadcast;       // yellow
-    QColor copy;            // staging copies: neutral slate
-    QColor oom;             // the out-of-memory marker
-    QColor flow;            // send -> recv arrows
-    QColor cursor;          // playback cursor
-    QColor highlight;       // hovered / selected event outline
+    QColor muted;            // secondary text, ruler
+    QColor grid;             // ruler ticks, step separators
+    QColor idle;             // compute lane with nothing running: idle, bubble, waits
+    QColor comm_lane;        // comm lane background (an empty comm lane is not idleness)
+    QColor forward;          // teal (Okabe-Ito bluish green)
+    QColor backward;         // pink (Okabe-Ito reddish purple)
+    QColor backward_weight;  // W of a zero-bubble schedule: indigo (Tol)
+    QColor recompute;        // activation recomputation: olive (Tol)
+    QColor optimizer;        // orange
+    QColor reduce_scatter;   // vermillion
+    QColor all_gather;       // blue
+    QColor p2p;              // send / recv: sky blue
+    QColor broadcast;        // yellow
+    QColor copy;             // staging copies: neutral slate
+    QColor oom;              // the out-of-memory marker
+    QColor flow;             // send -> recv arrows
+    QColor cursor;           // playback cursor
+    QColor highlight;        // hovered / selected event outline
 
     QColor color_of(const pd::TraceEvent& e) const;
     QColor color_of(pd::EventKind kind, pd::CollectivePhase phase) const;

@@ -12,7 +12,13 @@
 namespace pd {
 
 enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid };
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+// zb_h1 and zb_v split each backward into B (input gradient) and W (weight gradient), as
+// Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024) do.
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
+// Activation recomputation: none keeps every activation for backward; selective keeps the
+// matrix products' outputs and recomputes the element-wise GELU; full keeps each unit's input
+// and re-runs its forward inside the backward.
+enum class RecomputeMode { none, selective, full };
 enum class ClockMode { wall, device, automatic };
 enum class OptimizerKind { sgd, adamw };
 enum class BackendKind { cpu, cuda };
@@ -22,12 +28,15 @@ std::string_view name_of(PipelineSchedule s);
 std::string_view name_of(ClockMode c);
 std::string_view name_of(OptimizerKind o);
 std::string_view name_of(BackendKind b);
+std::string_view name_of(RecomputeMode r);
+std::optional<RecomputeMode> recompute_from_name(std::string_view name);
 std::optional<BackendKind> backend_from_name(std::string_view name);
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
 inline constexpr const char* kStrategyNames =
     "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid";
-inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved";
+inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
+inline constexpr const char* kRecomputeNames = "none, selective, full";
 
 // A device mesh: data-parallel replicas x pipeline stages x tensor-parallel shards.
 struct Mesh {
@@ -74,7 +83,7 @@ struct RunConfig {
     // Model parallelism (pipeline, tp, hybrid).
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
     int microbatches = 0;  // 0 = 2 x pipeline stages when pipelined, else 1
-    int chunks = 1;        // interleaved: model chunks per device
+    int chunks = 1;        // interleaved: model chunks per device (zb-v: always 2)
     Mesh mesh;             // hybrid only; other strategies derive theirs (see effective_mesh)
     bool trace_enabled = true;
     // Where the run executes. CUDA: one device per GPU, or several virtual devices sharing
@@ -89,6 +98,7 @@ struct RunConfig {
     // Intra-op threads per device (CPU): 0 = hardware threads / devices, at least 1. The
     // device clock always uses 1 (see resolve_intra_op_threads).
     int threads = 0;
+    RecomputeMode recompute = RecomputeMode::none;
 
     // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
     // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.

@@ -29,6 +29,10 @@ enum class EventKind {
     oom,
     copy,        // parameter/gradient staging on one device
     collective,  // a whole collective in one library call (NCCL): its phases are not visible
+    // Zero-bubble schedules split a backward: `backward` is then B, the input gradient on the
+    // critical path, and this is W, the weight gradient, which may wait to fill a bubble.
+    backward_weight,
+    recompute,  // activation recomputation: a forward re-run inside the backward
 };
 std::string_view name_of(EventKind k);
 bool is_compute(EventKind k);

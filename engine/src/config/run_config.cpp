@@ -19,7 +19,13 @@ constexpr std::pair<StrategyKind, std::string_view> kStrategies[] = {
 constexpr std::pair<PipelineSchedule, std::string_view> kSchedules[] = {
     {PipelineSchedule::gpipe, "gpipe"},
     {PipelineSchedule::one_f_one_b, "1f1b"},
-    {PipelineSchedule::interleaved, "interleaved"}};
+    {PipelineSchedule::interleaved, "interleaved"},
+    {PipelineSchedule::zb_h1, "zb-h1"},
+    {PipelineSchedule::zb_v, "zb-v"}};
+constexpr std::pair<RecomputeMode, std::string_view> kRecomputeModes[] = {
+    {RecomputeMode::none, "none"},
+    {RecomputeMode::selective, "selective"},
+    {RecomputeMode::full, "full"}};
 }  // namespace
 
 std::string_view name_of(StrategyKind s) {
@@ -32,6 +38,18 @@ std::string_view name_of(PipelineSchedule s) {
     for (const auto& [kind, name] : kSchedules)
         if (kind == s) return name;
     return "?";
+}
+
+std::string_view name_of(RecomputeMode r) {
+    for (const auto& [kind, name] : kRecomputeModes)
+        if (kind == r) return name;
+    return "?";
+}
+
+std::optional<RecomputeMode> recompute_from_name(std::string_view name) {
+    for (const auto& [kind, n] : kRecomputeModes)
+        if (n == name) return kind;
+    return std::nullopt;
 }
 
 std::optional<StrategyKind> strategy_from_name(std::string_view name) {
@@ -114,6 +132,7 @@ int RunConfig::effective_microbatches() const {
 }
 
 int RunConfig::effective_chunks() const {
+    if (schedule == PipelineSchedule::zb_v) return 2;  // the V: down the stages and back
     return schedule == PipelineSchedule::interleaved ? chunks : 1;
 }
 

@@ -158,6 +158,14 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.collective_timeout_s = r.number();
         else if (key == "threads")
             c.threads = r.integer();
+        else if (key == "recompute") {
+            const std::string name = r.text();
+            const auto mode = recompute_from_name(name);
+            if (!mode)
+                r.fail("unknown recompute mode '" + name + "' (available: " + kRecomputeNames +
+                       ")");
+            c.recompute = *mode;
+        }
         else if (key == "backend") {
             const std::string name = r.text();
             const auto kind = backend_from_name(name);
@@ -174,7 +182,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                "link_latency_us, link_gbps, timeout_s, threads, schedule, microbatches, "
+                "link_latency_us, link_gbps, timeout_s, threads, recompute, schedule, microbatches, "
                 "chunks, dp, pp, tp, backend, tf32, native_collectives, expect)");
     }
 }
@@ -206,6 +214,7 @@ std::string scenario_json(const RunConfig& c) {
     if (c.tf32) j["tf32"] = true;
     if (c.native_collectives) j["native_collectives"] = true;
     if (c.threads > 0) j["threads"] = c.threads;
+    if (c.recompute != RecomputeMode::none) j["recompute"] = std::string(name_of(c.recompute));
     // Only the keys this strategy reads (the others are errors in a scenario).
     if (c.strategy == StrategyKind::dp) {
         j["bucket_bytes"] = c.bucket_bytes;

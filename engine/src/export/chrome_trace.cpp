@@ -60,7 +60,7 @@ std::string chrome_trace_json(const Trace& trace) {
     for (const auto& e : trace.events) {
         const int tid = static_cast<int>(e.stream);
         std::string name = e.label.empty() ? std::string(name_of(e.kind)) : e.label;
-        if (e.microbatch >= 0 && (e.kind == EventKind::forward || e.kind == EventKind::backward))
+        if (e.microbatch >= 0 && is_compute(e.kind) && e.kind != EventKind::optimizer)
             name += " mb" + std::to_string(e.microbatch);
         if (e.step_index >= 0) name += " #" + std::to_string(e.step_index);
         if (e.kind == EventKind::oom) {

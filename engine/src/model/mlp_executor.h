@@ -4,6 +4,12 @@
 // A block runs in two phases so tensor parallelism can all-reduce in between: phase a ends
 // with this shard's partial output (forward) or partial input gradient (backward); phase b
 // finishes with the reduced sum. Without tensor parallelism the sum is the partial itself.
+//
+// Zero-bubble schedules split a backward further: backward_input_a/_b compute only the input
+// gradient (B) and keep what the weight gradient needs; backward_weight (W) computes it later.
+// Activation recomputation (RecomputeMode) drops activations after a block's forward and
+// `recompute` rebuilds them just before that block's backward, with the same kernels on the
+// same inputs, so every number is bit-for-bit what it is without recomputation.
 #pragma once
 
 #include <vector>
@@ -12,6 +18,7 @@
 #include "model/shard_layout.h"
 #include "pd/device.h"
 #include "pd/model.h"
+#include "pd/run_config.h"
 
 namespace pd {
 
@@ -21,12 +28,14 @@ struct SavedUnit {
     Buffer pre;    // block: pre-GELU [rows, 4h/tp]; head: dlogits [rows, classes]
     Buffer post;   // block: post-GELU [rows, 4h/tp]
     Buffer dout;   // block, between backward phases: the output gradient (the residual's)
+    Buffer dpre;   // split backward, block: the pre-GELU gradient W needs
     int rows = 0;
 };
 
 class MlpExecutor {
   public:
-    MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory);
+    MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
+                RecomputeMode recompute = RecomputeMode::none);
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
     bool is_head(int unit) const { return unit == units_ - 1; }
@@ -43,6 +52,20 @@ class MlpExecutor {
     Buffer backward_a(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
     Buffer backward_b(int unit, Buffer reduced, SavedUnit& saved);
 
+    // Split backward. B, phase a: the (partial, for a block) input gradient only; nothing for
+    // unit 0. Phase b as backward_b, but what W needs stays in `saved`.
+    Buffer backward_input_a(int unit, const float* params, Buffer dout, SavedUnit& saved);
+    Buffer backward_input_b(int unit, Buffer reduced, SavedUnit& saved);
+    // W: accumulates the unit's parameter gradients and frees what forward and B kept.
+    void backward_weight(int unit, float* grads, SavedUnit& saved);
+
+    // Whether this unit's backward must first rebuild activations forward dropped, and the
+    // rebuild (a block's GELU under selective; its first product and GELU under full).
+    bool needs_recompute(int unit) const {
+        return recompute_ != RecomputeMode::none && is_block(unit);
+    }
+    void recompute(int unit, const float* params, SavedUnit& saved);
+
     // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                    const int* labels, float grad_scale, double* loss_sum);
@@ -57,6 +80,7 @@ class MlpExecutor {
     MemoryTracker& memory_;
     DeviceOps& ops_;
     int units_;
+    RecomputeMode recompute_;
 };
 
 }  // namespace pd

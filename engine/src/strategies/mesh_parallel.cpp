@@ -17,7 +17,7 @@ struct MeshParallel::Chunk {
 struct MeshParallel::Rank {
     Device* device = nullptr;
     DeviceMesh::Coord coord;
-    std::vector<Chunk> chunks;  // local chunk j is global chunk j * pp + stage
+    std::vector<Chunk> chunks;  // local chunk j is global_chunk(schedule, j, stage, pp)
     DeviceScalar loss;          // the step's summed loss, on the device
 };
 
@@ -55,13 +55,13 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
         rank->loss = DeviceScalar(device->ops());
         for (int j = 0; j < v_; ++j) {
             Chunk chunk;
-            chunk.global = j * pp_ + rank->coord.pp;
+            chunk.global = global_chunk(env.config.schedule, j, rank->coord.pp, pp_);
             const int first = bounds_[static_cast<std::size_t>(chunk.global)];
             const int last = bounds_[static_cast<std::size_t>(chunk.global) + 1];
             chunk.layout = std::make_unique<ShardLayout>(env.shape, env.layout, first, last,
                                                          rank->coord.tp, tp_);
-            chunk.executor =
-                std::make_unique<MlpExecutor>(env.shape, *chunk.layout, device->memory());
+            chunk.executor = std::make_unique<MlpExecutor>(env.shape, *chunk.layout,
+                                                           device->memory(), env.config.recompute);
             chunk.saved.resize(static_cast<std::size_t>(m_));
             for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
             chunk.carry.resize(static_cast<std::size_t>(m_));
@@ -104,11 +104,18 @@ void MeshParallel::on_comm_between(Rank& rank, int step, std::function<void()> b
     compute.wait(comm.record(), step);
 }
 
-void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward) {
+MeshParallel::Chunk* MeshParallel::local_chunk(Rank& rank, int global) {
+    for (Chunk& c : rank.chunks)
+        if (c.global == global) return &c;
+    return nullptr;
+}
+
+void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPhase phase) {
     Device& dev = *rank.device;
     Communicator& tp = mesh_->tp_group(dev.id());
     Chunk* c = &chunk;
     const int mb = ev.microbatch, step = ev.step, unit = ev.layer;
+    const bool forward = phase == TpPhase::forward;
     const std::string label = std::string(forward ? "tp forward block " : "tp backward block ") +
                               std::to_string(unit - 1);
     on_comm_between(rank, step, [c, &dev, &tp, mb, step, label] {
@@ -116,14 +123,22 @@ void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool 
         tp.all_reduce(dev.id(), carry.data(), carry.size(), step, label);
     });
     ev.label = "block (after all-reduce)";
-    dev.compute().launch(ev, [c, mb, unit, forward] {
+    dev.compute().launch(ev, [c, mb, unit, phase] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
         SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)]
                                    [static_cast<std::size_t>(unit - c->layout->unit_begin())];
-        carry = forward
-                    ? c->executor->forward_b(unit, c->params.data() + c->layout->unit_offset(unit),
-                                             std::move(carry), saved)
-                    : c->executor->backward_b(unit, std::move(carry), saved);
+        switch (phase) {
+            case TpPhase::forward:
+                carry = c->executor->forward_b(
+                    unit, c->params.data() + c->layout->unit_offset(unit), std::move(carry), saved);
+                break;
+            case TpPhase::backward:
+                carry = c->executor->backward_b(unit, std::move(carry), saved);
+                break;
+            case TpPhase::input_grad:
+                carry = c->executor->backward_input_b(unit, std::move(carry), saved);
+                break;
+        }
     });
 }
 
@@ -133,7 +148,8 @@ void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, i
                                    bool activations) {
     Device& dev = *rank.device;
     Communicator& pp = mesh_->pp_group(dev.id());
-    const int from = mesh_->device({rank.coord.dp, from_chunk % pp_, rank.coord.tp});
+    const int from = mesh_->device(
+        {rank.coord.dp, stage_of_chunk(env_.config.schedule, from_chunk, pp_), rank.coord.tp});
     const std::size_t count =
         static_cast<std::size_t>(rows_per_mb_) * static_cast<std::size_t>(env_.shape.width);
     Chunk* c = &chunk;
@@ -154,7 +170,8 @@ void MeshParallel::enqueue_send(Rank& rank, Chunk& chunk, int step, int mb, int 
                                 bool activations) {
     Device& dev = *rank.device;
     Communicator& pp = mesh_->pp_group(dev.id());
-    const int to = mesh_->device({rank.coord.dp, to_chunk % pp_, rank.coord.tp});
+    const int to = mesh_->device(
+        {rank.coord.dp, stage_of_chunk(env_.config.schedule, to_chunk, pp_), rank.coord.tp});
     Chunk* c = &chunk;
     dev.comm().wait(dev.compute().record(), step);
     dev.comm().enqueue([c, &dev, &pp, to, to_chunk, step, mb, activations] {
@@ -177,7 +194,9 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     std::shared_ptr<const HostBatch> batch;
     if (first == 0 || last == env_.layout.units) batch = env_.load_batch(step, sample0, rows);
 
-    if (chunk.global > 0)  // the previous chunk's output arrives on the comm stream
+    // The previous chunk's output arrives on the comm stream, unless this device holds that
+    // chunk too (ZB-V's turn), which handed it over already.
+    if (chunk.global > 0 && !local_chunk(rank, chunk.global - 1))
         enqueue_receive(rank, chunk, step, mb, chunk.global - 1, true);
     for (int unit = first; unit < last; ++unit) {
         const TraceEvent ev =
@@ -198,40 +217,89 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
             if (!sharded) carry = c->executor->forward_b(unit, p, std::move(carry), saved);
         });
         // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.
-        if (sharded) enqueue_tp_sum(rank, chunk, ev, true);
+        if (sharded) enqueue_tp_sum(rank, chunk, ev, TpPhase::forward);
     }
-    if (chunk.global < pp_ * v_ - 1)  // hand the output to the next chunk
-        enqueue_send(rank, chunk, step, mb, chunk.global + 1, true);
+    if (chunk.global < pp_ * v_ - 1) {  // hand the output to the next chunk
+        if (Chunk* next = local_chunk(rank, chunk.global + 1))
+            dev.compute().enqueue([c, next, mb] {
+                next->carry[static_cast<std::size_t>(mb)] =
+                    std::move(c->carry[static_cast<std::size_t>(mb)]);
+            });
+        else
+            enqueue_send(rank, chunk, step, mb, chunk.global + 1, true);
+    }
 }
 
-void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb) {
+void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb, PipelinePass pass) {
     Device& dev = *rank.device;
     const int first = chunk.layout->unit_begin();
     const int last = chunk.layout->unit_end();
     const int stage = rank.coord.pp;
+    const bool input_only = pass == PipelinePass::input_grad;
     Chunk* c = &chunk;
 
-    if (chunk.global < pp_ * v_ - 1)  // the next chunk's input gradient arrives
+    // The next chunk's input gradient arrives (or was handed over on this device).
+    if (chunk.global < pp_ * v_ - 1 && !local_chunk(rank, chunk.global + 1))
         enqueue_receive(rank, chunk, step, mb, chunk.global + 1, false);
     for (int unit = last - 1; unit >= first; --unit) {
-        const TraceEvent ev =
-            unit_event(EventKind::backward, unit, env_.layout.units, step, mb, stage);
         const bool head = unit == env_.layout.units - 1;
         const bool sharded = tp_ > 1 && unit > 0 && !head;
-        dev.compute().launch(ev, [c, unit, first, mb, sharded] {
+        if (c->executor->needs_recompute(unit)) {
+            // Its own event: the forward work recomputation adds to every backward.
+            dev.compute().launch(
+                unit_event(EventKind::recompute, unit, env_.layout.units, step, mb, stage),
+                [c, unit, first, mb] {
+                    c->executor->recompute(unit, c->params.data() + c->layout->unit_offset(unit),
+                                           c->saved[static_cast<std::size_t>(mb)]
+                                                   [static_cast<std::size_t>(unit - first)]);
+                });
+        }
+        TraceEvent ev = unit_event(EventKind::backward, unit, env_.layout.units, step, mb, stage);
+        if (input_only) ev.label += " (B: input gradient)";
+        dev.compute().launch(ev, [c, unit, first, mb, sharded, input_only] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
             SavedUnit& saved =
                 c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
             const std::size_t off = c->layout->unit_offset(unit);
+            if (input_only) {
+                carry = c->executor->backward_input_a(unit, c->params.data() + off,
+                                                      std::move(carry), saved);
+                if (!sharded) carry = c->executor->backward_input_b(unit, std::move(carry), saved);
+                return;
+            }
             carry = c->executor->backward_a(unit, c->params.data() + off, c->grads.data() + off,
                                             std::move(carry), saved);
             if (!sharded) carry = c->executor->backward_b(unit, std::move(carry), saved);
         });
         // Megatron's f in backward: sum the column-parallel input gradients.
-        if (sharded) enqueue_tp_sum(rank, chunk, ev, false);
+        if (sharded)
+            enqueue_tp_sum(rank, chunk, ev, input_only ? TpPhase::input_grad : TpPhase::backward);
     }
-    if (chunk.global > 0)  // the input gradient goes back to the previous chunk
-        enqueue_send(rank, chunk, step, mb, chunk.global - 1, false);
+    if (chunk.global > 0) {  // the input gradient goes back to the previous chunk
+        if (Chunk* previous = local_chunk(rank, chunk.global - 1))
+            dev.compute().enqueue([c, previous, mb] {
+                previous->carry[static_cast<std::size_t>(mb)] =
+                    std::move(c->carry[static_cast<std::size_t>(mb)]);
+            });
+        else
+            enqueue_send(rank, chunk, step, mb, chunk.global - 1, false);
+    }
+}
+
+void MeshParallel::enqueue_weight_grad(Rank& rank, Chunk& chunk, int step, int mb) {
+    Device& dev = *rank.device;
+    const int first = chunk.layout->unit_begin();
+    Chunk* c = &chunk;
+    for (int unit = chunk.layout->unit_end() - 1; unit >= first; --unit) {
+        dev.compute().launch(
+            unit_event(EventKind::backward_weight, unit, env_.layout.units, step, mb,
+                       rank.coord.pp),
+            [c, unit, first, mb] {
+                c->executor->backward_weight(
+                    unit, c->grads.data() + c->layout->unit_offset(unit),
+                    c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)]);
+            });
+    }
 }
 
 void MeshParallel::enqueue_step(int step) {
@@ -245,10 +313,12 @@ void MeshParallel::enqueue_step(int step) {
         for (const PipelineOp& op :
              pipeline_ops(env_.config.schedule, rank.coord.pp, pp_, m_, v_)) {
             Chunk& chunk = rank.chunks[static_cast<std::size_t>(op.chunk)];
-            if (op.forward)
+            if (op.pass == PipelinePass::forward)
                 enqueue_forward(rank, chunk, step, op.microbatch);
+            else if (op.pass == PipelinePass::weight_grad)
+                enqueue_weight_grad(rank, chunk, step, op.microbatch);
             else
-                enqueue_backward(rank, chunk, step, op.microbatch);
+                enqueue_backward(rank, chunk, step, op.microbatch, op.pass);
         }
         if (dp_ > 1) {
             // Replicas agree on the summed gradient of the whole global batch.

@@ -32,7 +32,11 @@ class MeshParallel : public Strategy {
     struct Chunk;
     struct Rank;
     void enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb);
-    void enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb);
+    // `pass`: the whole backward, or (zero-bubble schedules) B or W alone.
+    void enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb, PipelinePass pass);
+    void enqueue_weight_grad(Rank& rank, Chunk& chunk, int step, int mb);
+    // The chunk `global` of this rank's pipeline row, when this rank holds it (ZB-V's turn).
+    Chunk* local_chunk(Rank& rank, int global);
     // Point to point between neighbouring chunks on the comm stream; compute waits for a
     // receive, a send waits for compute.
     void enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, int from_chunk,
@@ -40,7 +44,8 @@ class MeshParallel : public Strategy {
     void enqueue_send(Rank& rank, Chunk& chunk, int step, int mb, int to_chunk, bool activations);
     // Tensor parallelism between a block's two phases: all-reduce the partial result over
     // the tp group on the comm stream, then finish the block on the compute stream.
-    void enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward);
+    enum class TpPhase { forward, backward, input_grad };
+    void enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPhase phase);
     // Runs `body` on the comm stream after the compute stream's work so far, and makes later
     // compute work wait for it.
     void on_comm_between(Rank& rank, int step, std::function<void()> body);

@@ -6,7 +6,7 @@ Replica::Replica(RunEnvironment& env, Device& device)
     : env_(env),
       device_(device),
       layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
-      executor_(env.shape, layout_, device.memory()),
+      executor_(env.shape, layout_, device.memory(), env.config.recompute),
       loss_(device.ops()) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
 }
@@ -52,6 +52,11 @@ void Replica::enqueue_forward_backward(int step, int first, int rows,
         });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
+        if (executor_.needs_recompute(unit))
+            compute.launch(unit_event(EventKind::recompute, unit, units, step, 0), [this, unit] {
+                executor_.recompute(unit, params_.data() + env_.layout.unit_begin(unit),
+                                    saved_[static_cast<std::size_t>(unit)]);
+            });
         compute.launch(unit_event(EventKind::backward, unit, units, step, 0), [this, unit] {
             const std::size_t begin = env_.layout.unit_begin(unit);
             activation_ =

@@ -50,8 +50,8 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
         } else {
             rank->layout =
                 std::make_unique<ShardLayout>(env.shape, env.layout, 0, env.layout.units, 0, 1);
-            rank->executor =
-                std::make_unique<MlpExecutor>(env.shape, *rank->layout, rank->device->memory());
+            rank->executor = std::make_unique<MlpExecutor>(
+                env.shape, *rank->layout, rank->device->memory(), env.config.recompute);
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
             rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
             rank->saved.resize(static_cast<std::size_t>(env.layout.units));
@@ -225,6 +225,11 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
     EventPtr gathered = gather(units - 1, "backward");
     for (int u = units - 1; u >= 0; --u) {
         dev.compute().wait(gathered, step);
+        if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
+            dev.compute().launch(unit_event(EventKind::recompute, u, units, step, 0), [&rank, u] {
+                rank.executor->recompute(u, rank.gathered[static_cast<std::size_t>(u)].data(),
+                                         rank.saved[static_cast<std::size_t>(u)]);
+            });
         dev.compute().launch(unit_event(EventKind::backward, u, units, step, 0), [&rank, &mem, u] {
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];

@@ -191,11 +191,11 @@ class Replay {
         int last_comm = -1, last_compute = -1;
         for (const PipelineOp& op : pipeline_ops(config.schedule, stage, p_, m_, v_)) {
             const int g = op.chunk * p_ + stage;
-            const bool receives = op.forward ? g > 0 : g < p_ * v_ - 1;
-            const bool sends = op.forward ? g < p_ * v_ - 1 : g > 0;
+            const bool receives = op.forward() ? g > 0 : g < p_ * v_ - 1;
+            const bool sends = op.forward() ? g < p_ * v_ - 1 : g > 0;
             if (receives)
                 last_comm = add(make_task(TaskKind::recv, d, StreamKind::comm, g, op.microbatch));
-            Task work = make_task(op.forward ? TaskKind::forward : TaskKind::backward, d,
+            Task work = make_task(op.forward() ? TaskKind::forward : TaskKind::backward, d,
                                   StreamKind::compute, g, op.microbatch);
             work.after = receives ? last_comm : -1;
             last_compute = add(std::move(work));
@@ -497,6 +497,10 @@ std::optional<BubblePrediction> predict_bubble(const Trace& trace, const RunConf
                                                StepRange steps, double theoretical) {
     const Mesh mesh = config.effective_mesh();
     if (steps.empty() || mesh.pp < 2 || trace.devices != mesh.size()) return std::nullopt;
+    // The replay models whole backwards without recomputation; split (B/W) or recomputed
+    // backwards are not predicted rather than predicted wrongly.
+    if (splits_backward(config.schedule) || config.recompute != RecomputeMode::none)
+        return std::nullopt;
     // Each step replayed with its own times, then the median step, as the measured bubble is
     // the median of the steps' bubbles: a step slowed by the machine slows both alike.
     using Levels = std::array<double, level_count + 1>;  // bubbles per level, then makespan

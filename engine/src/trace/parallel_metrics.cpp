@@ -23,7 +23,12 @@ BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config, StepRa
     b.microbatches = config.effective_microbatches();
     b.chunks = mesh.pp > 1 ? config.effective_chunks() : 1;
     const double p = b.stages, m = b.microbatches, v = b.chunks;
-    b.theoretical = (p - 1) / (v * m + p - 1);
+    // The textbook figure: (p-1)/(v m + p-1) for GPipe, 1F1B and interleaved; for the
+    // zero-bubble schedules their own order replayed with equal F, B and W times (ZB-H1's is
+    // then the paper's (p-1)(F+B-W) over the step, (p-1)/(3m+p-1)).
+    b.theoretical = splits_backward(config.schedule) && b.stages > 1
+                        ? unit_time_bubble(config.schedule, b.stages, b.microbatches, b.chunks)
+                        : (p - 1) / (v * m + p - 1);
     // Per step: the span of its work, and every device's busy compute inside it.
     std::map<int, std::pair<std::int64_t, std::int64_t>> spans;
     std::map<int, std::int64_t> busy;
@@ -80,7 +85,8 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
             auto it = alive.find(key);
             if (e.kind == EventKind::forward) {
                 if (it == alive.end()) alive[key] = {e.start_ns, e.end_ns};
-            } else if (e.kind == EventKind::backward && it != alive.end()) {
+            } else if ((e.kind == EventKind::backward || e.kind == EventKind::backward_weight) &&
+                       it != alive.end()) {
                 it->second.second = std::max(it->second.second, e.end_ns);
             }
         }
@@ -179,8 +185,8 @@ std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
     const std::vector<int> cuts = balanced_partition(weights, mesh.pp * v);
     std::vector<StageBoundary> out;
     for (int c = 0; c < mesh.pp * v; ++c)
-        out.push_back({c, c % mesh.pp, cuts[static_cast<std::size_t>(c)],
-                       cuts[static_cast<std::size_t>(c) + 1]});
+        out.push_back({c, stage_of_chunk(config.schedule, c, mesh.pp),
+                       cuts[static_cast<std::size_t>(c)], cuts[static_cast<std::size_t>(c) + 1]});
     return out;
 }
 

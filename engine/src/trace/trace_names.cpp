@@ -28,12 +28,17 @@ std::string_view name_of(EventKind k) {
             return "copy";
         case EventKind::collective:
             return "collective";
+        case EventKind::backward_weight:
+            return "backward_weight";
+        case EventKind::recompute:
+            return "recompute";
     }
     return "?";
 }
 
 bool is_compute(EventKind k) {
-    return k == EventKind::forward || k == EventKind::backward || k == EventKind::optimizer;
+    return k == EventKind::forward || k == EventKind::backward || k == EventKind::optimizer ||
+           k == EventKind::backward_weight || k == EventKind::recompute;
 }
 
 bool is_communication(EventKind k) {
