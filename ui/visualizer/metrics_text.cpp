@@ -167,7 +167,9 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
              QStringLiteral("Measured 1 − Σbusy/(p·T), median over the figure steps; predicted: "
                             "the schedule replayed with this run's own forward, backward, "
                             "transfer and optimizer times, its critical path as T; theoretical "
-                            "(p−1)/(m+p−1), interleaved (p−1)/(v·m+p−1)")});
+                            "(p−1)/(m+p−1), interleaved (p−1)/(v·m+p−1), zero-bubble: the "
+                            "schedule's own order replayed with equal F, B and W times (ZB-H1: "
+                            "(p−1)/(3m+p−1))")});
         if (b.predicted) {
             const QString causes = bubble_causes_text(b.predicted->causes);
             out.push_back(

@@ -71,7 +71,15 @@ QStringList clock_pieces(const TimelineData& data) {
 // times 30%", "theoretical 27% = (p−1)/(m+p−1) ...": the three figures the metrics panel explains.
 QStringList bubble_pieces(const pd::BubbleMetrics& b, const pd::StepRange& steps) {
     const QString formula =
-        b.chunks > 1
+        b.schedule == pd::PipelineSchedule::zb_h1
+            ? QStringLiteral("(p−1)/(3m+p−1), ZB-H1 with equal F, B, W, p=%1, m=%2")
+                  .arg(b.stages)
+                  .arg(b.microbatches)
+        : b.schedule == pd::PipelineSchedule::zb_v
+            ? QStringLiteral("ZB-V's order with equal F, B, W, p=%1, m=%2")
+                  .arg(b.stages)
+                  .arg(b.microbatches)
+        : b.chunks > 1
             ? QStringLiteral("(p−1)/(v·m+p−1) with p=%1, m=%2, v=%3")
                   .arg(b.stages)
                   .arg(b.microbatches)

@@ -101,6 +101,7 @@ struct BubbleMetrics {
     double theoretical = 0.0;
     // Absent when the trace does not hold the schedule's every task (tracing off, a failed run).
     std::optional<BubblePrediction> predicted;
+    PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  // which textbook figure
 };
 
 // Per device (one pipeline stage of one replica): activation memory at its peak.

@@ -22,6 +22,7 @@ BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config, StepRa
     b.stages = mesh.pp;
     b.microbatches = config.effective_microbatches();
     b.chunks = mesh.pp > 1 ? config.effective_chunks() : 1;
+    b.schedule = config.schedule;
     const double p = b.stages, m = b.microbatches, v = b.chunks;
     // The textbook figure: (p-1)/(v m + p-1) for GPipe, 1F1B and interleaved; for the
     // zero-bubble schedules their own order replayed with equal F, B and W times (ZB-H1's is
