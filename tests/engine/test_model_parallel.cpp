@@ -168,9 +168,10 @@ class TestModelParallel : public QObject {
                 peak = std::max(peak, in_flight);
             }
             QCOMPARE(int(state.size()), m * v);
-            // ZB-H1 holds at most p micro-batches (1F1B's first stage); ZB-V 2p half-size chunks.
-            QVERIFY(peak <= (v == 2 ? 2 * p + p : p));
-            if (v == 1) QVERIFY(peak <= p);
+            // ZB-H1 holds at most p micro-batches (1F1B's first stage); ZB-V at most 2p
+            // half-size chunks, the same bytes.
+            QVERIFY2(peak <= v * p,
+                     qPrintable(QStringLiteral("stage %1 holds %2").arg(stage).arg(peak)));
         }
     }
 

@@ -100,6 +100,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     schedule_->addItem(tr("GPipe"), QStringLiteral("gpipe"));
     schedule_->addItem(tr("1F1B"), QStringLiteral("1f1b"));
     schedule_->addItem(tr("Interleaved 1F1B"), QStringLiteral("interleaved"));
+    schedule_->addItem(tr("Zero bubble ZB-H1"), QStringLiteral("zb-h1"));
+    schedule_->addItem(tr("Zero bubble ZB-V"), QStringLiteral("zb-v"));
     microbatches_ = spin(this, 1, 64);
     chunks_ = spin(this, 1, 8);
     dp_ = spin(this, 1, 16);

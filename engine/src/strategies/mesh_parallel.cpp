@@ -47,6 +47,7 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
     for (int u = 0; u < env.layout.units; ++u)
         weights.push_back(env.layout.unit_end(u) - env.layout.unit_begin(u));
     bounds_ = balanced_partition(weights, pp_ * v_);
+    program_ = pipeline_program(env.config.schedule, pp_, m_, v_);
 
     for (Device* device : devices) {
         auto rank = std::make_unique<Rank>();
@@ -310,8 +311,7 @@ void MeshParallel::enqueue_step(int step) {
             rank.loss.zero();
             for (Chunk& c : rank.chunks) dev.ops().fill_zero(c.grads.data(), c.grads.size());
         });
-        for (const PipelineOp& op :
-             pipeline_ops(env_.config.schedule, rank.coord.pp, pp_, m_, v_)) {
+        for (const PipelineOp& op : program_[static_cast<std::size_t>(rank.coord.pp)]) {
             Chunk& chunk = rank.chunks[static_cast<std::size_t>(op.chunk)];
             if (op.pass == PipelinePass::forward)
                 enqueue_forward(rank, chunk, step, op.microbatch);

@@ -54,6 +54,7 @@ class MeshParallel : public Strategy {
     std::unique_ptr<DeviceMesh> mesh_;
     int pp_, tp_, dp_, v_, m_, rows_per_mb_;
     std::vector<int> bounds_;
+    std::vector<std::vector<PipelineOp>> program_;  // each stage's ops, the same every step
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
 

@@ -48,9 +48,9 @@ std::vector<PipelineOp> zb_h1_ops(int stage, int p, int m) {
 
 // ZB-V: device s holds model chunks s and 2p-1-s. The order is found by list scheduling with
 // one unit of time per F, B and W of a chunk: a free device runs a ready B first (the
-// critical path; earliest micro-batch, then the later chunk), else a ready F (a new
-// micro-batch enters only while the device holds fewer than 2p chunk activations, 1F1B's
-// first-stage peak in half-size chunks), else its oldest pending W.
+// critical path; earliest micro-batch, then the later chunk), else a ready F (while the
+// device holds fewer than 2p chunk activations, 1F1B's first-stage peak in half-size chunks),
+// else its oldest pending W.
 std::vector<std::vector<PipelineOp>> zb_v_ops(int p, int m) {
     const int chunks = 2 * p;
     std::vector<std::vector<PipelineOp>> ops(static_cast<std::size_t>(p));
@@ -94,8 +94,9 @@ std::vector<std::vector<PipelineOp>> zb_v_ops(int p, int m) {
                     const int mb = next_f[static_cast<std::size_t>(g)];
                     if (mb >= m || (g > 0 && !finished(PipelinePass::forward, g - 1, mb, t)))
                         continue;
-                    // Only a new micro-batch is held back: the way back up always proceeds.
-                    if (g < p && in_flight[dev] >= 2 * p) continue;
+                    // At most 2p chunk activations; a new micro-batch (chunk < p) leaves one
+                    // place free, so the way back up through this device can always proceed.
+                    if (in_flight[dev] >= (g < p ? 2 * p - 1 : 2 * p)) continue;
                     if (best_g < 0 || mb < next_f[static_cast<std::size_t>(best_g)] ||
                         (mb == next_f[static_cast<std::size_t>(best_g)] && g > best_g))
                         best_g = g;
@@ -150,7 +151,8 @@ bool splits_backward(PipelineSchedule schedule) {
 std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stage, int p, int m, int v) {
     std::vector<PipelineOp> ops;
     if (schedule == PipelineSchedule::zb_h1) return zb_h1_ops(stage, p, m);
-    if (schedule == PipelineSchedule::zb_v) return zb_v_ops(p, m)[static_cast<std::size_t>(stage)];
+    if (schedule == PipelineSchedule::zb_v)
+        return std::move(zb_v_ops(p, m)[static_cast<std::size_t>(stage)]);
     if (schedule == PipelineSchedule::gpipe) {
         // All forwards of the step, then all backwards.
         for (int mb = 0; mb < m; ++mb) ops.push_back(op_of(PipelinePass::forward, mb));
@@ -183,11 +185,18 @@ std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stage, int p
     return ops;
 }
 
+std::vector<std::vector<PipelineOp>> pipeline_program(PipelineSchedule schedule, int p, int m,
+                                                      int v) {
+    if (schedule == PipelineSchedule::zb_v) return zb_v_ops(p, m);
+    std::vector<std::vector<PipelineOp>> program;
+    for (int s = 0; s < p; ++s) program.push_back(pipeline_ops(schedule, s, p, m, v));
+    return program;
+}
+
 double unit_time_bubble(PipelineSchedule schedule, int p, int m, int v) {
     if (p <= 1) return 0.0;
     const int chunks = p * v;
-    std::vector<std::vector<PipelineOp>> program;
-    for (int s = 0; s < p; ++s) program.push_back(pipeline_ops(schedule, s, p, m, v));
+    const std::vector<std::vector<PipelineOp>> program = pipeline_program(schedule, p, m, v);
     // end[pass][chunk][mb]; a whole backward counts as B for the chunk before it.
     std::map<std::tuple<int, int, int>, double> end;
     auto key = [](PipelinePass pass, int g, int mb) {

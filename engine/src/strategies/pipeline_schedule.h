@@ -36,6 +36,10 @@ bool splits_backward(PipelineSchedule schedule);
 // Ops of `stage` (0..p-1) for m micro-batches and v chunks per stage (v > 1 only for
 // interleaved, which needs m to be a multiple of p).
 std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stage, int p, int m, int v);
+// Every stage's ops at once: ZB-V's order is found for all stages together, so a caller that
+// needs them all (the strategy, once per run) asks for them here.
+std::vector<std::vector<PipelineOp>> pipeline_program(PipelineSchedule schedule, int p, int m,
+                                                      int v);
 
 // A schedule's own bubble when every forward, B and W (or whole backward = 2 forwards) of a
 // chunk takes one unit of time and transfers take none: its `ops` replayed with their
