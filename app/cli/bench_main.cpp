@@ -235,8 +235,9 @@ int bench_pipeline(int steps) {
     std::printf("# %-15s %4s %9s %12s  peak activations per stage\n", "schedule", "m", "measured",
                 "theoretical");
     for (int m : {4, 8, 16, 32}) {
-        for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
-                                          PipelineSchedule::interleaved}) {
+        for (PipelineSchedule schedule :
+             {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved,
+              PipelineSchedule::zb_h1, PipelineSchedule::zb_v}) {
             RunConfig c;
             c.strategy = StrategyKind::pipeline;
             c.devices = 4;
@@ -257,7 +258,8 @@ int bench_pipeline(int steps) {
             }
             const RunMetrics metrics = compute_metrics(result.trace, c);
             std::string label = std::string(name_of(schedule));
-            if (schedule == PipelineSchedule::interleaved) label += " v=2";
+            if (schedule == PipelineSchedule::interleaved || schedule == PipelineSchedule::zb_v)
+                label += " v=2";
             std::printf("  %-15s %4d %9.3f %12.3f ", label.c_str(), m, metrics.bubble->measured,
                         metrics.bubble->theoretical);
             for (const auto& a : metrics.stage_activations)

@@ -1,6 +1,7 @@
 #include "cli_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "pd/error.h"
@@ -19,11 +20,12 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::string scenario;
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
     std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp,
-        threads;
+        threads, accumulate, max_staleness;
     std::optional<std::string> schedule, recompute;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
-    bool no_overlap = false, tf32 = false, native_collectives = false;
+    bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
+         async_updates = false;
     RunRequest req;
 
     app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
@@ -52,6 +54,14 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--recompute", recompute,
                    "Activation recomputation: none | selective (GELU outputs) | full (each "
                    "block's forward re-run in its backward)");
+    app.add_option("--accumulate", accumulate,
+                   "Gradient accumulation: micro-steps per optimizer step (single, dp, zero1-3)");
+    app.add_flag("--reduce-every-microstep", reduce_every,
+                 "dp, zero1-3 with --accumulate: reduce after every micro-step (no no_sync)");
+    app.add_flag("--async", async_updates,
+                 "ps: workers compute on parameters up to --max-staleness versions old");
+    app.add_option("--max-staleness", max_staleness,
+                   "ps --async: how many versions a worker's parameters may lag the server");
     app.add_option("--microbatches", microbatches, "Micro-batches per step (pipeline)");
     app.add_option("--chunks", chunks, "Model chunks per device (interleaved)");
     app.add_option("--dp", dp, "hybrid: data-parallel replicas");
@@ -113,7 +123,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     auto set_int = [&](const std::optional<int>& v, int& field, const char* key) {
         if (!v) return;
         field = *v;
-        src[key] = std::string("--") + key;
+        std::string flag = std::string("--") + key;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        src[key] = flag;
     };
     set_int(devices, c.devices, "devices");
     set_int(layers, c.layers, "layers");
@@ -126,6 +138,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(pp, c.mesh.pp, "pp");
     set_int(tp, c.mesh.tp, "tp");
     set_int(threads, c.threads, "threads");
+    set_int(accumulate, c.accumulate, "accumulate");
+    set_int(max_staleness, c.max_staleness, "max_staleness");
+    if (reduce_every) {
+        c.reduce_every_microstep = true;
+        src["reduce_every_microstep"] = "--reduce-every-microstep";
+    }
+    if (async_updates) {
+        c.async_updates = true;
+        src["async"] = "--async";
+    }
     if (recompute) {
         const auto mode = recompute_from_name(*recompute);
         if (!mode)

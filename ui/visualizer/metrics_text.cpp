@@ -25,6 +25,15 @@ QString run_title(const pd::RunConfig& config) {
     if (pipelined) parts << QStringLiteral("%1 micro-batches").arg(config.effective_microbatches());
     if (config.strategy == pd::StrategyKind::dp && !config.overlap)
         parts << QStringLiteral("no overlap");
+    if (config.accumulate > 1)
+        parts << (config.reduce_every_microstep
+                      ? QStringLiteral("%1 micro-steps, reduced every one")
+                      : QStringLiteral("%1 micro-steps (no_sync)"))
+                     .arg(config.accumulate);
+    if (config.recompute != pd::RecomputeMode::none)
+        parts << QStringLiteral("%1 recompute").arg(qs(pd::name_of(config.recompute)));
+    if (config.strategy == pd::StrategyKind::ps && config.async_updates)
+        parts << QStringLiteral("async, staleness ≤ %1").arg(config.max_staleness);
     return parts.join(QStringLiteral(" · "));
 }
 

@@ -99,6 +99,16 @@ struct RunConfig {
     // device clock always uses 1 (see resolve_intra_op_threads).
     int threads = 0;
     RecomputeMode recompute = RecomputeMode::none;
+    // Gradient accumulation (single, dp, zero1-3): each optimizer step runs `accumulate`
+    // micro-steps of batch / accumulate samples, summing gradients. Like DDP's no_sync, dp and
+    // ZeRO reduce only after the last micro-step unless `reduce_every_microstep`.
+    int accumulate = 1;
+    bool reduce_every_microstep = false;
+    // ps: workers do not wait for the update of the step before: step k's gradients are
+    // computed on the server's parameters of version k - max_staleness (a bounded-staleness
+    // parameter server; 0 is the synchronous one).
+    bool async_updates = false;
+    int max_staleness = 0;
 
     // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
     // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.

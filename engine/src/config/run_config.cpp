@@ -138,6 +138,11 @@ int RunConfig::effective_chunks() const {
 
 namespace {
 
+bool accumulates(StrategyKind s) {
+    return s == StrategyKind::single || s == StrategyKind::dp || s == StrategyKind::zero1 ||
+           s == StrategyKind::zero2 || s == StrategyKind::zero3;
+}
+
 std::string source_of(const ConfigSources& sources, const std::string& key) {
     const auto it = sources.find(key);
     if (it != sources.end()) return it->second;
@@ -157,6 +162,10 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "schedule" || key == "microbatches") return pipelined;
     if (key == "chunks") return pipelined && c.schedule == PipelineSchedule::interleaved;
     if (key == "dp" || key == "pp" || key == "tp") return c.strategy == StrategyKind::hybrid;
+    if (key == "accumulate") return accumulates(c.strategy);
+    if (key == "reduce_every_microstep") return accumulates(c.strategy) && c.strategy != StrategyKind::single;
+    if (key == "async") return c.strategy == StrategyKind::ps;
+    if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     return true;
 }
 
@@ -166,6 +175,10 @@ std::string where_setting_applies(std::string_view key) {
         return "strategy 'pipeline' (or 'hybrid' with pp > 1)";
     if (key == "chunks") return "the interleaved schedule";
     if (key == "dp" || key == "pp" || key == "tp") return "strategy 'hybrid'";
+    if (key == "accumulate") return "strategies single, dp, zero1, zero2 and zero3";
+    if (key == "reduce_every_microstep") return "strategies dp, zero1, zero2 and zero3";
+    if (key == "async") return "strategy 'ps'";
+    if (key == "max_staleness") return "strategy 'ps' with async";
     return "every strategy";
 }
 
@@ -228,6 +241,17 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("microbatches", "each replica's batch of " + std::to_string(c.batch / replicas) +
                                  " samples does not split into " + std::to_string(m) +
                                  " equal micro-batches");
+    constexpr int kMaxAccumulate = 256;
+    if (c.accumulate < 1 || c.accumulate > kMaxAccumulate)
+        fail("accumulate", "must be between 1 and " + std::to_string(kMaxAccumulate) + " (got " +
+                               std::to_string(c.accumulate) + ")");
+    if ((c.batch / replicas) % c.accumulate != 0)
+        fail("accumulate", "each replica's batch of " + std::to_string(c.batch / replicas) +
+                               " samples does not split into " + std::to_string(c.accumulate) +
+                               " equal micro-steps");
+    if (c.max_staleness < 0 || c.max_staleness > 1000)
+        fail("max_staleness",
+             "must be between 0 and 1000 versions (got " + std::to_string(c.max_staleness) + ")");
     if (mesh.tp > 1 && (4 * c.width) % mesh.tp != 0)
         fail("width", "tensor parallelism over " + std::to_string(mesh.tp) +
                           " devices splits the 4 x width = " + std::to_string(4 * c.width) +
@@ -252,6 +276,12 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
             fail(key, "applies to " + where + " only (this run's strategy is '" +
                           std::string(name_of(c.strategy)) + "')");
     const bool pipelined = setting_applies(c, "microbatches");
+    if (c.reduce_every_microstep && c.accumulate == 1)
+        fail(sources.count("reduce_every_microstep") ? "reduce_every_microstep" : "accumulate",
+             "reducing every micro-step needs accumulate of 2 or more (there is one micro-step)");
+    if (c.async_updates && c.backend != BackendKind::cpu)
+        fail("async", "runs on the CPU backend only (NCCL's send waits for its receive, and an "
+                      "asynchronous server sends versions its workers read later)");
     if (pipelined && c.schedule == PipelineSchedule::interleaved && c.chunks < 2)
         fail("chunks", "the interleaved schedule needs at least 2 model chunks per device (got " +
                            std::to_string(c.chunks) + ")");

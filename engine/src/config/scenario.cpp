@@ -166,6 +166,14 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                        ")");
             c.recompute = *mode;
         }
+        else if (key == "accumulate")
+            c.accumulate = r.integer();
+        else if (key == "reduce_every_microstep")
+            c.reduce_every_microstep = r.boolean();
+        else if (key == "async")
+            c.async_updates = r.boolean();
+        else if (key == "max_staleness")
+            c.max_staleness = r.integer();
         else if (key == "backend") {
             const std::string name = r.text();
             const auto kind = backend_from_name(name);
@@ -182,8 +190,9 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                "link_latency_us, link_gbps, timeout_s, threads, recompute, schedule, microbatches, "
-                "chunks, dp, pp, tp, backend, tf32, native_collectives, expect)");
+                "link_latency_us, link_gbps, timeout_s, threads, recompute, accumulate, "
+                "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
+                "pp, tp, backend, tf32, native_collectives, expect)");
     }
 }
 
@@ -215,6 +224,12 @@ std::string scenario_json(const RunConfig& c) {
     if (c.native_collectives) j["native_collectives"] = true;
     if (c.threads > 0) j["threads"] = c.threads;
     if (c.recompute != RecomputeMode::none) j["recompute"] = std::string(name_of(c.recompute));
+    if (c.accumulate > 1) j["accumulate"] = c.accumulate;
+    if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;
+    if (c.strategy == StrategyKind::ps && c.async_updates) {
+        j["async"] = true;
+        j["max_staleness"] = c.max_staleness;
+    }
     // Only the keys this strategy reads (the others are errors in a scenario).
     if (c.strategy == StrategyKind::dp) {
         j["bucket_bytes"] = c.bucket_bytes;

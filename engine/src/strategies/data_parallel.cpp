@@ -28,7 +28,8 @@ void DataParallel::enqueue_setup() {
 
 void DataParallel::enqueue_step(int step) {
     const int n = static_cast<int>(replicas_.size());
-    const int rows = env_.config.batch / n;
+    const int k = env_.config.accumulate;
+    const int rows = env_.config.batch / (n * k);
     for (int r = 0; r < n; ++r) {
         Replica& replica = *replicas_[static_cast<std::size_t>(r)];
         Device& dev = replica.device();
@@ -38,20 +39,32 @@ void DataParallel::enqueue_step(int step) {
                                   step);
             });
         };
-        std::size_t next_bucket = 0;
-        replica.enqueue_forward_backward(step, r * rows, rows, [&](int unit) {
-            if (!env_.config.overlap) return;
-            // The comm stream waits for exactly the backward that filled this bucket, then
-            // reduces it while the compute stream goes on with earlier layers.
-            while (next_bucket < buckets_.size() &&
-                   buckets_[next_bucket].ready_after_unit == unit) {
+        for (int micro = 0; micro < k; ++micro) {
+            // DDP's no_sync: gradients of the earlier micro-steps stay local and only the last
+            // backward reduces their sum. Reducing every micro-step instead, each replica's
+            // gradients already hold the reduced sum of the earlier ones, the same everywhere:
+            // replica 0 keeps it and the others start again from zero, so the all-reduce adds
+            // it once.
+            const bool reduce = micro == k - 1 || env_.config.reduce_every_microstep;
+            const bool zero_grads = micro == 0 || (env_.config.reduce_every_microstep && r > 0);
+            if (micro > 0 && env_.config.reduce_every_microstep)
+                dev.compute().wait(dev.comm().record(), step);  // the reduced sum is in place
+            std::size_t next_bucket = 0;
+            replica.enqueue_forward_backward(
+                step, micro, (micro * n + r) * rows, rows, zero_grads, [&](int unit) {
+                    if (!reduce || !env_.config.overlap) return;
+                    // The comm stream waits for exactly the backward that filled this bucket,
+                    // then reduces it while the compute stream goes on with earlier layers.
+                    while (next_bucket < buckets_.size() &&
+                           buckets_[next_bucket].ready_after_unit == unit) {
+                        dev.comm().wait(dev.compute().record(), step);
+                        all_reduce_bucket(buckets_[next_bucket++]);
+                    }
+                });
+            if (reduce && !env_.config.overlap) {
                 dev.comm().wait(dev.compute().record(), step);
-                all_reduce_bucket(buckets_[next_bucket++]);
+                for (const auto& b : buckets_) all_reduce_bucket(b);
             }
-        });
-        if (!env_.config.overlap) {
-            dev.comm().wait(dev.compute().record(), step);
-            for (const auto& b : buckets_) all_reduce_bucket(b);
         }
         // The update needs every reduced bucket.
         dev.compute().wait(dev.comm().record(), step);

@@ -54,7 +54,7 @@ void ParameterServer::enqueue_step(int step) {
         Replica& worker = *workers_[static_cast<std::size_t>(w)];
         Device& dev = worker.device();
         std::size_t next_bucket = 0;
-        worker.enqueue_forward_backward(step, w * rows, rows, [&](int unit) {
+        worker.enqueue_forward_backward(step, 0, w * rows, rows, true, [&](int unit) {
             while (next_bucket < buckets_.size() &&
                    buckets_[next_bucket].ready_after_unit == unit) {
                 const GradBucket b = buckets_[next_bucket++];

@@ -17,10 +17,12 @@ class Replica {
     // Compute stream: allocate parameters (initialised when `initialise`, else zero until
     // filled by a broadcast or a pull), gradients and, when `with_optimizer_state`, its state.
     void enqueue_allocate(bool initialise, bool with_optimizer_state);
-    // Compute stream: zero gradients, then forward and backward of `rows` samples starting at
-    // global sample `first`. `after_backward(unit)` is called on the host right after the
+    // Compute stream: forward and backward of `rows` samples starting at global sample `first`
+    // of the step's batch, adding into the gradients (zeroed first when `zero_grads`). `micro`
+    // numbers the micro-steps of one optimizer step (gradient accumulation); the loss sum
+    // restarts at micro-step 0. `after_backward(unit)` is called on the host right after the
     // backward of each unit is enqueued, so a strategy can record an event there.
-    void enqueue_forward_backward(int step, int first, int rows,
+    void enqueue_forward_backward(int step, int micro, int first, int rows, bool zero_grads,
                                   const std::function<void(int unit)>& after_backward);
     void enqueue_optimizer(int step);
 

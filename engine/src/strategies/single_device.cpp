@@ -10,7 +10,11 @@ void SingleDevice::enqueue_setup() {
 }
 
 void SingleDevice::enqueue_step(int step) {
-    replica_.enqueue_forward_backward(step, 0, env_.config.batch, {});
+    // Gradient accumulation: the step's batch in `accumulate` slices, gradients summed.
+    const int k = env_.config.accumulate;
+    const int rows = env_.config.batch / k;
+    for (int micro = 0; micro < k; ++micro)
+        replica_.enqueue_forward_backward(step, micro, micro * rows, rows, micro == 0, {});
     replica_.enqueue_optimizer(step);
 }
 

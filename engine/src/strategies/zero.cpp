@@ -135,31 +135,53 @@ void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
 void Zero::enqueue_step_stage12(Rank& rank, int step) {
     Device& dev = *rank.device;
     Replica& replica = *rank.replica;
-    const int rows = env_.config.batch / n_;
-    std::size_t next = 0;
-    replica.enqueue_forward_backward(step, rank.r * rows, rows, [&](int unit) {
-        while (next < buckets_.size() && buckets_[next].ready_after_unit == unit) {
-            const std::size_t b = next++;
-            dev.comm().wait(dev.compute().record(), step);
-            dev.comm().enqueue([this, &rank, &dev, &replica, b, step] {
-                const GradBucket& bucket = buckets_[b];
-                float* grads = replica.grads().data() + bucket.begin;
-                const std::size_t count = bucket.end - bucket.begin;
-                if (level_ == 1) {
-                    comm_->all_reduce(dev.id(), grads, count, step, "zero1 gradients");
-                    return;
+    const int k = env_.config.accumulate;
+    const bool every = env_.config.reduce_every_microstep;
+    const int rows = env_.config.batch / (n_ * k);
+    for (int micro = 0; micro < k; ++micro) {
+        // no_sync (the default): the full gradients add up locally over the micro-steps and
+        // only the last one reduces, so ZeRO-2 holds the whole gradient until then, as FSDP
+        // does under no_sync. Reducing every micro-step, ZeRO-2 adds each reduced shard into
+        // its own and frees the full gradient every time; ZeRO-1 (an all-reduce) keeps the
+        // reduced sum on rank 0 only so the next all-reduce counts it once (see DataParallel).
+        const bool reduce = micro == k - 1 || every;
+        const bool zero_grads = micro == 0 || (every && (level_ == 2 || rank.r > 0));
+        if (micro > 0 && every) dev.compute().wait(dev.comm().record(), step);
+        std::size_t next = 0;
+        replica.enqueue_forward_backward(
+            step, micro, (micro * n_ + rank.r) * rows, rows, zero_grads, [&](int unit) {
+                if (!reduce) return;
+                while (next < buckets_.size() && buckets_[next].ready_after_unit == unit) {
+                    const std::size_t b = next++;
+                    dev.comm().wait(dev.compute().record(), step);
+                    dev.comm().enqueue([this, &rank, &dev, &replica, b, step, micro, every] {
+                        const GradBucket& bucket = buckets_[b];
+                        float* grads = replica.grads().data() + bucket.begin;
+                        const std::size_t count = bucket.end - bucket.begin;
+                        if (level_ == 1) {
+                            comm_->all_reduce(dev.id(), grads, count, step, "zero1 gradients");
+                            return;
+                        }
+                        comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
+                        const std::size_t begin = own_begin(bucket, rank.r);
+                        float* shard =
+                            rank.shard_grads.data() +
+                            shard_offset_[b * static_cast<std::size_t>(n_) +
+                                          static_cast<std::size_t>(rank.r)];
+                        const std::size_t own = own_end(bucket, rank.r) - begin;
+                        if (micro == 0 || !every)
+                            dev.ops().copy(shard, replica.grads().data() + begin, own);
+                        else
+                            dev.ops().add(shard, replica.grads().data() + begin, own);
+                    });
                 }
-                comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
-                const std::size_t begin = own_begin(bucket, rank.r);
-                dev.ops().copy(
-                    rank.shard_grads.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
-                                                            static_cast<std::size_t>(rank.r)],
-                    replica.grads().data() + begin, own_end(bucket, rank.r) - begin);
             });
+        if (level_ == 2 && reduce) {
+            dev.compute().wait(dev.comm().record(), step);
+            dev.compute().enqueue([&replica] { replica.grads().reset(); });
         }
-    });
+    }
     dev.compute().wait(dev.comm().record(), step);
-    if (level_ == 2) dev.compute().enqueue([&replica] { replica.grads().reset(); });
     enqueue_shard_update(rank, step, level_ == 1);
     // Every device updated its own chunks: gather the rest.
     dev.comm().wait(dev.compute().record(), step);
@@ -174,7 +196,9 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
 void Zero::enqueue_step_stage3(Rank& rank, int step) {
     Device& dev = *rank.device;
     const int units = env_.layout.units;
-    const int rows = env_.config.batch / n_;
+    const int k = env_.config.accumulate;
+    const bool every = env_.config.reduce_every_microstep;
+    const int rows = env_.config.batch / (n_ * k);
     MemoryTracker& mem = dev.memory();
 
     // Materialise one unit's parameters: own chunk from the shard, the rest from the peers.
@@ -197,66 +221,88 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         return dev.comm().record();
     };
 
-    const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, rank.r * rows, rows);
-    std::vector<EventPtr> forward_done(static_cast<std::size_t>(units));
-    for (int u = 0; u < units; ++u) {
-        // Prefetch: unit u's gather may start once unit u-2 is done and freed, so at most
-        // two units are whole at any time.
-        if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
-        dev.compute().wait(gather(u, "forward"), step);
-        dev.compute().launch(unit_event(EventKind::forward, u, units, step, 0),
-                             [this, &rank, u, rows, batch] {
-                                 if (u == 0) {
-                                     rank.loss.zero();
-                                     rank.carry = rank.executor->upload_input(batch->x);
-                                 }
-                                 Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
-                                 rank.carry = rank.executor->forward(
-                                     u, full.data(), std::move(rank.carry), rows,
-                                     rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
-                                     1.0f / static_cast<float>(env_.config.batch), rank.loss.get());
-                                 full.reset();
-                             });
-        forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
-    }
+    // Gradient accumulation re-gathers the parameters in every micro-step (only the shards
+    // persist). Under no_sync each unit's full gradient stays allocated and adds up until the
+    // last micro-step reduce-scatters it, FSDP's no_sync memory cost; reducing every
+    // micro-step adds each reduced shard into the rank's own and frees the full gradient.
+    for (int micro = 0; micro < k; ++micro) {
+        const bool reduce = micro == k - 1 || every;
+        const std::shared_ptr<const HostBatch> batch =
+            env_.load_batch(step, (micro * n_ + rank.r) * rows, rows);
+        std::vector<EventPtr> forward_done(static_cast<std::size_t>(units));
+        for (int u = 0; u < units; ++u) {
+            // Prefetch: unit u's gather may start once unit u-2 is done and freed, so at most
+            // two units are whole at any time.
+            if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
+            dev.compute().wait(gather(u, "forward"), step);
+            dev.compute().launch(
+                unit_event(EventKind::forward, u, units, step, micro),
+                [this, &rank, u, rows, batch, micro] {
+                    if (u == 0) {
+                        if (micro == 0) rank.loss.zero();
+                        rank.carry = rank.executor->upload_input(batch->x);
+                    }
+                    Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+                    rank.carry = rank.executor->forward(
+                        u, full.data(), std::move(rank.carry), rows,
+                        rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
+                        1.0f / static_cast<float>(env_.config.batch), rank.loss.get());
+                    full.reset();
+                });
+            forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
+        }
 
-    // The head's forward copy must be freed before its backward copy lands in the same slot.
-    dev.comm().wait(forward_done.back(), step);
-    EventPtr gathered = gather(units - 1, "backward");
-    for (int u = units - 1; u >= 0; --u) {
-        dev.compute().wait(gathered, step);
-        if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
-            dev.compute().launch(unit_event(EventKind::recompute, u, units, step, 0), [&rank, u] {
-                rank.executor->recompute(u, rank.gathered[static_cast<std::size_t>(u)].data(),
-                                         rank.saved[static_cast<std::size_t>(u)]);
-            });
-        dev.compute().launch(unit_event(EventKind::backward, u, units, step, 0), [&rank, &mem, u] {
-            Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
-            Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
-            grads = Buffer(mem, MemoryCategory::gradients, full.size());
-            rank.carry =
-                rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
-                                        rank.saved[static_cast<std::size_t>(u)]);
-            full.reset();
-        });
-        EventPtr backward_done = dev.compute().record();
-        if (u > 0) gathered = gather(u - 1, "backward");  // prefetch during this backward
-        dev.comm().wait(backward_done, step);
-        dev.comm().enqueue([this, &rank, &dev, u, step] {
-            const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
-            Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
-            comm_->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
-                                  "gradients unit " + std::to_string(u));
-            const std::size_t begin = own_begin(bucket, rank.r);
-            dev.ops().copy(
-                rank.shard_grads.data() +
+        // The head's forward copy must be freed before its backward copy lands in the same
+        // slot.
+        dev.comm().wait(forward_done.back(), step);
+        EventPtr gathered = gather(units - 1, "backward");
+        for (int u = units - 1; u >= 0; --u) {
+            dev.compute().wait(gathered, step);
+            if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
+                dev.compute().launch(unit_event(EventKind::recompute, u, units, step, micro),
+                                     [&rank, u] {
+                                         rank.executor->recompute(
+                                             u, rank.gathered[static_cast<std::size_t>(u)].data(),
+                                             rank.saved[static_cast<std::size_t>(u)]);
+                                     });
+            dev.compute().launch(
+                unit_event(EventKind::backward, u, units, step, micro), [&rank, &mem, u] {
+                    Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+                    Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
+                    if (grads.empty())  // zeroed; kept across micro-steps under no_sync
+                        grads = Buffer(mem, MemoryCategory::gradients, full.size());
+                    rank.carry =
+                        rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
+                                                rank.saved[static_cast<std::size_t>(u)]);
+                    full.reset();
+                });
+            EventPtr backward_done = dev.compute().record();
+            if (u > 0) gathered = gather(u - 1, "backward");  // prefetch during this backward
+            if (!reduce) continue;
+            dev.comm().wait(backward_done, step);
+            dev.comm().enqueue([this, &rank, &dev, u, step, micro, every] {
+                const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
+                Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
+                comm_->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
+                                      "gradients unit " + std::to_string(u));
+                const std::size_t begin = own_begin(bucket, rank.r);
+                float* shard =
+                    rank.shard_grads.data() +
                     shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
-                                  static_cast<std::size_t>(rank.r)],
-                grads.data() + (begin - bucket.begin), own_end(bucket, rank.r) - begin);
-            grads.reset();
-        });
+                                  static_cast<std::size_t>(rank.r)];
+                const std::size_t own = own_end(bucket, rank.r) - begin;
+                if (micro == 0 || !every)
+                    dev.ops().copy(shard, grads.data() + (begin - bucket.begin), own);
+                else
+                    dev.ops().add(shard, grads.data() + (begin - bucket.begin), own);
+                grads.reset();
+            });
+        }
+        // The next micro-step gathers into slots this one's backward frees, and its backward
+        // adds into gradients this one's reduce-scatters free.
+        dev.comm().wait(dev.compute().record(), step);
+        dev.compute().wait(dev.comm().record(), step);
     }
-    dev.compute().wait(dev.comm().record(), step);
     enqueue_shard_update(rank, step, false);
 }
 
