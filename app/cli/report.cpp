@@ -118,6 +118,12 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             out << " " << kind << " " << format_bytes(bytes);
         out << "\n";
     }
+    if (!m.staleness_histogram.empty()) {
+        out << "\n  applied gradients by staleness (versions behind the server):";
+        for (const auto& [staleness, count] : m.staleness_histogram)
+            out << " " << staleness << ": " << count;
+        out << "\n";
+    }
     if (!result.error.empty()) out << "\nerror: " << result.error << "\n";
 }
 

@@ -42,8 +42,8 @@ class TestGradientAccumulation : public QObject {
         QTest::addColumn<int>("accumulate");
         QTest::addColumn<bool>("every");
         QTest::addRow("single k4") << StrategyKind::single << 1 << 4 << false;
-        for (auto s : {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2,
-                       StrategyKind::zero3})
+        for (auto s :
+             {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
             for (bool every : {false, true}) {
                 QTest::addRow("%s x2 k3%s", name_of(s).data(), every ? " every" : "")
                     << s << 2 << 3 << every;
@@ -86,8 +86,8 @@ class TestGradientAccumulation : public QObject {
     // micro-step: K times as many, moving K times the bytes.
     void no_sync_reduces_once_per_step_data() {
         QTest::addColumn<StrategyKind>("strategy");
-        for (auto s : {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2,
-                       StrategyKind::zero3})
+        for (auto s :
+             {StrategyKind::dp, StrategyKind::zero1, StrategyKind::zero2, StrategyKind::zero3})
             QTest::addRow("%s", name_of(s).data()) << s;
     }
     void no_sync_reduces_once_per_step() {
@@ -98,9 +98,9 @@ class TestGradientAccumulation : public QObject {
         RunConfig every = no_sync;
         every.reduce_every_microstep = true;
         const RunResult a = run_config(one), b = run_config(no_sync), c = run_config(every);
-        QVERIFY2(a.status == RunStatus::ok && b.status == RunStatus::ok &&
-                     c.status == RunStatus::ok,
-                 (a.error + b.error + c.error).c_str());
+        QVERIFY2(
+            a.status == RunStatus::ok && b.status == RunStatus::ok && c.status == RunStatus::ok,
+            (a.error + b.error + c.error).c_str());
         const RunMetrics ma = compute_metrics(a.trace, one);
         const RunMetrics mb = compute_metrics(b.trace, no_sync);
         const RunMetrics mc = compute_metrics(c.trace, every);
@@ -148,10 +148,10 @@ class TestGradientAccumulation : public QObject {
         const std::size_t every_step = peak_bytes(b, 0, MemoryCategory::gradients);
         QVERIFY2(no_sync + 64 >= full + full / 2,
                  qPrintable(QStringLiteral("no_sync %1, model %2").arg(no_sync).arg(full)));
-        QVERIFY2(every_step + full / 4 <= no_sync,
-                 qPrintable(QStringLiteral("every micro-step %1, no_sync %2")
-                                .arg(every_step)
-                                .arg(no_sync)));
+        QVERIFY2(
+            every_step + full / 4 <= no_sync,
+            qPrintable(
+                QStringLiteral("every micro-step %1, no_sync %2").arg(every_step).arg(no_sync)));
     }
 
     void bad_settings_are_named() {

@@ -147,6 +147,8 @@ struct RunMetrics {
     std::vector<StageBoundary> stage_boundaries;
     // Buffer bytes each device hands to collectives (and sends), per step, by kind.
     std::map<std::string, double> comm_bytes_per_step;
+    // ps: how many applied gradients had each staleness (versions behind the server).
+    std::map<int, int> staleness_histogram;
 };
 
 // nccl-tests' bus-bandwidth factors: all-reduce 2(n-1)/n, reduce-scatter and all-gather

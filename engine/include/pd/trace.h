@@ -89,6 +89,16 @@ struct StepRecord {
     double loss = 0.0;
 };
 
+// ps: one gradient the server applied. Its staleness is the server's version when applying it
+// minus the version of the parameters it was computed on (0 for a synchronous server).
+struct GradientUpdate {
+    int step = 0;
+    int worker = 0;               // the worker's device
+    int computed_on_version = 0;  // parameters after this many updates
+    int applied_at_version = 0;   // the server's version before this update
+    int staleness() const { return applied_at_version - computed_on_version; }
+};
+
 struct Trace {
     ClockMode clock = ClockMode::wall;  // resolved: wall or device
     int intra_op_threads = 1;           // per device, resolved (resolve_intra_op_threads)
@@ -108,6 +118,7 @@ struct Trace {
     std::vector<MemorySample> memory;  // sorted by time
     std::vector<CollectiveRecord> collectives;
     std::vector<StepRecord> steps;
+    std::vector<GradientUpdate> gradient_updates;  // ps only
 };
 
 }  // namespace pd

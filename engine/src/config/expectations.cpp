@@ -183,6 +183,22 @@ std::vector<MetricDef> build_metrics() {
                 return it == e.metrics.comm_bytes_per_step.end() ? 0.0 : it->second;
             }));
     }
+    v.push_back(run_wide("staleness.max", "ps: most versions an applied gradient lagged the server",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& h = e.metrics.staleness_histogram;
+                             if (h.empty()) return std::nullopt;
+                             return h.rbegin()->first;
+                         }));
+    v.push_back(run_wide("staleness.mean", "ps: mean staleness of the applied gradients",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             double sum = 0, n = 0;
+                             for (const auto& [staleness, count] : e.metrics.staleness_histogram) {
+                                 sum += double(staleness) * count;
+                                 n += count;
+                             }
+                             if (n == 0) return std::nullopt;
+                             return sum / n;
+                         }));
     v.push_back(per_device("busy_fraction", "compute busy / step window",
                            [](const DeviceMetrics& d) { return d.busy_fraction; }));
     v.push_back(per_device("busy", "compute busy, seconds",

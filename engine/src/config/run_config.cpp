@@ -163,7 +163,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "chunks") return pipelined && c.schedule == PipelineSchedule::interleaved;
     if (key == "dp" || key == "pp" || key == "tp") return c.strategy == StrategyKind::hybrid;
     if (key == "accumulate") return accumulates(c.strategy);
-    if (key == "reduce_every_microstep") return accumulates(c.strategy) && c.strategy != StrategyKind::single;
+    if (key == "reduce_every_microstep")
+        return accumulates(c.strategy) && c.strategy != StrategyKind::single;
     if (key == "async") return c.strategy == StrategyKind::ps;
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     return true;
@@ -279,9 +280,15 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.reduce_every_microstep && c.accumulate == 1)
         fail(sources.count("reduce_every_microstep") ? "reduce_every_microstep" : "accumulate",
              "reducing every micro-step needs accumulate of 2 or more (there is one micro-step)");
+    if (c.async_updates && c.clock == ClockMode::wall)
+        fail("clock",
+             "an asynchronous parameter server runs on the device clock (the runner "
+             "waits for every stream at the end of each step to read its loss, which in "
+             "real time would hold the workers back; use device or auto)");
     if (c.async_updates && c.backend != BackendKind::cpu)
-        fail("async", "runs on the CPU backend only (NCCL's send waits for its receive, and an "
-                      "asynchronous server sends versions its workers read later)");
+        fail("async",
+             "runs on the CPU backend only (NCCL's send waits for its receive, and an "
+             "asynchronous server sends versions its workers read later)");
     if (pipelined && c.schedule == PipelineSchedule::interleaved && c.chunks < 2)
         fail("chunks", "the interleaved schedule needs at least 2 model chunks per device (got " +
                            std::to_string(c.chunks) + ")");
@@ -309,6 +316,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
 
 ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads) {
     if (config.clock != ClockMode::automatic) return config.clock;
+    if (config.strategy == StrategyKind::ps && config.async_updates) return ClockMode::device;
     if (config.backend == BackendKind::cuda) return ClockMode::wall;     // CUDA events
     const unsigned streams = static_cast<unsigned>(config.devices) * 2;  // compute + comm
     return streams <= std::max(1u, hardware_threads) ? ClockMode::wall : ClockMode::device;

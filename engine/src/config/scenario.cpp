@@ -165,8 +165,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 r.fail("unknown recompute mode '" + name + "' (available: " + kRecomputeNames +
                        ")");
             c.recompute = *mode;
-        }
-        else if (key == "accumulate")
+        } else if (key == "accumulate")
             c.accumulate = r.integer();
         else if (key == "reduce_every_microstep")
             c.reduce_every_microstep = r.boolean();

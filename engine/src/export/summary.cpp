@@ -78,6 +78,18 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["communication"] = {{"exposed_s", metrics.exposed_comm_s},
                           {"overlapped_s", metrics.overlapped_comm_s}};
     j["parameter_count"] = metrics.parameter_count;
+    if (config.accumulate > 1)
+        j["accumulate"] = {{"microsteps", config.accumulate},
+                           {"reduce_every_microstep", config.reduce_every_microstep}};
+    if (config.strategy == StrategyKind::ps) {
+        // How many applied gradients lagged the server by each number of versions.
+        json histogram = json::object();
+        for (const auto& [staleness, count] : metrics.staleness_histogram)
+            histogram[std::to_string(staleness)] = count;
+        j["parameter_server"] = {{"async", config.async_updates},
+                                 {"max_staleness", config.async_updates ? config.max_staleness : 0},
+                                 {"staleness_histogram", std::move(histogram)}};
+    }
     if (config.strategy == StrategyKind::pipeline || config.strategy == StrategyKind::hybrid ||
         config.strategy == StrategyKind::tp) {
         j["schedule"] = std::string(name_of(config.schedule));

@@ -146,6 +146,7 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 report(step + 1, loss, "training");
             }
             if (!ctx.aborted()) result.final_parameters = strategy->parameters();
+            result.trace.gradient_updates = strategy->gradient_updates();
             // The training is done: a cancel from now on has nothing left to stop.
             if (!result.final_parameters.empty()) {
                 std::lock_guard lock(ctx_mutex_);

@@ -34,30 +34,34 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
     const float grad_scale = 1.0f / static_cast<float>(env_.config.batch);
     const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, first, rows);
     for (int unit = 0; unit < units; ++unit) {
-        compute.launch(unit_event(EventKind::forward, unit, units, step, micro), [this, unit, batch,
-                                                                                  grad_scale, micro,
-                                                                                  zero_grads] {
-            if (unit == 0) {
-                // Strategies that free gradients between steps (ZeRO-2) get them back here.
-                if (grads_.empty())
-                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients, env_.layout.total,
-                                    Fill::none);  // zeroed next
-                if (zero_grads) device_.ops().fill_zero(grads_.data(), grads_.size());
-                if (micro == 0) loss_.zero();
-                activation_ = executor_.upload_input(batch->x);
-            }
-            const float* p = params_.data() + env_.layout.unit_begin(unit);
-            activation_ = executor_.forward(unit, p, std::move(activation_), batch->rows,
-                                            saved_[static_cast<std::size_t>(unit)],
-                                            batch->labels.data(), grad_scale, loss_.get());
-        });
+        compute.launch(unit_event(EventKind::forward, unit, units, step, micro),
+                       [this, unit, batch, grad_scale, micro, zero_grads] {
+                           if (unit == 0) {
+                               // Strategies that free gradients between steps (ZeRO-2) get them
+                               // back here.
+                               if (grads_.empty())
+                                   grads_ = Buffer(device_.memory(), MemoryCategory::gradients,
+                                                   env_.layout.total,
+                                                   Fill::none);  // zeroed next
+                               if (zero_grads)
+                                   device_.ops().fill_zero(grads_.data(), grads_.size());
+                               if (micro == 0) loss_.zero();
+                               activation_ = executor_.upload_input(batch->x);
+                           }
+                           const float* p = params_.data() + env_.layout.unit_begin(unit);
+                           activation_ =
+                               executor_.forward(unit, p, std::move(activation_), batch->rows,
+                                                 saved_[static_cast<std::size_t>(unit)],
+                                                 batch->labels.data(), grad_scale, loss_.get());
+                       });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
         if (executor_.needs_recompute(unit))
-            compute.launch(unit_event(EventKind::recompute, unit, units, step, micro), [this, unit] {
-                executor_.recompute(unit, params_.data() + env_.layout.unit_begin(unit),
-                                    saved_[static_cast<std::size_t>(unit)]);
-            });
+            compute.launch(
+                unit_event(EventKind::recompute, unit, units, step, micro), [this, unit] {
+                    executor_.recompute(unit, params_.data() + env_.layout.unit_begin(unit),
+                                        saved_[static_cast<std::size_t>(unit)]);
+                });
         compute.launch(unit_event(EventKind::backward, unit, units, step, micro), [this, unit] {
             const std::size_t begin = env_.layout.unit_begin(unit);
             activation_ =

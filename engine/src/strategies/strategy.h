@@ -59,6 +59,8 @@ class Strategy {
     virtual double step_loss() const = 0;
     // After synchronize: the full model's parameters, in the shared layout.
     virtual std::vector<float> parameters() const = 0;
+    // The gradients a parameter server applied, with the versions they were computed on.
+    virtual std::vector<GradientUpdate> gradient_updates() const { return {}; }
 };
 
 std::unique_ptr<Strategy> make_strategy(RunEnvironment& env);

@@ -164,10 +164,9 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
                         }
                         comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
                         const std::size_t begin = own_begin(bucket, rank.r);
-                        float* shard =
-                            rank.shard_grads.data() +
-                            shard_offset_[b * static_cast<std::size_t>(n_) +
-                                          static_cast<std::size_t>(rank.r)];
+                        float* shard = rank.shard_grads.data() +
+                                       shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                     static_cast<std::size_t>(rank.r)];
                         const std::size_t own = own_end(bucket, rank.r) - begin;
                         if (micro == 0 || !every)
                             dev.ops().copy(shard, replica.grads().data() + begin, own);
@@ -259,12 +258,12 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         for (int u = units - 1; u >= 0; --u) {
             dev.compute().wait(gathered, step);
             if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
-                dev.compute().launch(unit_event(EventKind::recompute, u, units, step, micro),
-                                     [&rank, u] {
-                                         rank.executor->recompute(
-                                             u, rank.gathered[static_cast<std::size_t>(u)].data(),
-                                             rank.saved[static_cast<std::size_t>(u)]);
-                                     });
+                dev.compute().launch(
+                    unit_event(EventKind::recompute, u, units, step, micro), [&rank, u] {
+                        rank.executor->recompute(u,
+                                                 rank.gathered[static_cast<std::size_t>(u)].data(),
+                                                 rank.saved[static_cast<std::size_t>(u)]);
+                    });
             dev.compute().launch(
                 unit_event(EventKind::backward, u, units, step, micro), [&rank, &mem, u] {
                     Buffer& full = rank.gathered[static_cast<std::size_t>(u)];

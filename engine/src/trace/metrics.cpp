@@ -102,6 +102,8 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
         if (m.median_step_time_s > 0) m.samples_per_s = global_batch / m.median_step_time_s;
     }
 
+    for (const auto& u : trace.gradient_updates) ++m.staleness_histogram[u.staleness()];
+
     // Busy and communication figures cover the steady steps only, so a re-run agrees with
     // the first run instead of with how cold its first step happened to be.
     m.figure_steps = figure_steps(trace);

@@ -201,6 +201,24 @@ RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     }
     m.stage_activations = measure_activations(trace, config);
     m.model_state = model_state(trace, config);
+    if (config.strategy == StrategyKind::ps && config.async_updates && config.max_staleness > 0) {
+        // Workers run ahead of the server, so one step's events span several steps of time:
+        // the step time is the time between the server's updates, its rate of new versions.
+        std::vector<std::int64_t> update_ends;
+        for (const auto& e : trace.events)
+            if (e.device == 0 && e.kind == EventKind::optimizer && e.step >= 0)
+                update_ends.push_back(e.end_ns);
+        std::sort(update_ends.begin(), update_ends.end());
+        std::vector<double> gaps;
+        for (std::size_t i = 1; i < update_ends.size(); ++i)
+            gaps.push_back(static_cast<double>(update_ends[i] - update_ends[i - 1]) * 1e-9);
+        if (!gaps.empty()) {
+            std::sort(gaps.begin(), gaps.end());
+            const std::size_t n = gaps.size();
+            m.median_step_time_s = n % 2 ? gaps[n / 2] : 0.5 * (gaps[n / 2 - 1] + gaps[n / 2]);
+            m.samples_per_s = m.median_step_time_s > 0 ? config.batch / m.median_step_time_s : 0;
+        }
+    }
     const double steps = std::max<std::size_t>(1, trace.steps.size());
     const double devices = std::max(1, trace.devices);
     for (const auto& c : trace.collectives)
