@@ -1,5 +1,6 @@
 // The what-if panel: shows a scenario, offers a valid change as a new config, and explains an
 // invalid one without starting anything.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
@@ -183,6 +184,67 @@ class TestWhatIfPanel : public QObject {
         strategy->setCurrentIndex(strategy->findData(QStringLiteral("zero3")));
         QTRY_COMPARE(changed.count(), 2);
         QCOMPARE(changed.last().first().value<pd::RunConfig>().strategy, pd::StrategyKind::zero3);
+    }
+
+    // Recompute, accumulation and the asynchronous server: each knob is live only where its
+    // strategy reads it, and a knob left behind by another strategy does not leak into a run.
+    void memory_savers_and_async_knobs_apply() {
+        WhatIfPanel panel;
+        pd::RunConfig ps;
+        ps.strategy = pd::StrategyKind::ps;
+        ps.devices = 3;
+        ps.batch = 48;
+        panel.setConfig(ps);
+        QCheckBox* async = nullptr;
+        QCheckBox* every = nullptr;
+        for (auto* box : panel.findChildren<QCheckBox*>()) {
+            if (box->text().contains(QStringLiteral("parameter server"))) async = box;
+            if (box->text().contains(QStringLiteral("micro-step"))) every = box;
+        }
+        QVERIFY(async && every);
+        QSpinBox* accumulate = nullptr;
+        QSpinBox* staleness = nullptr;
+        for (auto* spin : panel.findChildren<QSpinBox*>()) {
+            if (spin->toolTip().contains(QStringLiteral("accumulation"))) accumulate = spin;
+            if (spin->toolTip().contains(QStringLiteral("version k"))) staleness = spin;
+        }
+        QVERIFY(accumulate && staleness);
+        QVERIFY(async->isEnabled());
+        QVERIFY(!accumulate->isEnabled());
+        QVERIFY(!staleness->isEnabled());
+        QSignalSpy changed(&panel, &WhatIfPanel::configChanged);
+        async->setChecked(true);
+        QVERIFY(staleness->isEnabled());
+        staleness->setValue(2);
+        QTRY_VERIFY(changed.count() >= 1);
+        pd::RunConfig c = changed.last().first().value<pd::RunConfig>();
+        QVERIFY(c.async_updates);
+        QCOMPARE(c.max_staleness, 2);
+
+        auto* strategy = panel.findChildren<QComboBox*>().at(0);
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("dp")));
+        QVERIFY(accumulate->isEnabled());
+        QVERIFY(!async->isEnabled());
+        QVERIFY(!every->isEnabled());  // one micro-step: nothing to reduce more often
+        accumulate->setValue(4);
+        QVERIFY(every->isEnabled());
+        every->setChecked(true);
+        const int before = changed.count();
+        QTRY_VERIFY(changed.count() > before);
+        c = changed.last().first().value<pd::RunConfig>();
+        QCOMPARE(c.accumulate, 4);
+        QVERIFY(c.reduce_every_microstep);
+        QVERIFY(!c.async_updates);
+        QCOMPARE(c.max_staleness, 0);
+        // 16 samples per replica do not split into 3: the problem names the knob at fault.
+        accumulate->setValue(3);
+        QVERIFY(panel.problem().contains(QStringLiteral("micro-steps")));
+        QCOMPARE(panel.markedKnob(), accumulate);
+
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("pipeline")));
+        QVERIFY(!accumulate->isEnabled());
+        QCOMPARE(panel.config().accumulate, 1);
+        QVERIFY(!panel.config().reduce_every_microstep);
     }
 };
 

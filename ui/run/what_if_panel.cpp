@@ -149,6 +149,20 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     optimizer_->addItem(tr("AdamW"), QStringLiteral("adamw"));
     optimizer_->addItem(tr("SGD with momentum"), QStringLiteral("sgd"));
     optimizer_->setToolTip(tr("AdamW keeps two state values per parameter, SGD one"));
+    recompute_ = new QComboBox(this);
+    recompute_->addItem(tr("None"), QStringLiteral("none"));
+    recompute_->addItem(tr("Selective (GELU outputs)"), QStringLiteral("selective"));
+    recompute_->addItem(tr("Full (each block's forward)"), QStringLiteral("full"));
+    recompute_->setToolTip(
+        tr("Activation recomputation: fewer activations kept, the same "
+           "numbers, some forward work again in backward"));
+    accumulate_ = spin(this, 1, 64);
+    accumulate_->setToolTip(
+        tr("Gradient accumulation: micro-steps per optimizer step (single, dp, ZeRO)"));
+    reduce_every_ = new QCheckBox(tr("Reduce ever&y micro-step (no no_sync)"), this);
+    async_ = new QCheckBox(tr("Asynchronous &parameter server"), this);
+    staleness_ = spin(this, 0, 16);
+    staleness_->setToolTip(tr("Workers compute step k on the server's version k minus this"));
     problem_ = new QLabel(this);
     problem_->setWordWrap(true);
     problem_->setObjectName(QStringLiteral("whatIfProblem"));
@@ -176,6 +190,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("B&ucket size"), bucket_);
     form->addRow(tr("S&teps"), steps_);
     form->addRow(tr("&Optimizer"), optimizer_);
+    form->addRow(tr("&Recompute"), recompute_);
+    form->addRow(tr("Accumulat&e"), accumulate_);
+    form->addRow(QString(), reduce_every_);
+    form->addRow(QString(), async_);
+    form->addRow(tr("Max stale&ness"), staleness_);
     // Long item names (the CUDA reason, the strategy names) must not widen the panel past
     // its column: the combo boxes elide, and the full text is in the popup and tooltip.
     for (QComboBox* c : findChildren<QComboBox*>()) {
@@ -199,7 +218,12 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                      {QStringLiteral("link_gbps"), link_gbps_},
                      {QStringLiteral("bucket_bytes"), bucket_},
                      {QStringLiteral("steps"), steps_},
-                     {QStringLiteral("optimizer"), optimizer_}};
+                     {QStringLiteral("optimizer"), optimizer_},
+                     {QStringLiteral("recompute"), recompute_},
+                     {QStringLiteral("accumulate"), accumulate_},
+                     {QStringLiteral("reduce_every_microstep"), reduce_every_},
+                     {QStringLiteral("async"), async_},
+                     {QStringLiteral("max_staleness"), staleness_}};
     for (auto it = knob_for_key_.cbegin(); it != knob_for_key_.cend(); ++it)
         if (auto* label = qobject_cast<QLabel*>(form->labelForField(it.value())))
             knob_label_[it.value()] = label->text().remove(QLatin1Char('&'));
@@ -230,8 +254,12 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(schedule_, &QComboBox::currentIndexChanged, this, changed);
     connect(clock_, &QComboBox::currentIndexChanged, this, changed);
     connect(backend_, &QComboBox::currentIndexChanged, this, changed);
-    for (QSpinBox* s : {devices_, microbatches_, chunks_, dp_, pp_, tp_, layers_, width_, batch_})
+    for (QSpinBox* s : {devices_, microbatches_, chunks_, dp_, pp_, tp_, layers_, width_, batch_,
+                        accumulate_, staleness_})
         connect(s, &QSpinBox::valueChanged, this, changed);
+    connect(recompute_, &QComboBox::currentIndexChanged, this, changed);
+    connect(reduce_every_, &QCheckBox::toggled, this, changed);
+    connect(async_, &QCheckBox::toggled, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(overlap_, &QCheckBox::toggled, this, changed);
     connect(optimizer_, &QComboBox::currentIndexChanged, this, changed);
@@ -280,6 +308,12 @@ void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
     steps_->setValue(std::clamp(config.steps, steps_->minimum(), steps_->maximum()));
     optimizer_->setCurrentIndex(
         optimizer_->findData(QString::fromLatin1(pd::name_of(config.optimizer).data())));
+    recompute_->setCurrentIndex(
+        recompute_->findData(QString::fromLatin1(pd::name_of(config.recompute).data())));
+    accumulate_->setValue(config.accumulate);
+    reduce_every_->setChecked(config.reduce_every_microstep);
+    async_->setChecked(config.async_updates);
+    staleness_->setValue(config.max_staleness);
     updating_ = false;
     debounce_->stop();
     updateEnabled();
@@ -344,6 +378,14 @@ pd::RunConfig WhatIfPanel::config() const {
     c.optimizer = optimizer_->currentData().toString() == QStringLiteral("sgd")
                       ? pd::OptimizerKind::sgd
                       : pd::OptimizerKind::adamw;
+    c.recompute = pd::recompute_from_name(recompute_->currentData().toString().toStdString())
+                      .value_or(pd::RecomputeMode::none);
+    // A knob the strategy does not read is left at its default, so that it cannot fail
+    // validation on the strategy's behalf.
+    c.accumulate = accumulate_->isEnabled() ? accumulate_->value() : 1;
+    c.reduce_every_microstep = reduce_every_->isEnabled() && reduce_every_->isChecked();
+    c.async_updates = async_->isEnabled() && async_->isChecked();
+    c.max_staleness = staleness_->isEnabled() ? staleness_->value() : 0;
     return c;
 }
 
@@ -364,9 +406,27 @@ std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
         // Messages name the knob by its key; knobs the strategy does not read are not named,
         // since the panel leaves them at their defaults.
         pd::ConfigSources names;
-        for (const char* key : {"strategy", "devices", "schedule", "microbatches", "chunks", "dp",
-                                "pp", "tp", "layers", "width", "batch", "capacity", "clock",
-                                "link_gbps", "bucket_bytes", "backend"})
+        for (const char* key : {"strategy",
+                                "devices",
+                                "schedule",
+                                "microbatches",
+                                "chunks",
+                                "dp",
+                                "pp",
+                                "tp",
+                                "layers",
+                                "width",
+                                "batch",
+                                "capacity",
+                                "clock",
+                                "link_gbps",
+                                "bucket_bytes",
+                                "backend",
+                                "recompute",
+                                "accumulate",
+                                "reduce_every_microstep",
+                                "async",
+                                "max_staleness"})
             if (pd::setting_applies(c, key)) names[key] = key;
         pd::validate(c, names);
         if (const std::string why = pd::backend_unavailable_reason(c.backend); !why.empty())
@@ -443,6 +503,14 @@ void WhatIfPanel::updateEnabled() {
     tp_->setEnabled(hybrid);
     overlap_->setEnabled(s == pd::StrategyKind::dp);
     bucket_->setEnabled(bucketed);
+    const bool accumulates = s == pd::StrategyKind::single || s == pd::StrategyKind::dp ||
+                             s == pd::StrategyKind::zero1 || s == pd::StrategyKind::zero2 ||
+                             s == pd::StrategyKind::zero3;
+    accumulate_->setEnabled(accumulates);
+    reduce_every_->setEnabled(accumulates && s != pd::StrategyKind::single &&
+                              accumulate_->value() > 1);
+    async_->setEnabled(s == pd::StrategyKind::ps);
+    staleness_->setEnabled(s == pd::StrategyKind::ps && async_->isChecked());
 }
 
 }  // namespace pd::ui

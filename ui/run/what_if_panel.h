@@ -74,6 +74,11 @@ class WhatIfPanel : public QWidget {
     QLineEdit* bucket_;
     QSpinBox* steps_;
     QComboBox* optimizer_;
+    QComboBox* recompute_;
+    QSpinBox* accumulate_;
+    QCheckBox* reduce_every_;
+    QCheckBox* async_;
+    QSpinBox* staleness_;
     QLabel* problem_;
     QHash<QString, QWidget*> knob_for_key_;      // a config key -> the knob that sets it
     QHash<const QWidget*, QString> knob_label_;  // the knob's label, without its mnemonic

@@ -277,8 +277,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                 });
             EventPtr backward_done = dev.compute().record();
             if (u > 0) gathered = gather(u - 1, "backward");  // prefetch during this backward
-            if (!reduce) continue;
+            // The next prefetch waits for this backward, so at most two units are whole.
             dev.comm().wait(backward_done, step);
+            if (!reduce) continue;
             dev.comm().enqueue([this, &rank, &dev, u, step, micro, every] {
                 const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
                 Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
