@@ -191,6 +191,22 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                                 "micro-batch 0's cold times, the other micro-batches' spread")});
         }
     }
+    if (!m.staleness_histogram.empty()) {
+        QStringList counts;
+        int most = 0;
+        for (const auto& [staleness, count] : m.staleness_histogram) {
+            counts << QStringLiteral("%1 × %2").arg(count).arg(staleness);
+            most = std::max(most, staleness);
+        }
+        out.push_back(
+            {QStringLiteral("Staleness"),
+             QStringLiteral("gradients applied %1 versions late · at most %2")
+                 .arg(counts.join(QStringLiteral(", ")))
+                 .arg(most),
+             QStringLiteral("Parameter server: each applied gradient's server version minus the "
+                            "version its worker computed on (0 for a synchronous server; an "
+                            "asynchronous one computes step k on version k − max staleness)")});
+    }
     for (const auto& c : m.collectives)
         out.push_back({qs(c.op),
                        QStringLiteral("%1 × %2 on %3 ranks: algbw %4 · busbw %5, per device")
