@@ -52,6 +52,7 @@ class TestAsyncParameterServer : public QObject {
         std::map<int, int> expected;
         for (int k = 0; k < c.steps; ++k) expected[std::min(k, staleness)] += 3;
         QCOMPARE(m.staleness_histogram, expected);
+        for (const auto& stage : m.stage_activations) QCOMPARE(stage.stage, 0);  // no pipeline
         for (const auto& u : a.trace.gradient_updates) {
             QVERIFY(u.staleness() >= 0 && u.staleness() <= staleness);
             QCOMPARE(u.applied_at_version, u.step);

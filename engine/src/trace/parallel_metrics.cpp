@@ -67,7 +67,8 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
     for (int d = 0; d < trace.devices; ++d) {
         StageActivationMetrics s;
         s.device = d;
-        s.stage = d / (mesh.tp * mesh.dp);
+        // A parameter server's devices (server + workers) outnumber its replicas: no stages.
+        s.stage = mesh.pp > 1 ? d / (mesh.tp * mesh.dp) : 0;
         // Peak activation bytes (during steps) and when it happened.
         std::int64_t peak_t = -1;
         for (const auto& sample : trace.memory) {
