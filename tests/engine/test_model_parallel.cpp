@@ -193,6 +193,30 @@ class TestModelParallel : public QObject {
                                          "F7 B7 W4 W5 W6 W7"));
     }
 
+    // The golden order for p = 4, m = 8, from the list scheduler (F/B/W and micro-batch; '
+    // marks the device's second chunk, the way back up the V).
+    void zb_v_golden_order() {
+        auto text = [](int stage) {
+            QStringList out;
+            for (const auto& op : pipeline_ops(PipelineSchedule::zb_v, stage, 4, 8, 2))
+                out << QStringLiteral("%1%2%3")
+                           .arg(op.pass == PipelinePass::forward      ? 'F'
+                                : op.pass == PipelinePass::input_grad ? 'B'
+                                                                      : 'W')
+                           .arg(op.microbatch)
+                           .arg(op.chunk ? QStringLiteral("'") : QString());
+            return out.join(' ');
+        };
+        QCOMPARE(text(0),
+                 QStringLiteral("F0 F1 F2 F3 F4 F5 F6 F0' B0' W0' F1' B1' W1' F2' B2' B0 W2' "
+                                "F3' B3' B1 W0 B2 W3' F4' B4' B3 W1 F7 W2 F5' B5' B4 W4' W3 W5' "
+                                "F6' B6' B5 W4 W6' W5 F7' B7' B6 W7' W6 B7 W7"));
+        QCOMPARE(text(3),
+                 QStringLiteral("F0 F0' F1 F1' F2 F2' F3 F3' B0' B0 W0' W0 B1' B1 B2' B2 F4 F4' "
+                                "B3' B3 W1' W1 F5 F5' B4' B4 W2' W2 F6 F6' B5' B5 W3' W3 F7 F7' "
+                                "B6' B6 W4' W4 W5' W5 B7' B7 W6' W6 W7' W7"));
+    }
+
     // Replayed with equal unit times, each schedule shows its textbook bubble.
     void unit_time_bubbles_are_textbook() {
         for (int p : {2, 4, 8})
