@@ -9,7 +9,7 @@ DataParallel::DataParallel(RunEnvironment& env)
         replicas_.push_back(std::make_unique<Replica>(env, *d));
         members.push_back(d.get());
     }
-    comm_ = std::make_unique<Communicator>(env.transport, members, 1);
+    comm_ = std::make_unique<Communicator>(env.transport, members, 1, env.dtype);
 }
 
 void DataParallel::enqueue_setup() {

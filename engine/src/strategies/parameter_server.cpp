@@ -13,7 +13,7 @@ ParameterServer::ParameterServer(RunEnvironment& env)
     server_ = std::make_unique<Replica>(env, env.device(0));
     for (int d = 1; d < env.config.devices; ++d)
         workers_.push_back(std::make_unique<Replica>(env, env.device(d)));
-    comm_ = std::make_unique<Communicator>(env.transport, members, 2);
+    comm_ = std::make_unique<Communicator>(env.transport, members, 2, env.dtype);
 }
 
 void ParameterServer::enqueue_setup() {

@@ -6,7 +6,7 @@ Replica::Replica(RunEnvironment& env, Device& device)
     : env_(env),
       device_(device),
       layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
-      executor_(env.shape, layout_, device.memory(), env.config.recompute),
+      executor_(env.shape, layout_, device.memory(), env.config.recompute, env.dtype),
       loss_(device.ops()) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
 }
@@ -17,13 +17,21 @@ void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
     ev.label = initialise ? "initialise parameters" : "allocate parameters";
     device_.compute().launch(ev, [this, initialise, with_optimizer_state] {
         MemoryTracker& mem = device_.memory();
-        params_ = Buffer(mem, MemoryCategory::parameters, env_.layout.total);
-        if (initialise) mem.ops().upload(params_.data(), env_.initial.data(), env_.initial.size());
-        grads_ = Buffer(mem, MemoryCategory::gradients, env_.layout.total);
+        const std::size_t total = env_.layout.total;
+        params_ = Buffer(mem, MemoryCategory::parameters, total, Fill::zero, env_.dtype);
+        grads_ = Buffer(mem, MemoryCategory::gradients, total, Fill::zero, env_.dtype);
+        // fp32 always: the moments, and under mixed precision the master weights.
         if (with_optimizer_state)
-            state_ = Buffer(
-                mem, MemoryCategory::optimizer_state,
-                env_.layout.total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+            state_ = Buffer(mem, MemoryCategory::optimizer_state,
+                            total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+        // The master copy starts from the fp32 initialisation, also on a replica that gets
+        // its (bf16) parameters from a broadcast.
+        if (initialise)
+            env_.upload_parameters(device_, params_.data(), env_.initial.data(), total,
+                                   with_optimizer_state ? state_.data() : nullptr);
+        else if (float* master =
+                     with_optimizer_state ? env_.optimizer.master(state_.data(), total) : nullptr)
+            mem.ops().upload(master, env_.initial.data(), total);
     });
 }
 
@@ -41,8 +49,8 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                                // back here.
                                if (grads_.empty())
                                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients,
-                                                   env_.layout.total,
-                                                   Fill::none);  // zeroed next
+                                                   env_.layout.total, Fill::none,
+                                                   env_.dtype);  // zeroed next
                                if (zero_grads)
                                    device_.ops().fill_zero(grads_.data(), grads_.size());
                                if (micro == 0) loss_.zero();
