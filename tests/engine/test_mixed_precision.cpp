@@ -12,6 +12,7 @@
 #include "pd/error.h"
 #include "pd/metrics.h"
 #include "pd/optimizer.h"
+#include "pd/scenario.h"
 
 using namespace pd;
 using namespace pd::test;
@@ -349,6 +350,25 @@ class TestMixedPrecision : public QObject {
         QVERIFY(!precision_from_name("fp16"));
         QCOMPARE(name_of(Precision::bf16_mixed), std::string_view("bf16-mixed"));
         QCOMPARE(RunConfig{}.precision, Precision::fp32);
+
+        // The scenario key, its round trip, and a bad value naming the key.
+        RunConfig from_scenario;
+        ConfigSources sources;
+        apply_scenario_json(R"({"precision": "bf16-mixed"})", "card.json", from_scenario, sources);
+        QCOMPARE(from_scenario.precision, Precision::bf16_mixed);
+        QCOMPARE(from_scenario.tensor_dtype(), DType::bf16);
+        RunConfig round_trip;
+        apply_scenario_json(scenario_json(from_scenario), "export", round_trip, sources);
+        QCOMPARE(round_trip.precision, Precision::bf16_mixed);
+        QVERIFY(scenario_json(RunConfig{}).find("precision") == std::string::npos);
+        try {
+            RunConfig bad;
+            apply_scenario_json(R"({"precision": "fp8"})", "card.json", bad, sources);
+            QFAIL("an unknown precision was accepted");
+        } catch (const BadInput& e) {
+            QVERIFY2(std::string(e.what()).find("precision") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("fp32, bf16-mixed") != std::string::npos, e.what());
+        }
     }
 };
 

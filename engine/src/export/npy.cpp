@@ -112,6 +112,30 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
                                 {"warmup_steps", 0},
                                 {"lr_at_step", "lr at every update t = 1 .. steps"}};
     manifest["optimizer"] = std::move(optimizer);
+    // Where a bf16-mixed run rounds (bf16(v): round to nearest even, as
+    // torch.Tensor.to(torch.bfloat16)); every product and element-wise op computes in fp32
+    // on its (bf16) inputs. tests/replay/replay_dump.py follows these points.
+    nlohmann::json precision = {{"name", std::string(name_of(config.precision))}};
+    if (config.precision == Precision::bf16_mixed) {
+        precision["parameters"] = "bf16(master); the fp32 master starts at the init_*.npy values";
+        precision["master_weights"] =
+            "fp32, in the optimizer state: the update above is applied to the master with the "
+            "bf16 gradients, then parameters = bf16(master)";
+        precision["forward"] =
+            "x0 = bf16(x); h = bf16(x0 @ w + b) (input); block: pre = bf16(h @ w1 + b1), post = "
+            "bf16(gelu_tanh(pre)), out = bf16(bf16(post @ w2) + b2 + h); head: logits = "
+            "bf16(h @ w + b), loss in fp32 from the bf16 logits";
+        precision["backward"] =
+            "dlogits = bf16((softmax(logits) - onehot) / batch); every linear: dw = bf16(dw + "
+            "x^T dy), db = bf16(db + sum(dy)), dx = bf16(dy @ w^T); block: dpost = bf16(dout @ "
+            "w2^T), dpre = bf16(gelu'(pre) * dpost), dh = bf16(bf16(dpre @ w1^T) + dout)";
+        precision["reductions"] =
+            "gradients (and tensor-parallel partial sums) are reduced in bf16: each partial sum "
+            "is rounded as a ring step or an accumulating receive stores it";
+    }
+    manifest["precision"] = std::move(precision);
+    manifest["strategy"] = std::string(name_of(config.strategy));
+    manifest["data_parallel_replicas"] = config.data_parallel_replicas();
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : layout.tensors) {
         const std::string file = "init_" + t.name + ".npy";
