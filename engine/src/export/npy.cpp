@@ -7,6 +7,7 @@
 #include "pd/exports.h"
 #include "pd/model.h"
 #include "pd/optimizer.h"
+#include "strategies/replica.h"
 
 namespace pd {
 
@@ -132,6 +133,31 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         precision["reductions"] =
             "gradients (and tensor-parallel partial sums) are reduced in bf16: each partial sum "
             "is rounded as a ring step or an accumulating receive stores it";
+    }
+    // How a data-parallel bf16 run sums its replicas' (bf16) gradients, so a replay can round
+    // each partial sum where the engine does: each bucket [begin, end) of the flat gradient
+    // (tensors in the order listed below) is split into `replicas` chunks [begin + c * n / R,
+    // begin + (c + 1) * n / R); a ring sums chunk c over replicas c+1, c+2, ..., c+R (mod R),
+    // rounding after each add; a parameter server adds workers 0, 1, ... in order.
+    const bool reduces =
+        config.strategy == StrategyKind::dp || config.strategy == StrategyKind::ps ||
+        config.strategy == StrategyKind::zero1 || config.strategy == StrategyKind::zero2 ||
+        config.strategy == StrategyKind::zero3;
+    if (config.precision == Precision::bf16_mixed && reduces && config.accumulate == 1 &&
+        config.data_parallel_replicas() > 1) {
+        nlohmann::json buckets = nlohmann::json::array();
+        if (config.strategy == StrategyKind::zero3) {
+            for (int u = 0; u < layout.units; ++u)
+                buckets.push_back({layout.unit_begin(u), layout.unit_end(u)});
+        } else {
+            for (const GradBucket& b :
+                 make_grad_buckets(layout, config.bucket_bytes, config.tensor_dtype()))
+                buckets.push_back({b.begin, b.end});
+        }
+        precision["gradient_reduction"] = {
+            {"replicas", config.data_parallel_replicas()},
+            {"order", config.strategy == StrategyKind::ps ? "sequential" : "ring"},
+            {"buckets", std::move(buckets)}};
     }
     manifest["precision"] = std::move(precision);
     manifest["strategy"] = std::string(name_of(config.strategy));

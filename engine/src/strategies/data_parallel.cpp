@@ -3,7 +3,7 @@
 namespace pd {
 
 DataParallel::DataParallel(RunEnvironment& env)
-    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes)) {
+    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes, env.dtype)) {
     std::vector<Device*> members;
     for (auto& d : env.devices) {
         replicas_.push_back(std::make_unique<Replica>(env, *d));

@@ -7,7 +7,7 @@
 namespace pd {
 
 ParameterServer::ParameterServer(RunEnvironment& env)
-    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes)) {
+    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes, env.dtype)) {
     std::vector<Device*> members;
     for (auto& d : env.devices) members.push_back(d.get());
     server_ = std::make_unique<Replica>(env, env.device(0));

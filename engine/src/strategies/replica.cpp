@@ -91,7 +91,8 @@ void Replica::enqueue_optimizer(int step) {
     });
 }
 
-std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes) {
+std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes,
+                                          DType dtype) {
     std::vector<GradBucket> buckets;
     GradBucket current;
     bool open = false;
@@ -103,7 +104,7 @@ std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t
             current.begin = it->offset;
             current.ready_after_unit = it->unit;
         }
-        if ((current.end - current.begin) * sizeof(float) >= bucket_bytes) {
+        if ((current.end - current.begin) * bytes_of(dtype) >= bucket_bytes) {
             buckets.push_back(current);
             open = false;
         }

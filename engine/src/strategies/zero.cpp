@@ -30,7 +30,7 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
         for (int u = 0; u < env.layout.units; ++u)
             buckets_.push_back({env.layout.unit_begin(u), env.layout.unit_end(u), u});
     } else {
-        buckets_ = make_grad_buckets(env.layout, env.config.bucket_bytes);
+        buckets_ = make_grad_buckets(env.layout, env.config.bucket_bytes, env.dtype);
     }
     std::vector<Device*> members;
     for (auto& d : env.devices) members.push_back(d.get());
