@@ -82,4 +82,8 @@ std::vector<float> DataParallel::parameters() const {
     return replicas_.front()->params().to_host();
 }
 
+std::vector<float> DataParallel::master_parameters() const {
+    return replicas_.front()->master();
+}
+
 }  // namespace pd

@@ -359,4 +359,17 @@ std::vector<float> MeshParallel::parameters() const {
     return full;
 }
 
+std::vector<float> MeshParallel::master_parameters() const {
+    if (!env_.optimizer.master_weights) return {};
+    std::vector<float> full(env_.layout.total, 0.0f);
+    for (const auto& r : ranks_) {
+        if (r->coord.dp != 0) continue;
+        for (const Chunk& c : r->chunks) {
+            std::vector<float> state = c.state.to_host();
+            c.layout->gather(env_.optimizer.master(state.data(), c.layout->size()), full.data());
+        }
+    }
+    return full;
+}
+
 }  // namespace pd

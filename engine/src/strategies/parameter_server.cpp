@@ -97,4 +97,8 @@ std::vector<float> ParameterServer::parameters() const {
     return server_->params().to_host();
 }
 
+std::vector<float> ParameterServer::master_parameters() const {
+    return server_->master();
+}
+
 }  // namespace pd

@@ -91,6 +91,15 @@ void Replica::enqueue_optimizer(int step) {
     });
 }
 
+std::vector<float> Replica::master() const {
+    if (!env_.optimizer.master_weights || state_.empty()) return {};
+    const std::vector<float> state = state_.to_host();
+    const std::size_t n = env_.layout.total;
+    const auto begin = state.begin() + static_cast<std::ptrdiff_t>(
+                                           static_cast<std::size_t>(env_.optimizer.moments()) * n);
+    return {begin, begin + static_cast<std::ptrdiff_t>(n)};
+}
+
 std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes,
                                           DType dtype) {
     std::vector<GradBucket> buckets;

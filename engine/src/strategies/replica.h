@@ -30,6 +30,8 @@ class Replica {
     Buffer& params() { return params_; }
     Buffer& grads() { return grads_; }
     const Buffer& params() const { return params_; }
+    // The fp32 master weights in this replica's optimizer state (empty without them).
+    std::vector<float> master() const;
     double loss_sum() const { return loss_.read(); }
 
   private:

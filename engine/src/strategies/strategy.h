@@ -65,6 +65,9 @@ class Strategy {
     virtual double step_loss() const = 0;
     // After synchronize: the full model's parameters, in the shared layout.
     virtual std::vector<float> parameters() const = 0;
+    // After synchronize, with master weights (bf16-mixed): the full fp32 master copy in the
+    // shared layout; empty without.
+    virtual std::vector<float> master_parameters() const { return {}; }
     // The gradients a parameter server applied, with the versions they were computed on.
     virtual std::vector<GradientUpdate> gradient_updates() const { return {}; }
 };

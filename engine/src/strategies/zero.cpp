@@ -343,4 +343,23 @@ std::vector<float> Zero::parameters() const {
     return full;
 }
 
+std::vector<float> Zero::master_parameters() const {
+    if (!env_.optimizer.master_weights) return {};
+    // Each rank's owned chunks, from the master part of each chunk's state.
+    const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+    std::vector<float> full(env_.layout.total, 0.0f);
+    for (const auto& rank : ranks_) {
+        std::vector<float> state = rank->state.to_host();
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            const std::size_t begin = own_begin(buckets_[b], rank->r);
+            const std::size_t count = own_end(buckets_[b], rank->r) - begin;
+            const std::size_t off =
+                shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank->r)];
+            const float* master = env_.optimizer.master(state.data() + k * off, count);
+            std::copy_n(master, count, full.begin() + static_cast<std::ptrdiff_t>(begin));
+        }
+    }
+    return full;
+}
+
 }  // namespace pd
