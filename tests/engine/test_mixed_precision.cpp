@@ -10,9 +10,11 @@
 #include <limits>
 
 #include "engine_test_support.h"
+#include "pd/communicator.h"
 #include "pd/error.h"
 #include "pd/metrics.h"
 #include "pd/optimizer.h"
+#include "pd/run_context.h"
 #include "pd/scenario.h"
 
 using namespace pd;
@@ -118,6 +120,66 @@ class TestMixedPrecision : public QObject {
             }
             QVERIFY2(differing > int(n) / 2, "the master keeps what bf16 cannot hold");
         }
+    }
+
+    // A bf16 ring all-reduce rounds each partial sum as a ring step stores it: chunk c adds
+    // up over ranks c+1, c+2, ..., c (mod n), so its result is exactly that sequence of bf16
+    // sums, the same on every rank, with 2 bytes an element on the link and in the records.
+    void ring_all_reduce_rounds_each_partial_sum() {
+        constexpr int n = 4;
+        constexpr std::size_t count = 1001;
+        RunContext ctx(ClockMode::device, LinkModel{}, true, 60.0);
+        std::vector<std::unique_ptr<Device>> devices;
+        Transport transport(ctx);  // destroyed first: its payloads live in the devices' memory
+        std::vector<Device*> members;
+        for (int d = 0; d < n; ++d) {
+            devices.push_back(std::make_unique<Device>(d, std::size_t{1} << 30, ctx));
+            members.push_back(devices.back().get());
+        }
+        Communicator comm(transport, members, 1, DType::bf16);
+        QCOMPARE(comm.dtype(), DType::bf16);
+        // bf16 inputs whose sums need rounding (1 + 2^-7 i / 3 and so on).
+        std::vector<std::vector<float>> input(n, std::vector<float>(count));
+        for (int r = 0; r < n; ++r)
+            for (std::size_t i = 0; i < count; ++i)
+                input[r][i] = round_to_bf16(1.0f + 0.37f * static_cast<float>(r) +
+                                            0.0013f * static_cast<float>(i % 97));
+        std::vector<std::vector<float>> data = input;
+        for (int r = 0; r < n; ++r)
+            devices[static_cast<std::size_t>(r)]->comm().enqueue(
+                [&, r] { comm.all_reduce(r, data[static_cast<std::size_t>(r)].data(), count, 0); });
+        for (auto& d : devices) d->comm().synchronize();
+        QVERIFY2(!ctx.aborted(), ctx.first_error_message().c_str());
+        int inexact = 0;
+        for (int c = 0; c < n; ++c) {
+            for (std::size_t i = Communicator::chunk_begin(count, n, c);
+                 i < Communicator::chunk_end(count, n, c); ++i) {
+                float sum = input[static_cast<std::size_t>((c + 1) % n)][i];
+                double exact = sum;
+                for (int k = 2; k <= n; ++k) {
+                    const float x = input[static_cast<std::size_t>((c + k) % n)][i];
+                    sum = round_to_bf16(sum + x);
+                    exact += x;
+                }
+                inexact += static_cast<double>(sum) != exact;
+                for (int r = 0; r < n; ++r) QCOMPARE(data[static_cast<std::size_t>(r)][i], sum);
+            }
+        }
+        QVERIFY2(inexact > 0, "the inputs were meant to need rounding");
+        std::size_t bytes = 0;
+        for (const auto& e : devices[0]->comm().take_events())
+            if (e.kind == EventKind::reduce_scatter_step || e.kind == EventKind::all_gather_step)
+                bytes += e.bytes;
+        // 2(n-1) steps of one chunk each, 2 bytes an element.
+        std::size_t expected = 0;
+        for (int s = 0; s < n - 1; ++s) {
+            const int send_rs = ((0 - s - 1) % n + n) % n, send_ag = ((0 - s) % n + n) % n;
+            expected += 2 * (Communicator::chunk_end(count, n, send_rs) -
+                             Communicator::chunk_begin(count, n, send_rs));
+            expected += 2 * (Communicator::chunk_end(count, n, send_ag) -
+                             Communicator::chunk_begin(count, n, send_ag));
+        }
+        QCOMPARE(bytes, expected);
     }
 
     void memory_matches_analytic_data() {
