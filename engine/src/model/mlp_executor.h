@@ -14,7 +14,10 @@
 // Mixed precision (dtype bf16): every tensor the executor stores (activations, the tensors
 // between units and phases, workspace results, parameter gradients) is bf16, rounded as each
 // kernel's result is stored (see pd/dtype.h); the kernels compute in fp32. The softmax
-// cross-entropy reads bf16 logits and computes the loss in fp32, as autocast does.
+// cross-entropy reads bf16 logits and computes the loss in fp32, as autocast does. A parameter
+// gradient that accumulates (micro-batches, --accumulate) is rounded once after the kernel adds
+// the new product in fp32: bf16(g + x^T dy), where PyTorch's bf16 .grad would add an already
+// rounded product, bf16(g + bf16(x^T dy)); with one micro-batch the two are the same.
 #pragma once
 
 #include <vector>
