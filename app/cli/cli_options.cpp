@@ -21,7 +21,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
     std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp,
         threads, accumulate, max_staleness;
-    std::optional<std::string> schedule, recompute;
+    std::optional<std::string> schedule, recompute, precision;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
@@ -54,6 +54,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--recompute", recompute,
                    "Activation recomputation: none | selective (GELU outputs) | full (each "
                    "block's forward re-run in its backward)");
+    app.add_option("--precision", precision,
+                   "Numeric precision: fp32 | bf16-mixed (bf16 parameters, activations and "
+                   "gradients; fp32 master weights and optimizer state; CPU backend)");
     app.add_option("--accumulate", accumulate,
                    "Gradient accumulation: micro-steps per optimizer step (single, dp, zero1-3)");
     app.add_flag("--reduce-every-microstep", reduce_every,
@@ -157,6 +160,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                 __LINE__);
         c.recompute = *mode;
         src["recompute"] = "--recompute";
+    }
+    if (precision) {
+        const auto p = precision_from_name(*precision);
+        if (!p)
+            throw BadInput(
+                "--precision",
+                "unknown value '" + *precision + "' (available: " + kPrecisionNames + ")", __FILE__,
+                __LINE__);
+        c.precision = *p;
+        src["precision"] = "--precision";
     }
     if (seed) c.seed = *seed;
     if (optimizer) {

@@ -30,6 +30,9 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             << "\n";
     out << "model " << config.layers << " blocks x width " << config.width << ", batch "
         << config.batch << ", " << name_of(config.optimizer) << " lr " << config.effective_lr()
+        << (config.precision == Precision::bf16_mixed
+                ? ", bf16-mixed (bf16 params, activations, grads; fp32 master + state)"
+                : "")
         << "\n";
     out << "status " << name_of(result.status) << ", steps " << result.steps_completed << "/"
         << config.steps << "\n";

@@ -192,6 +192,14 @@ class TestRunCli : public QObject {
         QTest::addRow("negative threads")
             << QStringList{QStringLiteral("--threads"), QStringLiteral("-1")}
             << "--threads: must be between 1 and 256 (or 0 for hardware threads / devices";
+        QTest::addRow("unknown precision")
+            << QStringList{QStringLiteral("--precision"), QStringLiteral("fp16")}
+            << "--precision: unknown value 'fp16' (available: fp32, bf16-mixed)";
+        QTest::addRow("bf16-mixed on cuda")
+            << QStringList{QStringLiteral("--backend"),   QStringLiteral("cuda"),
+                           QStringLiteral("--clock"),     QStringLiteral("wall"),
+                           QStringLiteral("--precision"), QStringLiteral("bf16-mixed")}
+            << "--precision: 'bf16-mixed' runs on the CPU backend only";
         QTest::addRow("missing scenario")
             << QStringList{QStringLiteral("--scenario"), QStringLiteral("/nonexistent/s.json")}
             << "cannot read";
@@ -375,6 +383,11 @@ class TestRunCli : public QObject {
         QVERIFY(QFile::exists(out + QStringLiteral("/step0001_y.npy")));
         const QJsonObject manifest = read_json(out + QStringLiteral("/manifest.json"));
         QCOMPARE(manifest.value(QStringLiteral("batches")).toArray().size(), 2);
+        QCOMPARE(manifest.value(QStringLiteral("precision"))
+                     .toObject()
+                     .value(QStringLiteral("name"))
+                     .toString(),
+                 QStringLiteral("fp32"));
         // What another framework needs to replay the updates: AdamW's hyper-parameters, the
         // default lr for width 16 (0.128 / 16) and the schedule.
         const QJsonObject opt = manifest.value(QStringLiteral("optimizer")).toObject();

@@ -30,6 +30,8 @@ QString run_title(const pd::RunConfig& config) {
                       ? QStringLiteral("%1 micro-steps, reduced every one")
                       : QStringLiteral("%1 micro-steps (no_sync)"))
                      .arg(config.accumulate);
+    if (config.precision == pd::Precision::bf16_mixed)
+        parts << QStringLiteral("bf16-mixed (fp32 master weights)");
     if (config.recompute != pd::RecomputeMode::none)
         parts << QStringLiteral("%1 recompute").arg(qs(pd::name_of(config.recompute)));
     if (config.strategy == pd::StrategyKind::ps && config.async_updates)

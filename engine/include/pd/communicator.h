@@ -28,9 +28,16 @@ class Communicator {
     // messages apart from other groups' on the same device pairs.
     // When the members' backend has a library for them (NCCL, each member its own GPU), the
     // same steps run through it; otherwise data moves through `transport`.
-    Communicator(Transport& transport, std::vector<Device*> members, std::uint32_t group_id);
+    // `dtype` is the element type the group moves: every byte count it reports (trace
+    // events, collective records, the device clock's link time, staging memory) is
+    // bytes_of(dtype) per element, and under bf16 every sum it forms (each reduce-scatter
+    // step, an accumulating receive) is rounded to bf16 where it is stored, as a bf16 ring
+    // reduction does.
+    Communicator(Transport& transport, std::vector<Device*> members, std::uint32_t group_id,
+                 DType dtype = DType::fp32);
     ~Communicator();
     bool uses_library() const { return group_ != nullptr; }
+    DType dtype() const { return dtype_; }
 
     int size() const { return static_cast<int>(members_.size()); }
     int rank_of(int device_id) const;  // throws if not a member
@@ -86,9 +93,14 @@ class Communicator {
     // carries one from sender to receiver.
     std::uint64_t library_flow_id(int src, int dst, std::uint32_t subtag, bool sending);
 
+    std::size_t bytes(std::size_t count) const { return count * bytes_of(dtype_); }
+    // After a sum was stored in `data` (bf16 only).
+    void round_sum(Device& device, float* data, std::size_t count) const;
+
     Transport& transport_;
     std::vector<Device*> members_;
     std::uint64_t tag_;
+    DType dtype_;
     std::unique_ptr<GroupCollectives> group_;
     std::mutex flow_mutex_;
     std::map<std::tuple<int, int, std::uint32_t>, std::uint64_t> sends_, recvs_;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pd/dtype.h"
 #include "pd/memory_category.h"
 #include "pd/stream.h"
 #include "pd/trace.h"
@@ -43,9 +44,12 @@ class MemoryTracker {
     // Accounting only, for memory that lives elsewhere (a collective's staging payload).
     void allocate(MemoryCategory category, std::size_t bytes);
     void release(MemoryCategory category, std::size_t bytes) noexcept;
-    // Accounted storage for `count` floats, and its return.
-    float* acquire(MemoryCategory category, std::size_t count, Fill fill);
-    void give_back(MemoryCategory category, float* data, std::size_t count) noexcept;
+    // Storage for `count` floats standing for `count` elements of `dtype`, accounted at
+    // bytes_of(dtype) each (see pd/dtype.h), and its return (with the same dtype).
+    float* acquire(MemoryCategory category, std::size_t count, Fill fill,
+                   DType dtype = DType::fp32);
+    void give_back(MemoryCategory category, float* data, std::size_t count,
+                   DType dtype = DType::fp32) noexcept;
 
     std::size_t capacity() const { return capacity_; }
     std::size_t live(MemoryCategory category) const;
@@ -75,7 +79,8 @@ class MemoryTracker {
     std::size_t total_ = 0;
     std::vector<MemorySample> samples_;
     bool caching_;
-    std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;  // by block floats
+    // By block: its floats and whether it holds bf16 (see block_key in device.cpp).
+    std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;
     std::size_t cached_bytes_ = 0;
     std::size_t reserved_ = 0;
     std::size_t peak_reserved_ = 0;
@@ -83,12 +88,13 @@ class MemoryTracker {
 };
 
 // Float storage in a device's memory (host memory on the CPU backend, GPU memory on CUDA),
-// accounted for as long as it lives. Its contents are reached through DeviceOps.
+// accounted for as long as it lives. Its contents are reached through DeviceOps. A bf16
+// buffer is float storage holding bf16 values only, accounted at 2 bytes an element.
 class Buffer {
   public:
     Buffer() = default;
     Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count,
-           Fill fill = Fill::zero);
+           Fill fill = Fill::zero, DType dtype = DType::fp32);
     Buffer(Buffer&& other) noexcept;
     Buffer& operator=(Buffer&& other) noexcept;
     Buffer(const Buffer&) = delete;
@@ -100,12 +106,15 @@ class Buffer {
     const float* data() const { return data_; }
     std::size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
+    DType dtype() const { return dtype_; }
+    std::size_t bytes() const { return count_ * bytes_of(dtype_); }
     // A copy of the contents in host memory (waits for the device).
     std::vector<float> to_host() const;
 
   private:
     MemoryTracker* tracker_ = nullptr;
     MemoryCategory category_ = MemoryCategory::workspace;
+    DType dtype_ = DType::fp32;
     std::size_t count_ = 0;
     float* data_ = nullptr;
 };

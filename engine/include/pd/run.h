@@ -32,6 +32,9 @@ struct RunResult {
     std::optional<OomInfo> oom;
     Trace trace;                          // everything recorded, also when the run stopped early
     std::vector<float> final_parameters;  // empty unless the run completed
+    // bf16-mixed: the optimizer's fp32 master weights at the end, in the same layout (the
+    // parameters above are their bf16 rounding); empty otherwise.
+    std::vector<float> final_master_parameters;
     int steps_completed = 0;
 };
 

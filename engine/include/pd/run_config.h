@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "pd/dtype.h"
+
 namespace pd {
 
 enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid };
@@ -19,6 +21,10 @@ enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
 // matrix products' outputs and recomputes the element-wise GELU; full keeps each unit's input
 // and re-runs its forward inside the backward.
 enum class RecomputeMode { none, selective, full };
+// Mixed precision (as PyTorch autocast with Megatron's fp32 master weights): bf16_mixed keeps
+// parameters, activations and gradients in bf16 and the optimizer's master weights and state
+// in fp32; losses and softmax cross-entropy are computed in fp32. CPU backend only.
+enum class Precision { fp32, bf16_mixed };
 enum class ClockMode { wall, device, automatic };
 enum class OptimizerKind { sgd, adamw };
 enum class BackendKind { cpu, cuda };
@@ -29,6 +35,8 @@ std::string_view name_of(ClockMode c);
 std::string_view name_of(OptimizerKind o);
 std::string_view name_of(BackendKind b);
 std::string_view name_of(RecomputeMode r);
+std::string_view name_of(Precision p);
+std::optional<Precision> precision_from_name(std::string_view name);
 std::optional<RecomputeMode> recompute_from_name(std::string_view name);
 std::optional<BackendKind> backend_from_name(std::string_view name);
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
@@ -37,6 +45,7 @@ inline constexpr const char* kStrategyNames =
     "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid";
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
 inline constexpr const char* kRecomputeNames = "none, selective, full";
+inline constexpr const char* kPrecisionNames = "fp32, bf16-mixed";
 
 // A device mesh: data-parallel replicas x pipeline stages x tensor-parallel shards.
 struct Mesh {
@@ -109,6 +118,13 @@ struct RunConfig {
     // parameter server; 0 is the synchronous one).
     bool async_updates = false;
     int max_staleness = 0;
+    Precision precision = Precision::fp32;
+
+    // The element type of parameters, gradients and activations (and everything a
+    // collective moves): bf16 under bf16_mixed, else fp32.
+    DType tensor_dtype() const {
+        return precision == Precision::bf16_mixed ? DType::bf16 : DType::fp32;
+    }
 
     // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
     // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.

@@ -40,6 +40,8 @@ class DeviceOps {
     virtual void download(float* host, const float* src, std::size_t count) = 0;
 
     virtual void add(float* y, const float* x, std::size_t count) = 0;
+    // Rounds every value to bf16 in place (pd::round_to_bf16): a bf16 tensor's store.
+    virtual void round_to_bf16(float* data, std::size_t count) = 0;
     // C[m,n] = alpha * op(A) op(B) + beta * C, row-major.
     virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                       const float* b, float beta, float* c) = 0;
@@ -59,7 +61,8 @@ class DeviceOps {
     // out[r, j] += bias[j] + residual[r, j]
     virtual void bias_residual(float* out, const float* bias, const float* residual, int rows,
                                int width) = 0;
-    // One update at step t (1-based); `state` holds the optimizer's floats per parameter.
+    // One update at step t (1-based); `state` holds the optimizer's floats per parameter
+    // (with master weights, the fp32 master copy last; `params` then get it rounded to bf16).
     virtual void optimizer_update(const OptimizerSettings& settings, int t, float* params,
                                   const float* grads, float* state, std::size_t count) = 0;
 

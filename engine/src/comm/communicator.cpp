@@ -34,9 +34,8 @@ class StagingGuard {
     std::size_t bytes_;
 };
 
-std::size_t max_chunk_bytes(std::size_t count, int n) {
-    return ((count + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n)) *
-           sizeof(float);
+std::size_t max_chunk_elements(std::size_t count, int n) {
+    return (count + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
 }
 
 }  // namespace
@@ -55,8 +54,11 @@ struct Communicator::Ring {
 };
 
 Communicator::Communicator(Transport& transport, std::vector<Device*> members,
-                           std::uint32_t group_id)
-    : transport_(transport), members_(std::move(members)), tag_(std::uint64_t{group_id} << 32) {
+                           std::uint32_t group_id, DType dtype)
+    : transport_(transport),
+      members_(std::move(members)),
+      tag_(std::uint64_t{group_id} << 32),
+      dtype_(dtype) {
     if (members_.empty())
         throw Error("a communicator needs at least one device", __FILE__, __LINE__);
     if (members_.size() > 1) {
@@ -67,6 +69,10 @@ Communicator::Communicator(Transport& transport, std::vector<Device*> members,
 }
 
 Communicator::~Communicator() = default;
+
+void Communicator::round_sum(Device& device, float* data, std::size_t count) const {
+    if (dtype_ == DType::bf16 && count) device.ops().round_to_bf16(data, count);
+}
 
 std::uint64_t Communicator::library_flow_id(int src, int dst, std::uint32_t subtag, bool sending) {
     std::lock_guard lock(flow_mutex_);
@@ -90,12 +96,13 @@ void Communicator::library_ring_step(const Ring& ring, float* data, std::size_t 
     const std::size_t m = chunk_end(count, ring.n, recv_chunk) - rb;
     // The incoming chunk lands in staging, then is added (or copied) in place; staging is
     // communication memory for the length of the step.
-    Buffer staging(ring.device.memory(), MemoryCategory::communication, m);
+    Buffer staging(ring.device.memory(), MemoryCategory::communication, m, Fill::zero, dtype_);
     group_->exchange(ring.rank, data + sb, se - sb, wrap(ring.rank + 1, ring.n), staging.data(), m,
                      wrap(ring.rank - 1, ring.n));
-    if (combine == Combine::add)
+    if (combine == Combine::add) {
         ring.device.ops().add(data + rb, staging.data(), m);
-    else
+        round_sum(ring.device, data + rb, m);
+    } else
         ring.device.ops().copy(data + rb, staging.data(), m);
     event.end_ns = ring.stream.now_ns();
 }
@@ -110,7 +117,7 @@ bool Communicator::library_native_call(const Ring& ring, const char* op, float* 
     event.kind = EventKind::collective;
     event.label = "NCCL " + name;
     event.step = step;
-    event.bytes = count * sizeof(float);
+    event.bytes = bytes(count);
     event.start_ns = ring.stream.now_ns();
     if (name == "all_reduce")
         group_->all_reduce(ring.rank, data, count);
@@ -159,7 +166,7 @@ void Communicator::record(const Ring& ring, const char* op, std::size_t count, i
     rec.device = ring.self_device;
     rec.op = op;
     rec.label = label.empty() ? op : label;
-    rec.bytes = count * sizeof(float);
+    rec.bytes = bytes(count);
     rec.ranks = ring.n;
     rec.step = step;
     rec.start_ns = start_ns;
@@ -188,7 +195,7 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     event.step_index = step_index;
     event.chunk = send_chunk;
     event.peer = ring.right_device;
-    event.bytes = (se - sb) * sizeof(float);
+    event.bytes = bytes(se - sb);
     event.start_ns = ring.stream.now_ns();
     if (group_) {
         library_ring_step(ring, data, count, send_chunk, recv_chunk, combine, event);
@@ -210,9 +217,10 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     // Device clock: the chunk cannot arrive before it left plus the link's cost.
     const auto& link = transport_.context().link();
     ring.stream.advance_to(message.sent_at_ns +
-                           static_cast<std::int64_t>(link.transfer_ns(m * sizeof(float))));
+                           static_cast<std::int64_t>(link.transfer_ns(bytes(m))));
     transport_.receive_into(ring.left_device, ring.self_device, tag_, ring.device.ops(), message,
                             data + rb, combine == Combine::add);
+    if (combine == Combine::add) round_sum(ring.device, data + rb, m);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }
@@ -250,7 +258,7 @@ void Communicator::ring_collective(int device_id, const char* op, bool reduce, b
         if (reduce) reduce_scatter_steps(ring, data, count, step, 0);
         if (gather) all_gather_steps(ring, data, count, step, 0);
     } else if (ring.n > 1) {
-        StagingGuard staging(ring.device.memory(), max_chunk_bytes(count, ring.n));
+        StagingGuard staging(ring.device.memory(), bytes(max_chunk_elements(count, ring.n)));
         if (reduce) reduce_scatter_steps(ring, data, count, step, 0);
         if (gather) all_gather_steps(ring, data, count, step, 0);
     }
@@ -285,13 +293,13 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
         event.kind = EventKind::broadcast;
         event.label = "NCCL broadcast";
         event.step = step;
-        event.bytes = count * sizeof(float);
+        event.bytes = bytes(count);
         event.start_ns = ring.stream.now_ns();
         group_->broadcast(ring.rank, data, count, root_rank);
         event.end_ns = ring.stream.now_ns();
         ring.stream.add_event(std::move(event));
     } else if (ring.n > 1) {
-        StagingGuard staging(ring.device.memory(), count * sizeof(float));
+        StagingGuard staging(ring.device.memory(), bytes(count));
         // A chain along the ring: position 0 is the root, the last position only receives.
         const int position = wrap(ring.rank - root_rank, ring.n);
         transport_.context().check_dead_peer(device_id, ring.op, ring.call, position);
@@ -306,7 +314,7 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             event.label = "broadcast recv";
             event.step = step;
             event.peer = ring.left_device;
-            event.bytes = count * sizeof(float);
+            event.bytes = bytes(count);
             event.flow_id = message.flow_id;
             event.start_ns = ring.stream.now_ns();
             ring.stream.advance_to(
@@ -328,7 +336,7 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             event.label = "broadcast send";
             event.step = step;
             event.peer = ring.right_device;
-            event.bytes = count * sizeof(float);
+            event.bytes = bytes(count);
             event.flow_id = transport_.context().next_flow_id();
             event.flow_source = true;
             event.start_ns = ring.stream.now_ns();
@@ -350,7 +358,7 @@ void Communicator::send(int device_id, int peer_device, const float* data, std::
     event.label = label;
     event.step = step;
     event.peer = peer_device;
-    event.bytes = count * sizeof(float);
+    event.bytes = bytes(count);
     event.flow_source = true;
     if (group_) {
         event.flow_id = library_flow_id(device_id, peer_device, subtag, true);
@@ -377,15 +385,17 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     event.label = label;
     event.step = step;
     event.peer = peer_device;
-    event.bytes = count * sizeof(float);
+    event.bytes = bytes(count);
     if (group_) {
         // The library's receive also waits for the sender on the GPU: one event for both.
         event.flow_id = library_flow_id(peer_device, device_id, subtag, false);
         event.start_ns = ring.stream.now_ns();
         if (accumulate) {
-            Buffer staging(ring.device.memory(), MemoryCategory::communication, count);
+            Buffer staging(ring.device.memory(), MemoryCategory::communication, count, Fill::zero,
+                           dtype_);
             group_->recv(ring.rank, staging.data(), count, rank_of(peer_device));
             ring.device.ops().add(data, staging.data(), count);
+            round_sum(ring.device, data, count);
         } else {
             group_->recv(ring.rank, data, count, rank_of(peer_device));
         }
@@ -393,7 +403,7 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
         ring.stream.add_event(std::move(event));
         return;
     }
-    StagingGuard staging(ring.device.memory(), count * sizeof(float));
+    StagingGuard staging(ring.device.memory(), bytes(count));
     const std::int64_t began = ring.stream.now_ns();
     Message message = transport_.recv(peer_device, device_id, tag_ | subtag,
                                       "device " + std::to_string(device_id) + " " + label +
@@ -414,6 +424,7 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
         static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
     transport_.receive_into(peer_device, device_id, tag_ | subtag, ring.device.ops(), message, data,
                             accumulate);
+    if (accumulate) round_sum(ring.device, data, count);
     event.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(event));
 }

@@ -26,6 +26,8 @@ constexpr std::pair<RecomputeMode, std::string_view> kRecomputeModes[] = {
     {RecomputeMode::none, "none"},
     {RecomputeMode::selective, "selective"},
     {RecomputeMode::full, "full"}};
+constexpr std::pair<Precision, std::string_view> kPrecisions[] = {
+    {Precision::fp32, "fp32"}, {Precision::bf16_mixed, "bf16-mixed"}};
 }  // namespace
 
 std::string_view name_of(StrategyKind s) {
@@ -38,6 +40,18 @@ std::string_view name_of(PipelineSchedule s) {
     for (const auto& [kind, name] : kSchedules)
         if (kind == s) return name;
     return "?";
+}
+
+std::string_view name_of(Precision p) {
+    for (const auto& [kind, name] : kPrecisions)
+        if (kind == p) return name;
+    return "?";
+}
+
+std::optional<Precision> precision_from_name(std::string_view name) {
+    for (const auto& [kind, n] : kPrecisions)
+        if (n == name) return kind;
+    return std::nullopt;
 }
 
 std::string_view name_of(RecomputeMode r) {
@@ -310,6 +324,10 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
              "'device' times CPU threads; a CUDA run is timed by CUDA events on each stream "
              "(use wall or auto)");
     if (c.tf32 && c.backend != BackendKind::cuda) fail("tf32", "applies to the CUDA backend only");
+    if (c.precision == Precision::bf16_mixed && c.backend != BackendKind::cpu)
+        fail("precision",
+             "'bf16-mixed' runs on the CPU backend only (its bf16 rounding and fp32 master "
+             "weights have no CUDA kernels yet; use --backend cpu or precision fp32)");
     if (c.native_collectives && c.backend != BackendKind::cuda)
         fail("native_collectives", "applies to the CUDA backend only (NCCL)");
 }

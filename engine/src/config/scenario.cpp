@@ -165,6 +165,12 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 r.fail("unknown recompute mode '" + name + "' (available: " + kRecomputeNames +
                        ")");
             c.recompute = *mode;
+        } else if (key == "precision") {
+            const std::string name = r.text();
+            const auto precision = precision_from_name(name);
+            if (!precision)
+                r.fail("unknown precision '" + name + "' (available: " + kPrecisionNames + ")");
+            c.precision = *precision;
         } else if (key == "accumulate")
             c.accumulate = r.integer();
         else if (key == "reduce_every_microstep")
@@ -189,7 +195,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             r.fail(
                 "is not a known setting (known: strategy, devices, layers, width, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                "link_latency_us, link_gbps, timeout_s, threads, recompute, accumulate, "
+                "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, expect)");
     }
@@ -223,6 +229,7 @@ std::string scenario_json(const RunConfig& c) {
     if (c.native_collectives) j["native_collectives"] = true;
     if (c.threads > 0) j["threads"] = c.threads;
     if (c.recompute != RecomputeMode::none) j["recompute"] = std::string(name_of(c.recompute));
+    if (c.precision != Precision::fp32) j["precision"] = std::string(name_of(c.precision));
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;
     if (c.strategy == StrategyKind::ps && c.async_updates) {

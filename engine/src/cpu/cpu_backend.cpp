@@ -56,6 +56,11 @@ class CpuOps final : public DeviceOps {
             cpu::add_inplace(y + lo, x + lo, hi - lo);
         });
     }
+    void round_to_bf16(float* data, std::size_t count) override {
+        pool_.parallel_for(count, kAddGrain, [&](std::size_t lo, std::size_t hi) {
+            cpu::round_to_bf16(data + lo, hi - lo);
+        });
+    }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) override {
         cpu::gemm(pool_, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);

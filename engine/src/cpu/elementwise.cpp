@@ -103,6 +103,16 @@ void add_inplace(float* __restrict y, const float* __restrict x, std::size_t n) 
 }
 
 PD_VECTOR_CLONES
+void round_to_bf16(float* __restrict x, std::size_t n) {
+    // pd::round_to_bf16 without its branch, so the loop vectorises.
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t u = std::bit_cast<std::uint32_t>(x[i]);
+        const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        x[i] = std::bit_cast<float>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded);
+    }
+}
+
+PD_VECTOR_CLONES
 void bias_residual(float* __restrict out, const float* __restrict bias,
                    const float* __restrict residual, std::size_t rows, std::size_t width) {
     for (std::size_t r = 0; r < rows; ++r) {

@@ -251,6 +251,11 @@ class CudaOps final : public DeviceOps {
     void add(float* y, const float* x, std::size_t count) override {
         cuda::add_inplace(on_stream("add").stream(), y, x, count);
     }
+    // Mixed precision runs on the CPU backend only (validate() refuses bf16-mixed here).
+    void round_to_bf16(float*, std::size_t) override {
+        throw Error("precision 'bf16-mixed' is implemented on the CPU backend only", __FILE__,
+                    __LINE__);
+    }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) override {
         cuda::gemm(on_stream("gemm").cublas(), trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
@@ -292,6 +297,11 @@ class CudaOps final : public DeviceOps {
     }
     void optimizer_update(const OptimizerSettings& st, int t, float* params, const float* grads,
                           float* state, std::size_t count) override {
+        if (st.master_weights)
+            throw Error(
+                "master weights (precision 'bf16-mixed') are implemented on the CPU "
+                "backend only",
+                __FILE__, __LINE__);
         cudaStream_t s = on_stream("optimizer").stream();
         if (st.kind == OptimizerKind::sgd) {
             cuda::sgd_momentum(s, params, grads, state, count, st.lr, st.momentum);

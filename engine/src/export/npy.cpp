@@ -7,6 +7,7 @@
 #include "pd/exports.h"
 #include "pd/model.h"
 #include "pd/optimizer.h"
+#include "strategies/replica.h"
 
 namespace pd {
 
@@ -112,6 +113,55 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
                                 {"warmup_steps", 0},
                                 {"lr_at_step", "lr at every update t = 1 .. steps"}};
     manifest["optimizer"] = std::move(optimizer);
+    // Where a bf16-mixed run rounds (bf16(v): round to nearest even, as
+    // torch.Tensor.to(torch.bfloat16)); every product and element-wise op computes in fp32
+    // on its (bf16) inputs. tests/replay/replay_dump.py follows these points.
+    nlohmann::json precision = {{"name", std::string(name_of(config.precision))}};
+    if (config.precision == Precision::bf16_mixed) {
+        precision["parameters"] = "bf16(master); the fp32 master starts at the init_*.npy values";
+        precision["master_weights"] =
+            "fp32, in the optimizer state: the update above is applied to the master with the "
+            "bf16 gradients, then parameters = bf16(master)";
+        precision["forward"] =
+            "x0 = bf16(x); h = bf16(x0 @ w + b) (input); block: pre = bf16(h @ w1 + b1), post = "
+            "bf16(gelu_tanh(pre)), out = bf16(bf16(post @ w2) + b2 + h); head: logits = "
+            "bf16(h @ w + b), loss in fp32 from the bf16 logits";
+        precision["backward"] =
+            "dlogits = bf16((softmax(logits) - onehot) / batch); every linear: dw = bf16(dw + "
+            "x^T dy), db = bf16(db + sum(dy)), dx = bf16(dy @ w^T); block: dpost = bf16(dout @ "
+            "w2^T), dpre = bf16(gelu'(pre) * dpost), dh = bf16(bf16(dpre @ w1^T) + dout)";
+        precision["reductions"] =
+            "gradients (and tensor-parallel partial sums) are reduced in bf16: each partial sum "
+            "is rounded as a ring step or an accumulating receive stores it";
+    }
+    // How a data-parallel bf16 run sums its replicas' (bf16) gradients, so a replay can round
+    // each partial sum where the engine does: each bucket [begin, end) of the flat gradient
+    // (tensors in the order listed below) is split into `replicas` chunks [begin + c * n / R,
+    // begin + (c + 1) * n / R); a ring sums chunk c over replicas c+1, c+2, ..., c+R (mod R),
+    // rounding after each add; a parameter server adds workers 0, 1, ... in order.
+    const bool reduces =
+        config.strategy == StrategyKind::dp || config.strategy == StrategyKind::ps ||
+        config.strategy == StrategyKind::zero1 || config.strategy == StrategyKind::zero2 ||
+        config.strategy == StrategyKind::zero3;
+    if (config.precision == Precision::bf16_mixed && reduces && config.accumulate == 1 &&
+        config.data_parallel_replicas() > 1) {
+        nlohmann::json buckets = nlohmann::json::array();
+        if (config.strategy == StrategyKind::zero3) {
+            for (int u = 0; u < layout.units; ++u)
+                buckets.push_back({layout.unit_begin(u), layout.unit_end(u)});
+        } else {
+            for (const GradBucket& b :
+                 make_grad_buckets(layout, config.bucket_bytes, config.tensor_dtype()))
+                buckets.push_back({b.begin, b.end});
+        }
+        precision["gradient_reduction"] = {
+            {"replicas", config.data_parallel_replicas()},
+            {"order", config.strategy == StrategyKind::ps ? "sequential" : "ring"},
+            {"buckets", std::move(buckets)}};
+    }
+    manifest["precision"] = std::move(precision);
+    manifest["strategy"] = std::string(name_of(config.strategy));
+    manifest["data_parallel_replicas"] = config.data_parallel_replicas();
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : layout.tensors) {
         const std::string file = "init_" + t.name + ".npy";

@@ -78,6 +78,7 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["communication"] = {{"exposed_s", metrics.exposed_comm_s},
                           {"overlapped_s", metrics.overlapped_comm_s}};
     j["parameter_count"] = metrics.parameter_count;
+    j["precision"] = std::string(name_of(config.precision));
     if (config.accumulate > 1)
         j["accumulate"] = {{"microsteps", config.accumulate},
                            {"reduce_every_microstep", config.reduce_every_microstep}};

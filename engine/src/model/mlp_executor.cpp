@@ -5,17 +5,34 @@
 namespace pd {
 
 MlpExecutor::MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
-                         RecomputeMode recompute)
+                         RecomputeMode recompute, DType dtype)
     : shape_(shape),
       layout_(layout),
       memory_(memory),
       ops_(memory.ops()),
       units_(shape.layers + 2),
-      recompute_(recompute) {}
+      recompute_(recompute),
+      dtype_(dtype) {}
 
+Buffer MlpExecutor::make(MemoryCategory category, std::size_t count) const {
+    return Buffer(memory_, category, count, Fill::none, dtype_);
+}
+
+void MlpExecutor::stored(float* data, std::size_t count) const {
+    if (dtype_ == DType::bf16) ops_.round_to_bf16(data, count);
+}
+
+void MlpExecutor::stored_linear_grads(float* dw, float* dbias, int in, int out) const {
+    stored(dw, static_cast<std::size_t>(in) * static_cast<std::size_t>(out));
+    stored(dbias, static_cast<std::size_t>(out));
+}
+
+// The inputs arrive in fp32 and are stored as the first layer reads them (autocast casts
+// them to bf16 for the product).
 Buffer MlpExecutor::upload_input(const std::vector<float>& host) {
-    Buffer input(memory_, MemoryCategory::activations, host.size(), Fill::none);
+    Buffer input = make(MemoryCategory::activations, host.size());
     ops_.upload(input.data(), host.data(), host.size());
+    stored(input);
     return input;
 }
 
@@ -30,22 +47,27 @@ Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int r
     saved.rows = rows;
 
     if (unit == 0) {
-        Buffer out(memory_, MemoryCategory::activations, r * h, Fill::none);
+        Buffer out = make(MemoryCategory::activations, r * h);
         ops_.linear_forward(input.data(), param(0), param(1), rows, shape_.input_dim, h,
                             out.data());
+        stored(out);
         saved.input = std::move(input);
         return out;
     }
     if (is_head(unit)) {
-        Buffer logits(memory_, MemoryCategory::workspace, r * shape_.classes, Fill::none);
+        Buffer logits = make(MemoryCategory::workspace, r * shape_.classes);
         ops_.linear_forward(input.data(), param(0), param(1), rows, h, shape_.classes,
                             logits.data());
+        stored(logits);
         const std::vector<float> host_labels(labels, labels + rows);
+        // Class indices, whatever the precision (exact in fp32, not in bf16).
         Buffer device_labels(memory_, MemoryCategory::workspace, r, Fill::none);
         ops_.upload(device_labels.data(), host_labels.data(), r);
-        Buffer dlogits(memory_, MemoryCategory::activations, r * shape_.classes, Fill::none);
+        // Softmax and loss in fp32 from the (bf16) logits; their gradient is stored bf16.
+        Buffer dlogits = make(MemoryCategory::activations, r * shape_.classes);
         ops_.softmax_cross_entropy(logits.data(), device_labels.data(), rows, shape_.classes,
                                    grad_scale, dlogits.data(), loss_sum);
+        stored(dlogits);
         saved.input = std::move(input);
         saved.pre = std::move(dlogits);
         return {};
@@ -54,14 +76,15 @@ Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int r
     // What backward will rebuild is scratch here, freed as soon as this forward is done.
     const bool keep_pre = recompute_ != RecomputeMode::full;
     const bool keep_post = recompute_ == RecomputeMode::none;
-    Buffer pre(memory_, keep_pre ? MemoryCategory::activations : MemoryCategory::workspace, r * f,
-               Fill::none);
+    Buffer pre = make(keep_pre ? MemoryCategory::activations : MemoryCategory::workspace, r * f);
     ops_.linear_forward(input.data(), param(0), param(1), rows, h, f, pre.data());
-    Buffer post(memory_, keep_post ? MemoryCategory::activations : MemoryCategory::workspace, r * f,
-                Fill::none);
+    stored(pre);
+    Buffer post = make(keep_post ? MemoryCategory::activations : MemoryCategory::workspace, r * f);
     ops_.gelu_forward(pre.data(), post.data(), r * f);
-    Buffer partial(memory_, MemoryCategory::activations, r * h, Fill::none);
+    stored(post);
+    Buffer partial = make(MemoryCategory::activations, r * h);
     ops_.gemm(false, false, rows, h, f, 1.0f, post.data(), param(2), 0.0f, partial.data());
+    stored(partial);
     saved.input = std::move(input);
     if (keep_pre) saved.pre = std::move(pre);
     if (keep_post) saved.post = std::move(post);
@@ -73,6 +96,7 @@ Buffer MlpExecutor::forward_b(int unit, const float* params, Buffer reduced, Sav
     const float* b2 = params + layout_.tensor_offset(unit, 3);
     // The bias once, after the reduction, then the residual.
     ops_.bias_residual(reduced.data(), b2, saved.input.data(), saved.rows, shape_.width);
+    stored(reduced);
     return reduced;
 }
 
@@ -87,25 +111,33 @@ Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buff
     if (unit == 0) {
         ops_.linear_backward(saved.input.data(), param(0), dout.data(), rows, shape_.input_dim, h,
                              grad(0), grad(1), nullptr);
+        stored_linear_grads(grad(0), grad(1), shape_.input_dim, h);
         saved = SavedUnit{};
         return {};
     }
     if (is_head(unit)) {
-        Buffer din(memory_, MemoryCategory::workspace, r * h, Fill::none);
+        Buffer din = make(MemoryCategory::workspace, r * h);
         ops_.linear_backward(saved.input.data(), param(0), saved.pre.data(), rows, h,
                              shape_.classes, grad(0), grad(1), din.data());
+        stored_linear_grads(grad(0), grad(1), h, shape_.classes);
+        stored(din);
         saved = SavedUnit{};
         return din;
     }
     const int f = layout_.hidden_local();
-    Buffer dpost(memory_, MemoryCategory::workspace, r * f, Fill::none);
+    Buffer dpost = make(MemoryCategory::workspace, r * f);
     // Second linear (its bias is replicated: every shard sees the whole output gradient).
     ops_.linear_backward(saved.post.data(), param(2), dout.data(), rows, f, h, grad(2), grad(3),
                          dpost.data());
+    stored_linear_grads(grad(2), grad(3), f, h);
+    stored(dpost);
     ops_.gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), r * f);
-    Buffer partial(memory_, MemoryCategory::workspace, r * h, Fill::none);
+    stored(dpost);
+    Buffer partial = make(MemoryCategory::workspace, r * h);
     ops_.linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0), grad(1),
                          partial.data());
+    stored_linear_grads(grad(0), grad(1), h, f);
+    stored(partial);
     saved.input.reset();
     saved.pre.reset();
     saved.post.reset();
@@ -116,6 +148,7 @@ Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buff
 Buffer MlpExecutor::backward_b(int unit, Buffer reduced, SavedUnit& saved) {
     if (!is_block(unit)) return reduced;
     ops_.add(reduced.data(), saved.dout.data(), reduced.size());  // the residual path
+    stored(reduced);
     saved = SavedUnit{};
     return reduced;
 }
@@ -126,13 +159,15 @@ void MlpExecutor::recompute(int unit, const float* params, SavedUnit& saved) {
     const int f = layout_.hidden_local();
     const std::size_t n = static_cast<std::size_t>(saved.rows) * static_cast<std::size_t>(f);
     if (recompute_ == RecomputeMode::full) {
-        saved.pre = Buffer(memory_, MemoryCategory::activations, n, Fill::none);
+        saved.pre = make(MemoryCategory::activations, n);
         ops_.linear_forward(saved.input.data(), params + layout_.tensor_offset(unit, 0),
                             params + layout_.tensor_offset(unit, 1), saved.rows, h, f,
                             saved.pre.data());
+        stored(saved.pre);
     }
-    saved.post = Buffer(memory_, MemoryCategory::activations, n, Fill::none);
+    saved.post = make(MemoryCategory::activations, n);
     ops_.gelu_forward(saved.pre.data(), saved.post.data(), n);
+    stored(saved.post);
 }
 
 Buffer MlpExecutor::backward_input_a(int unit, const float* params, Buffer dout, SavedUnit& saved) {
@@ -144,20 +179,24 @@ Buffer MlpExecutor::backward_input_a(int unit, const float* params, Buffer dout,
         return {};
     }
     if (is_head(unit)) {  // saved.pre holds dlogits
-        Buffer din(memory_, MemoryCategory::workspace, r * h, Fill::none);
+        Buffer din = make(MemoryCategory::workspace, r * h);
         ops_.gemm(false, true, rows, h, shape_.classes, 1.0f, saved.pre.data(),
                   params + layout_.tensor_offset(unit, 0), 0.0f, din.data());
+        stored(din);
         return din;
     }
     const int f = layout_.hidden_local();
     // The pre-GELU gradient waits for W, so it is held like an activation.
-    Buffer dpre(memory_, MemoryCategory::activations, r * f, Fill::none);
+    Buffer dpre = make(MemoryCategory::activations, r * f);
     ops_.gemm(false, true, rows, f, h, 1.0f, dout.data(), params + layout_.tensor_offset(unit, 2),
               0.0f, dpre.data());
+    stored(dpre);  // dpost, as the unsplit backward stores it
     ops_.gelu_backward(saved.pre.data(), dpre.data(), dpre.data(), r * f);
-    Buffer partial(memory_, MemoryCategory::workspace, r * h, Fill::none);
+    stored(dpre);
+    Buffer partial = make(MemoryCategory::workspace, r * h);
     ops_.gemm(false, true, rows, h, f, 1.0f, dpre.data(), params + layout_.tensor_offset(unit, 0),
               0.0f, partial.data());
+    stored(partial);
     saved.pre.reset();
     saved.dpre = std::move(dpre);
     saved.dout = std::move(dout);
@@ -167,6 +206,7 @@ Buffer MlpExecutor::backward_input_a(int unit, const float* params, Buffer dout,
 Buffer MlpExecutor::backward_input_b(int unit, Buffer reduced, SavedUnit& saved) {
     if (!is_block(unit)) return reduced;
     ops_.add(reduced.data(), saved.dout.data(), reduced.size());  // the residual path
+    stored(reduced);
     return reduced;
 }
 
@@ -178,15 +218,19 @@ void MlpExecutor::backward_weight(int unit, float* grads, SavedUnit& saved) {
     if (unit == 0) {
         ops_.linear_backward(saved.input.data(), nullptr, saved.dout.data(), rows, shape_.input_dim,
                              h, grad(0), grad(1), nullptr);
+        stored_linear_grads(grad(0), grad(1), shape_.input_dim, h);
     } else if (is_head(unit)) {
         ops_.linear_backward(saved.input.data(), nullptr, saved.pre.data(), rows, h, shape_.classes,
                              grad(0), grad(1), nullptr);
+        stored_linear_grads(grad(0), grad(1), h, shape_.classes);
     } else {
         const int f = layout_.hidden_local();
         ops_.linear_backward(saved.post.data(), nullptr, saved.dout.data(), rows, f, h, grad(2),
                              grad(3), nullptr);
+        stored_linear_grads(grad(2), grad(3), f, h);
         ops_.linear_backward(saved.input.data(), nullptr, saved.dpre.data(), rows, h, f, grad(0),
                              grad(1), nullptr);
+        stored_linear_grads(grad(0), grad(1), h, f);
     }
     saved = SavedUnit{};
 }

@@ -10,6 +10,14 @@
 // Activation recomputation (RecomputeMode) drops activations after a block's forward and
 // `recompute` rebuilds them just before that block's backward, with the same kernels on the
 // same inputs, so every number is bit-for-bit what it is without recomputation.
+//
+// Mixed precision (dtype bf16): every tensor the executor stores (activations, the tensors
+// between units and phases, workspace results, parameter gradients) is bf16, rounded as each
+// kernel's result is stored (see pd/dtype.h); the kernels compute in fp32. The softmax
+// cross-entropy reads bf16 logits and computes the loss in fp32, as autocast does. A parameter
+// gradient that accumulates (micro-batches, --accumulate) is rounded once after the kernel adds
+// the new product in fp32: bf16(g + x^T dy), where PyTorch's bf16 .grad would add an already
+// rounded product, bf16(g + bf16(x^T dy)); with one micro-batch the two are the same.
 #pragma once
 
 #include <vector>
@@ -35,7 +43,7 @@ struct SavedUnit {
 class MlpExecutor {
   public:
     MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
-                RecomputeMode recompute = RecomputeMode::none);
+                RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32);
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
     bool is_head(int unit) const { return unit == units_ - 1; }
@@ -74,13 +82,24 @@ class MlpExecutor {
     // The batch's inputs, copied from the host into a new activation buffer.
     Buffer upload_input(const std::vector<float>& host);
 
+    DType dtype() const { return dtype_; }
+
   private:
+    // A new tensor of this executor's dtype.
+    Buffer make(MemoryCategory category, std::size_t count) const;
+    // A kernel's result was stored in [data, data + count): round it when bf16.
+    void stored(float* data, std::size_t count) const;
+    void stored(Buffer& b) const { stored(b.data(), b.size()); }
+    // After linear_backward: its weight and bias gradients (and input gradient) were stored.
+    void stored_linear_grads(float* dw, float* dbias, int in, int out) const;
+
     ModelShape shape_;
     const ShardLayout& layout_;
     MemoryTracker& memory_;
     DeviceOps& ops_;
     int units_;
     RecomputeMode recompute_;
+    DType dtype_;
 };
 
 }  // namespace pd

@@ -19,6 +19,12 @@ std::size_t block_floats(std::size_t count) {
     return (std::max<std::size_t>(count, 1) + kBlockFloats - 1) / kBlockFloats * kBlockFloats;
 }
 
+// A block is accounted at its element type's size (a bf16 block of n floats is reserved as
+// 2n bytes), so free lists are kept per element type as well as per size.
+std::size_t block_key(std::size_t floats, DType dtype) {
+    return floats * 2 + (dtype == DType::bf16 ? 1 : 0);
+}
+
 }  // namespace
 
 MemoryTracker::MemoryTracker(int device, std::size_t capacity, const RunContext& ctx,
@@ -38,7 +44,7 @@ MemoryTracker::~MemoryTracker() {
 }
 
 void MemoryTracker::empty_cache_locked() noexcept {
-    for (auto& [floats, blocks] : free_blocks_)
+    for (auto& [key, blocks] : free_blocks_)
         for (float* block : blocks) ops_.release(block);
     free_blocks_.clear();
     reserved_ -= cached_bytes_;
@@ -53,8 +59,9 @@ void MemoryTracker::allocate(MemoryCategory category, std::size_t bytes) {
     peak_reserved_ = std::max(peak_reserved_, reserved_);
 }
 
-float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill fill) {
-    const std::size_t bytes = count * sizeof(float);
+float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill fill, DType dtype) {
+    const std::size_t element = bytes_of(dtype);
+    const std::size_t bytes = count * element;
     float* data = nullptr;
     bool reused = false;
     {
@@ -64,15 +71,15 @@ float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill f
             reserved_ += bytes;
         } else {
             const std::size_t floats = block_floats(count);
-            const auto it = free_blocks_.find(floats);
+            const auto it = free_blocks_.find(block_key(floats, dtype));
             if (it != free_blocks_.end() && !it->second.empty()) {
                 data = it->second.back();
                 it->second.pop_back();
-                cached_bytes_ -= floats * sizeof(float);
+                cached_bytes_ -= floats * element;
                 reused = true;
             } else {
-                if (reserved_ + floats * sizeof(float) > capacity_) empty_cache_locked();
-                reserved_ += floats * sizeof(float);
+                if (reserved_ + floats * element > capacity_) empty_cache_locked();
+                reserved_ += floats * element;
             }
         }
         peak_reserved_ = std::max(peak_reserved_, reserved_);
@@ -87,25 +94,27 @@ float* MemoryTracker::acquire(MemoryCategory category, std::size_t count, Fill f
         return fill == Fill::zero ? ops_.allocate(floats) : ops_.allocate_uninitialized(floats);
     } catch (...) {
         std::lock_guard lock(mutex_);
-        reserved_ -= caching_ ? block_floats(count) * sizeof(float) : bytes;
+        reserved_ -= caching_ ? block_floats(count) * element : bytes;
         unaccount_locked(category, bytes);
         throw;
     }
 }
 
-void MemoryTracker::give_back(MemoryCategory category, float* data, std::size_t count) noexcept {
+void MemoryTracker::give_back(MemoryCategory category, float* data, std::size_t count,
+                              DType dtype) noexcept {
     {
         std::lock_guard lock(mutex_);
-        const std::size_t bytes = count * sizeof(float);
+        const std::size_t element = bytes_of(dtype);
+        const std::size_t bytes = count * element;
         unaccount_locked(category, bytes);
         if (caching_) {
             const std::size_t floats = block_floats(count);
             try {
-                free_blocks_[floats].push_back(data);
-                cached_bytes_ += floats * sizeof(float);
+                free_blocks_[block_key(floats, dtype)].push_back(data);
+                cached_bytes_ += floats * element;
                 return;
             } catch (...) {  // no room in the free list: give the block to the system
-                reserved_ -= floats * sizeof(float);
+                reserved_ -= floats * element;
             }
         } else {
             reserved_ -= bytes;
@@ -194,9 +203,10 @@ std::vector<MemorySample> MemoryTracker::take_samples() {
     return std::move(samples_);
 }
 
-Buffer::Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count, Fill fill)
-    : category_(category) {
-    data_ = tracker.acquire(category, count, fill);
+Buffer::Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count, Fill fill,
+               DType dtype)
+    : category_(category), dtype_(dtype) {
+    data_ = tracker.acquire(category, count, fill, dtype);
     tracker_ = &tracker;
     count_ = count;
 }
@@ -210,6 +220,7 @@ std::vector<float> Buffer::to_host() const {
 Buffer::Buffer(Buffer&& other) noexcept
     : tracker_(std::exchange(other.tracker_, nullptr)),
       category_(other.category_),
+      dtype_(other.dtype_),
       count_(std::exchange(other.count_, 0)),
       data_(std::exchange(other.data_, nullptr)) {}
 
@@ -218,6 +229,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
         reset();
         tracker_ = std::exchange(other.tracker_, nullptr);
         category_ = other.category_;
+        dtype_ = other.dtype_;
         count_ = std::exchange(other.count_, 0);
         data_ = std::exchange(other.data_, nullptr);
     }
@@ -225,7 +237,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 }
 
 void Buffer::reset() noexcept {
-    if (tracker_) tracker_->give_back(category_, data_, count_);
+    if (tracker_) tracker_->give_back(category_, data_, count_, dtype_);
     tracker_ = nullptr;
     count_ = 0;
     data_ = nullptr;

@@ -145,7 +145,10 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 result.steps_completed = step + 1;
                 report(step + 1, loss, "training");
             }
-            if (!ctx.aborted()) result.final_parameters = strategy->parameters();
+            if (!ctx.aborted()) {
+                result.final_parameters = strategy->parameters();
+                result.final_master_parameters = strategy->master_parameters();
+            }
             result.trace.gradient_updates = strategy->gradient_updates();
             // The training is done: a cancel from now on has nothing left to stop.
             if (!result.final_parameters.empty()) {

@@ -3,13 +3,13 @@
 namespace pd {
 
 DataParallel::DataParallel(RunEnvironment& env)
-    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes)) {
+    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes, env.dtype)) {
     std::vector<Device*> members;
     for (auto& d : env.devices) {
         replicas_.push_back(std::make_unique<Replica>(env, *d));
         members.push_back(d.get());
     }
-    comm_ = std::make_unique<Communicator>(env.transport, members, 1);
+    comm_ = std::make_unique<Communicator>(env.transport, members, 1, env.dtype);
 }
 
 void DataParallel::enqueue_setup() {
@@ -80,6 +80,10 @@ double DataParallel::step_loss() const {
 
 std::vector<float> DataParallel::parameters() const {
     return replicas_.front()->params().to_host();
+}
+
+std::vector<float> DataParallel::master_parameters() const {
+    return replicas_.front()->master();
 }
 
 }  // namespace pd

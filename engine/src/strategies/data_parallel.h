@@ -17,6 +17,7 @@ class DataParallel : public Strategy {
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
+    std::vector<float> master_parameters() const override;
 
   private:
     RunEnvironment& env_;

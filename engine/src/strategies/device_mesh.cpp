@@ -9,7 +9,8 @@ namespace {
 constexpr std::uint32_t kFirstMeshGroup = 16;
 }  // namespace
 
-DeviceMesh::DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices, Transport& transport)
+DeviceMesh::DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices, Transport& transport,
+                       DType dtype)
     : mesh_(mesh) {
     if (static_cast<int>(devices.size()) != mesh.size())
         throw Error("a " + std::to_string(mesh.dp) + " x " + std::to_string(mesh.pp) + " x " +
@@ -17,9 +18,9 @@ DeviceMesh::DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices, Tr
                         " devices, got " + std::to_string(devices.size()),
                     __FILE__, __LINE__);
     std::uint32_t next_id = kFirstMeshGroup;
-    dp_ = build(Axis::dp, devices, transport, next_id);
-    pp_ = build(Axis::pp, devices, transport, next_id);
-    tp_ = build(Axis::tp, devices, transport, next_id);
+    dp_ = build(Axis::dp, devices, transport, next_id, dtype);
+    pp_ = build(Axis::pp, devices, transport, next_id, dtype);
+    tp_ = build(Axis::tp, devices, transport, next_id, dtype);
 }
 
 DeviceMesh::Coord DeviceMesh::coord(int device) const {
@@ -47,14 +48,15 @@ std::size_t DeviceMesh::group_index(int device, Axis varying) const {
 std::vector<std::unique_ptr<Communicator>> DeviceMesh::build(Axis varying,
                                                              const std::vector<Device*>& devices,
                                                              Transport& transport,
-                                                             std::uint32_t& next_id) {
+                                                             std::uint32_t& next_id, DType dtype) {
     const int size = varying == Axis::dp ? mesh_.dp : varying == Axis::pp ? mesh_.pp : mesh_.tp;
     const int groups = mesh_.size() / size;
     std::vector<std::vector<Device*>> members(static_cast<std::size_t>(groups));
     for (int d = 0; d < mesh_.size(); ++d)  // devices ascend along every axis: rank order
         members[group_index(d, varying)].push_back(devices[static_cast<std::size_t>(d)]);
     std::vector<std::unique_ptr<Communicator>> out;
-    for (auto& m : members) out.push_back(std::make_unique<Communicator>(transport, m, next_id++));
+    for (auto& m : members)
+        out.push_back(std::make_unique<Communicator>(transport, m, next_id++, dtype));
     return out;
 }
 

@@ -20,7 +20,9 @@ class DeviceMesh {
         int tp = 0;
     };
 
-    DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices, Transport& transport);
+    // Every group moves elements of `dtype` (see Communicator).
+    DeviceMesh(const Mesh& mesh, const std::vector<Device*>& devices, Transport& transport,
+               DType dtype = DType::fp32);
 
     const Mesh& mesh() const { return mesh_; }
     Coord coord(int device) const;
@@ -36,7 +38,8 @@ class DeviceMesh {
     std::size_t group_index(int device, Axis varying) const;
     std::vector<std::unique_ptr<Communicator>> build(Axis varying,
                                                      const std::vector<Device*>& devices,
-                                                     Transport& transport, std::uint32_t& next_id);
+                                                     Transport& transport, std::uint32_t& next_id,
+                                                     DType dtype);
 
     Mesh mesh_;
     std::vector<std::unique_ptr<Communicator>> dp_, pp_, tp_;

@@ -1,5 +1,7 @@
 #include "strategies/strategy.h"
 
+#include "backend/device_ops.h"
+
 namespace pd {
 
 namespace {
@@ -35,11 +37,21 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
       task(shape, cfg.seed),
       optimizer(OptimizerSettings::from(cfg)),
       initial(initial_parameters(shape, cfg.seed)),
+      dtype(cfg.tensor_dtype()),
       transport(context),
       backend(make_run_backend(cfg, context)) {
     for (int d = 0; d < cfg.devices; ++d)
         devices.push_back(
             std::make_unique<Device>(d, cfg.capacity_bytes, context, backend->make_device(d)));
+}
+
+void RunEnvironment::upload_parameters(Device& device, float* params, const float* host,
+                                       std::size_t count, float* state) const {
+    DeviceOps& ops = device.ops();
+    ops.upload(params, host, count);
+    if (dtype == DType::bf16) ops.round_to_bf16(params, count);
+    if (float* master = state ? optimizer.master(state, count) : nullptr)
+        ops.upload(master, host, count);
 }
 
 std::shared_ptr<const HostBatch> RunEnvironment::load_batch(int step, int first, int rows) const {

@@ -41,7 +41,7 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
     rows_per_mb_ = env.config.batch / dp_ / m_;
     std::vector<Device*> devices;
     for (auto& d : env.devices) devices.push_back(d.get());
-    mesh_ = std::make_unique<DeviceMesh>(mesh, devices, env.transport);
+    mesh_ = std::make_unique<DeviceMesh>(mesh, devices, env.transport, env.dtype);
 
     std::vector<std::size_t> weights;
     for (int u = 0; u < env.layout.units; ++u)
@@ -61,8 +61,8 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
             const int last = bounds_[static_cast<std::size_t>(chunk.global) + 1];
             chunk.layout = std::make_unique<ShardLayout>(env.shape, env.layout, first, last,
                                                          rank->coord.tp, tp_);
-            chunk.executor = std::make_unique<MlpExecutor>(env.shape, *chunk.layout,
-                                                           device->memory(), env.config.recompute);
+            chunk.executor = std::make_unique<MlpExecutor>(
+                env.shape, *chunk.layout, device->memory(), env.config.recompute, env.dtype);
             chunk.saved.resize(static_cast<std::size_t>(m_));
             for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
             chunk.carry.resize(static_cast<std::size_t>(m_));
@@ -84,14 +84,16 @@ void MeshParallel::enqueue_setup() {
         rank->device->compute().launch(ev, [this, r] {
             MemoryTracker& mem = r->device->memory();
             for (Chunk& c : r->chunks) {
-                c.params = Buffer(mem, MemoryCategory::parameters, c.layout->size());
-                std::vector<float> local(c.layout->size());
+                const std::size_t size = c.layout->size();
+                c.params = Buffer(mem, MemoryCategory::parameters, size, Fill::zero, env_.dtype);
+                c.grads = Buffer(mem, MemoryCategory::gradients, size, Fill::zero, env_.dtype);
+                c.state =
+                    Buffer(mem, MemoryCategory::optimizer_state,
+                           size * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+                std::vector<float> local(size);
                 c.layout->scatter(env_.initial.data(), local.data());
-                mem.ops().upload(c.params.data(), local.data(), local.size());
-                c.grads = Buffer(mem, MemoryCategory::gradients, c.layout->size());
-                c.state = Buffer(mem, MemoryCategory::optimizer_state,
-                                 c.layout->size() * static_cast<std::size_t>(
-                                                        env_.optimizer.state_per_parameter()));
+                env_.upload_parameters(*r->device, c.params.data(), local.data(), size,
+                                       c.state.data());
             }
         });
     }
@@ -159,7 +161,7 @@ void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, i
         // A received activation is kept for backward; a received gradient is scratch.
         carry = Buffer(dev.memory(),
                        activations ? MemoryCategory::activations : MemoryCategory::workspace, count,
-                       Fill::none);  // the receive writes it whole
+                       Fill::none, c->executor->dtype());  // the receive writes it whole
         pp.recv(dev.id(), from, carry.data(), count, step,
                 (activations ? "activations mb" : "gradients mb") + std::to_string(mb), false,
                 activations ? activation_tag(c->global) : gradient_tag(c->global));
@@ -353,6 +355,19 @@ std::vector<float> MeshParallel::parameters() const {
     for (const auto& r : ranks_) {
         if (r->coord.dp != 0) continue;
         for (const Chunk& c : r->chunks) c.layout->gather(c.params.to_host().data(), full.data());
+    }
+    return full;
+}
+
+std::vector<float> MeshParallel::master_parameters() const {
+    if (!env_.optimizer.master_weights) return {};
+    std::vector<float> full(env_.layout.total, 0.0f);
+    for (const auto& r : ranks_) {
+        if (r->coord.dp != 0) continue;
+        for (const Chunk& c : r->chunks) {
+            std::vector<float> state = c.state.to_host();
+            c.layout->gather(env_.optimizer.master(state.data(), c.layout->size()), full.data());
+        }
     }
     return full;
 }

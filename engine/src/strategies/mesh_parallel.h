@@ -24,6 +24,7 @@ class MeshParallel : public Strategy {
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
+    std::vector<float> master_parameters() const override;
 
     // First unit of each global chunk, then the end (for reporting stage boundaries).
     const std::vector<int>& chunk_bounds() const { return bounds_; }

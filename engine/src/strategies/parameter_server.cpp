@@ -7,13 +7,13 @@
 namespace pd {
 
 ParameterServer::ParameterServer(RunEnvironment& env)
-    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes)) {
+    : env_(env), buckets_(make_grad_buckets(env.layout, env.config.bucket_bytes, env.dtype)) {
     std::vector<Device*> members;
     for (auto& d : env.devices) members.push_back(d.get());
     server_ = std::make_unique<Replica>(env, env.device(0));
     for (int d = 1; d < env.config.devices; ++d)
         workers_.push_back(std::make_unique<Replica>(env, env.device(d)));
-    comm_ = std::make_unique<Communicator>(env.transport, members, 2);
+    comm_ = std::make_unique<Communicator>(env.transport, members, 2, env.dtype);
 }
 
 void ParameterServer::enqueue_setup() {
@@ -95,6 +95,10 @@ double ParameterServer::step_loss() const {
 
 std::vector<float> ParameterServer::parameters() const {
     return server_->params().to_host();
+}
+
+std::vector<float> ParameterServer::master_parameters() const {
+    return server_->master();
 }
 
 }  // namespace pd

@@ -26,6 +26,7 @@ class ParameterServer : public Strategy {
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
+    std::vector<float> master_parameters() const override;
     std::vector<GradientUpdate> gradient_updates() const override { return updates_; }
 
   private:

@@ -6,7 +6,7 @@ Replica::Replica(RunEnvironment& env, Device& device)
     : env_(env),
       device_(device),
       layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
-      executor_(env.shape, layout_, device.memory(), env.config.recompute),
+      executor_(env.shape, layout_, device.memory(), env.config.recompute, env.dtype),
       loss_(device.ops()) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
 }
@@ -17,13 +17,21 @@ void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
     ev.label = initialise ? "initialise parameters" : "allocate parameters";
     device_.compute().launch(ev, [this, initialise, with_optimizer_state] {
         MemoryTracker& mem = device_.memory();
-        params_ = Buffer(mem, MemoryCategory::parameters, env_.layout.total);
-        if (initialise) mem.ops().upload(params_.data(), env_.initial.data(), env_.initial.size());
-        grads_ = Buffer(mem, MemoryCategory::gradients, env_.layout.total);
+        const std::size_t total = env_.layout.total;
+        params_ = Buffer(mem, MemoryCategory::parameters, total, Fill::zero, env_.dtype);
+        grads_ = Buffer(mem, MemoryCategory::gradients, total, Fill::zero, env_.dtype);
+        // fp32 always: the moments, and under mixed precision the master weights.
         if (with_optimizer_state)
-            state_ = Buffer(
-                mem, MemoryCategory::optimizer_state,
-                env_.layout.total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+            state_ = Buffer(mem, MemoryCategory::optimizer_state,
+                            total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+        // The master copy starts from the fp32 initialisation, also on a replica that gets
+        // its (bf16) parameters from a broadcast.
+        if (initialise)
+            env_.upload_parameters(device_, params_.data(), env_.initial.data(), total,
+                                   with_optimizer_state ? state_.data() : nullptr);
+        else if (float* master =
+                     with_optimizer_state ? env_.optimizer.master(state_.data(), total) : nullptr)
+            mem.ops().upload(master, env_.initial.data(), total);
     });
 }
 
@@ -41,8 +49,8 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                                // back here.
                                if (grads_.empty())
                                    grads_ = Buffer(device_.memory(), MemoryCategory::gradients,
-                                                   env_.layout.total,
-                                                   Fill::none);  // zeroed next
+                                                   env_.layout.total, Fill::none,
+                                                   env_.dtype);  // zeroed next
                                if (zero_grads)
                                    device_.ops().fill_zero(grads_.data(), grads_.size());
                                if (micro == 0) loss_.zero();
@@ -83,7 +91,17 @@ void Replica::enqueue_optimizer(int step) {
     });
 }
 
-std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes) {
+std::vector<float> Replica::master() const {
+    if (!env_.optimizer.master_weights || state_.empty()) return {};
+    const std::vector<float> state = state_.to_host();
+    const std::size_t n = env_.layout.total;
+    const auto begin = state.begin() + static_cast<std::ptrdiff_t>(
+                                           static_cast<std::size_t>(env_.optimizer.moments()) * n);
+    return {begin, begin + static_cast<std::ptrdiff_t>(n)};
+}
+
+std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes,
+                                          DType dtype) {
     std::vector<GradBucket> buckets;
     GradBucket current;
     bool open = false;
@@ -95,7 +113,7 @@ std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t
             current.begin = it->offset;
             current.ready_after_unit = it->unit;
         }
-        if ((current.end - current.begin) * sizeof(float) >= bucket_bytes) {
+        if ((current.end - current.begin) * bytes_of(dtype) >= bucket_bytes) {
             buckets.push_back(current);
             open = false;
         }

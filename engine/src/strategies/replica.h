@@ -30,6 +30,8 @@ class Replica {
     Buffer& params() { return params_; }
     Buffer& grads() { return grads_; }
     const Buffer& params() const { return params_; }
+    // The fp32 master weights in this replica's optimizer state (empty without them).
+    std::vector<float> master() const;
     double loss_sum() const { return loss_.read(); }
 
   private:
@@ -45,11 +47,14 @@ class Replica {
 
 // Gradient buckets in the order backward produces them (as DDP forms them): each bucket is a
 // contiguous parameter range, ready once the unit holding its first element has run backward.
+// A bucket closes at `bucket_bytes` of gradients of `dtype` (DDP's bucket_cap_mb counts bytes,
+// so a bf16 bucket holds twice the elements of an fp32 one).
 struct GradBucket {
     std::size_t begin = 0;
     std::size_t end = 0;
     int ready_after_unit = 0;
 };
-std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes);
+std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, std::size_t bucket_bytes,
+                                          DType dtype = DType::fp32);
 
 }  // namespace pd

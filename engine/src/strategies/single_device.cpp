@@ -26,4 +26,8 @@ std::vector<float> SingleDevice::parameters() const {
     return replica_.params().to_host();
 }
 
+std::vector<float> SingleDevice::master_parameters() const {
+    return replica_.master();
+}
+
 }  // namespace pd

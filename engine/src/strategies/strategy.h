@@ -40,12 +40,18 @@ struct RunEnvironment {
     ParamLayout layout;
     SyntheticTask task;
     OptimizerSettings optimizer;
-    std::vector<float> initial;  // the shared deterministic initial parameters
+    std::vector<float> initial;  // the shared deterministic initial parameters (fp32)
+    DType dtype;                 // parameters', gradients' and activations' (tensor_dtype)
     Transport transport;
     std::unique_ptr<RunBackend> backend;  // creates the devices; outlives them
     std::vector<std::unique_ptr<Device>> devices;
 
     Device& device(int i) { return *devices[static_cast<std::size_t>(i)]; }
+    // Parameters' initial values, from `host` (the fp32 initialisation), into a device's
+    // parameter storage: rounded to bf16 under mixed precision. With master weights, the
+    // fp32 values also go to the master copy of `state` (`count` parameters' state), if given.
+    void upload_parameters(Device& device, float* params, const float* host, std::size_t count,
+                           float* state = nullptr) const;
     std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) const;
     void synchronize_all();
 };
@@ -59,6 +65,9 @@ class Strategy {
     virtual double step_loss() const = 0;
     // After synchronize: the full model's parameters, in the shared layout.
     virtual std::vector<float> parameters() const = 0;
+    // After synchronize, with master weights (bf16-mixed): the full fp32 master copy in the
+    // shared layout; empty without.
+    virtual std::vector<float> master_parameters() const { return {}; }
     // The gradients a parameter server applied, with the versions they were computed on.
     virtual std::vector<GradientUpdate> gradient_updates() const { return {}; }
 };

@@ -30,11 +30,11 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
         for (int u = 0; u < env.layout.units; ++u)
             buckets_.push_back({env.layout.unit_begin(u), env.layout.unit_end(u), u});
     } else {
-        buckets_ = make_grad_buckets(env.layout, env.config.bucket_bytes);
+        buckets_ = make_grad_buckets(env.layout, env.config.bucket_bytes, env.dtype);
     }
     std::vector<Device*> members;
     for (auto& d : env.devices) members.push_back(d.get());
-    comm_ = std::make_unique<Communicator>(env.transport, members, 3);
+    comm_ = std::make_unique<Communicator>(env.transport, members, 3, env.dtype);
     shard_offset_.resize(buckets_.size() * static_cast<std::size_t>(n_));
     for (int r = 0; r < n_; ++r) {
         auto rank = std::make_unique<Rank>();
@@ -51,7 +51,7 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
             rank->layout =
                 std::make_unique<ShardLayout>(env.shape, env.layout, 0, env.layout.units, 0, 1);
             rank->executor = std::make_unique<MlpExecutor>(
-                env.shape, *rank->layout, rank->device->memory(), env.config.recompute);
+                env.shape, *rank->layout, rank->device->memory(), env.config.recompute, env.dtype);
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
             rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
             rank->saved.resize(static_cast<std::size_t>(env.layout.units));
@@ -83,18 +83,26 @@ void Zero::enqueue_setup() {
             const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
             rank.state = Buffer(mem, MemoryCategory::optimizer_state, k * rank.shard_size);
             if (level_ >= 2) {
-                rank.shard_grads = Buffer(mem, MemoryCategory::gradients, rank.shard_size);
+                rank.shard_grads =
+                    Buffer(mem, MemoryCategory::gradients, rank.shard_size, Fill::zero, env_.dtype);
                 if (rank.replica) rank.replica->grads().reset();  // only live during backward
             }
-            if (level_ == 3) {
-                rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size);
-                for (std::size_t b = 0; b < buckets_.size(); ++b) {
-                    const std::size_t begin = own_begin(buckets_[b], rank.r);
-                    mem.ops().upload(
-                        rank.shard_params.data() + shard_offset_[b * static_cast<std::size_t>(n_) +
-                                                                 static_cast<std::size_t>(rank.r)],
-                        env_.initial.data() + begin, own_end(buckets_[b], rank.r) - begin);
-                }
+            if (level_ == 3)
+                rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size,
+                                           Fill::zero, env_.dtype);
+            // Each owned chunk's state is [moments..., master...] at k * its shard offset; the
+            // master (mixed precision) starts from the fp32 initialisation.
+            for (std::size_t b = 0; b < buckets_.size(); ++b) {
+                const std::size_t begin = own_begin(buckets_[b], rank.r);
+                const std::size_t count = own_end(buckets_[b], rank.r) - begin;
+                const std::size_t off = shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                      static_cast<std::size_t>(rank.r)];
+                float* state = rank.state.data() + k * off;
+                if (level_ == 3)
+                    env_.upload_parameters(*rank.device, rank.shard_params.data() + off,
+                                           env_.initial.data() + begin, count, state);
+                else if (float* master = env_.optimizer.master(state, count))
+                    mem.ops().upload(master, env_.initial.data() + begin, count);
             }
         });
     }
@@ -168,10 +176,12 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
                                        shard_offset_[b * static_cast<std::size_t>(n_) +
                                                      static_cast<std::size_t>(rank.r)];
                         const std::size_t own = own_end(bucket, rank.r) - begin;
-                        if (micro == 0 || !every)
+                        if (micro == 0 || !every) {
                             dev.ops().copy(shard, replica.grads().data() + begin, own);
-                        else
+                        } else {
                             dev.ops().add(shard, replica.grads().data() + begin, own);
+                            if (env_.dtype == DType::bf16) dev.ops().round_to_bf16(shard, own);
+                        }
                     });
                 }
             });
@@ -207,7 +217,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             // Written whole: this rank's chunk here, the peers' by the all-gather.
             full = Buffer(mem, MemoryCategory::gathered_parameters, bucket.end - bucket.begin,
-                          Fill::none);
+                          Fill::none, env_.dtype);
             const std::size_t begin = own_begin(bucket, rank.r);
             const std::size_t off =
                 shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
@@ -265,11 +275,12 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                                                  rank.saved[static_cast<std::size_t>(u)]);
                     });
             dev.compute().launch(
-                unit_event(EventKind::backward, u, units, step, micro), [&rank, &mem, u] {
+                unit_event(EventKind::backward, u, units, step, micro), [this, &rank, &mem, u] {
                     Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
                     Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
                     if (grads.empty())  // zeroed; kept across micro-steps under no_sync
-                        grads = Buffer(mem, MemoryCategory::gradients, full.size());
+                        grads = Buffer(mem, MemoryCategory::gradients, full.size(), Fill::zero,
+                                       env_.dtype);
                     rank.carry =
                         rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
                                                 rank.saved[static_cast<std::size_t>(u)]);
@@ -291,10 +302,12 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                     shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
                                   static_cast<std::size_t>(rank.r)];
                 const std::size_t own = own_end(bucket, rank.r) - begin;
-                if (micro == 0 || !every)
+                if (micro == 0 || !every) {
                     dev.ops().copy(shard, grads.data() + (begin - bucket.begin), own);
-                else
+                } else {
                     dev.ops().add(shard, grads.data() + (begin - bucket.begin), own);
+                    if (env_.dtype == DType::bf16) dev.ops().round_to_bf16(shard, own);
+                }
                 grads.reset();
             });
         }
@@ -326,6 +339,25 @@ std::vector<float> Zero::parameters() const {
                                                           static_cast<std::size_t>(rank->r)]),
                         own_end(buckets_[b], rank->r) - begin,
                         full.begin() + static_cast<std::ptrdiff_t>(begin));
+        }
+    }
+    return full;
+}
+
+std::vector<float> Zero::master_parameters() const {
+    if (!env_.optimizer.master_weights) return {};
+    // Each rank's owned chunks, from the master part of each chunk's state.
+    const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+    std::vector<float> full(env_.layout.total, 0.0f);
+    for (const auto& rank : ranks_) {
+        std::vector<float> state = rank->state.to_host();
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            const std::size_t begin = own_begin(buckets_[b], rank->r);
+            const std::size_t count = own_end(buckets_[b], rank->r) - begin;
+            const std::size_t off =
+                shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank->r)];
+            const float* master = env_.optimizer.master(state.data() + k * off, count);
+            std::copy_n(master, count, full.begin() + static_cast<std::ptrdiff_t>(begin));
         }
     }
     return full;

@@ -24,6 +24,7 @@ class Zero : public Strategy {
     void enqueue_step(int step) override;
     double step_loss() const override;
     std::vector<float> parameters() const override;
+    std::vector<float> master_parameters() const override;
 
   private:
     struct Rank;

@@ -5,6 +5,7 @@
 #include "model/shard_layout.h"
 #include "pd/metrics.h"
 #include "pd/model.h"
+#include "pd/optimizer.h"
 #include "strategies/pipeline_schedule.h"
 #include "trace/bubble_prediction.h"
 
@@ -109,12 +110,19 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
     return out;
 }
 
-// Analytic bytes per device of parameters, gradients and optimizer state at rest.
+// Analytic bytes per device of parameters, gradients and optimizer state at rest: the ZeRO
+// paper's 2P + 2P + KP for mixed precision (bf16 parameters and gradients; fp32 master
+// weights and moments, K = 12 for Adam, 8 for SGD momentum) and 4P + 4P + KP in fp32 (K = 8
+// for Adam, 4 for SGD), with ZeRO-1 sharding K, ZeRO-2 also the gradients, ZeRO-3 also the
+// parameters.
 std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& config) {
     const ModelShape shape = shape_of(config);
     const ParamLayout layout = ParamLayout::build(shape);
-    const double P = static_cast<double>(layout.total) * sizeof(float);
-    const double k = config.optimizer == OptimizerKind::sgd ? 1.0 : 2.0;
+    const double element = static_cast<double>(bytes_of(config.tensor_dtype()));
+    const double P = static_cast<double>(layout.total) * element;
+    // Optimizer state bytes per parameter over the parameter's own bytes.
+    const OptimizerSettings optimizer = OptimizerSettings::from(config);
+    const double k = optimizer.state_per_parameter() * static_cast<double>(sizeof(float)) / element;
     const double N = config.devices;
     const Mesh mesh = config.effective_mesh();
     std::vector<StageBoundary> bounds = stage_boundaries(config);
@@ -157,10 +165,10 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
                 double local = 0;
                 for (const auto& b : bounds)
                     if (b.device_stage == stage)
-                        local += static_cast<double>(
-                            ShardLayout(shape, layout, b.first_unit, b.end_unit, tp_rank, mesh.tp)
-                                .size() *
-                            sizeof(float));
+                        local += static_cast<double>(ShardLayout(shape, layout, b.first_unit,
+                                                                 b.end_unit, tp_rank, mesh.tp)
+                                                         .size()) *
+                                 element;
                 params = grads = local;
                 state = k * local;
                 break;
