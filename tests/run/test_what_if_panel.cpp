@@ -241,6 +241,13 @@ class TestWhatIfPanel : public QObject {
         QVERIFY(panel.problem().contains(QStringLiteral("micro-steps")));
         QCOMPARE(panel.markedKnob(), accumulate);
 
+        QComboBox* precision = nullptr;
+        for (auto* combo : panel.findChildren<QComboBox*>())
+            if (combo->findData(QStringLiteral("bf16-mixed")) >= 0) precision = combo;
+        QVERIFY(precision);
+        precision->setCurrentIndex(precision->findData(QStringLiteral("bf16-mixed")));
+        QCOMPARE(panel.config().precision, pd::Precision::bf16_mixed);
+
         strategy->setCurrentIndex(strategy->findData(QStringLiteral("pipeline")));
         QVERIFY(!accumulate->isEnabled());
         QCOMPARE(panel.config().accumulate, 1);

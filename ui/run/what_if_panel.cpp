@@ -156,6 +156,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     recompute_->setToolTip(
         tr("Activation recomputation: fewer activations kept, the same "
            "numbers, some forward work again in backward"));
+    precision_ = new QComboBox(this);
+    precision_->addItem(tr("fp32"), QStringLiteral("fp32"));
+    precision_->addItem(tr("bf16 mixed (fp32 master weights)"), QStringLiteral("bf16-mixed"));
+    precision_->setToolTip(tr("bf16 mixed: bf16 parameters, activations and gradients, fp32 "
+                              "master weights and optimizer state (CPU backend)"));
     accumulate_ = spin(this, 1, 64);
     accumulate_->setToolTip(
         tr("Gradient accumulation: micro-steps per optimizer step (single, dp, ZeRO)"));
@@ -191,6 +196,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("S&teps"), steps_);
     form->addRow(tr("&Optimizer"), optimizer_);
     form->addRow(tr("&Recompute"), recompute_);
+    form->addRow(tr("Prec&ision"), precision_);
     form->addRow(tr("Accumulat&e"), accumulate_);
     form->addRow(QString(), reduce_every_);
     form->addRow(QString(), async_);
@@ -220,6 +226,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                      {QStringLiteral("steps"), steps_},
                      {QStringLiteral("optimizer"), optimizer_},
                      {QStringLiteral("recompute"), recompute_},
+                     {QStringLiteral("precision"), precision_},
                      {QStringLiteral("accumulate"), accumulate_},
                      {QStringLiteral("reduce_every_microstep"), reduce_every_},
                      {QStringLiteral("async"), async_},
@@ -258,6 +265,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                         accumulate_, staleness_})
         connect(s, &QSpinBox::valueChanged, this, changed);
     connect(recompute_, &QComboBox::currentIndexChanged, this, changed);
+    connect(precision_, &QComboBox::currentIndexChanged, this, changed);
     connect(reduce_every_, &QCheckBox::toggled, this, changed);
     connect(async_, &QCheckBox::toggled, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
@@ -310,6 +318,8 @@ void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
         optimizer_->findData(QString::fromLatin1(pd::name_of(config.optimizer).data())));
     recompute_->setCurrentIndex(
         recompute_->findData(QString::fromLatin1(pd::name_of(config.recompute).data())));
+    precision_->setCurrentIndex(
+        precision_->findData(QString::fromLatin1(pd::name_of(config.precision).data())));
     accumulate_->setValue(config.accumulate);
     reduce_every_->setChecked(config.reduce_every_microstep);
     async_->setChecked(config.async_updates);
@@ -380,6 +390,8 @@ pd::RunConfig WhatIfPanel::config() const {
                       : pd::OptimizerKind::adamw;
     c.recompute = pd::recompute_from_name(recompute_->currentData().toString().toStdString())
                       .value_or(pd::RecomputeMode::none);
+    c.precision = pd::precision_from_name(precision_->currentData().toString().toStdString())
+                      .value_or(pd::Precision::fp32);
     // A knob the strategy does not read is left at its default, so that it cannot fail
     // validation on the strategy's behalf.
     c.accumulate = accumulate_->isEnabled() ? accumulate_->value() : 1;

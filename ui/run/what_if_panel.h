@@ -75,6 +75,7 @@ class WhatIfPanel : public QWidget {
     QSpinBox* steps_;
     QComboBox* optimizer_;
     QComboBox* recompute_;
+    QComboBox* precision_;
     QSpinBox* accumulate_;
     QCheckBox* reduce_every_;
     QCheckBox* async_;
