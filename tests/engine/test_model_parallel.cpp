@@ -217,6 +217,32 @@ class TestModelParallel : public QObject {
                                 "B6' B6 W4' W4 W5' W5 B7' B7 W6' W6 W7' W7"));
     }
 
+    // A stage runs its ops in order, so the micro-batches it holds at once follow from the
+    // order alone: GPipe holds all m, 1F1B p - s, ZB-H1 p on every stage (stage i defers W by
+    // i), ZB-V 2p - 1 - s; and a real run's trace shows exactly those.
+    void order_fixes_the_microbatches_alive() {
+        using V = std::vector<int>;
+        QCOMPARE(order_max_microbatches_alive(PipelineSchedule::gpipe, 4, 8, 1), V({8, 8, 8, 8}));
+        QCOMPARE(order_max_microbatches_alive(PipelineSchedule::one_f_one_b, 4, 8, 1),
+                 V({4, 3, 2, 1}));
+        QCOMPARE(order_max_microbatches_alive(PipelineSchedule::zb_h1, 4, 8, 1), V({4, 4, 4, 4}));
+        QCOMPARE(order_max_microbatches_alive(PipelineSchedule::zb_v, 4, 8, 2), V({7, 6, 5, 4}));
+        for (auto [schedule, v] :
+             {std::pair{PipelineSchedule::gpipe, 1}, std::pair{PipelineSchedule::one_f_one_b, 1},
+              std::pair{PipelineSchedule::interleaved, 2}, std::pair{PipelineSchedule::zb_h1, 1},
+              std::pair{PipelineSchedule::zb_v, 2}}) {
+            RunConfig c = pipeline(4, 8, schedule, v);
+            c.clock = ClockMode::device;
+            c.steps = 2;
+            const RunResult r = run_config(c);
+            QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+            const RunMetrics m = compute_metrics(r.trace, c);
+            QCOMPARE(int(m.stage_activations.size()), 4);
+            for (const auto& a : m.stage_activations)
+                QCOMPARE(a.max_microbatches_alive, a.textbook_max_microbatches_alive);
+        }
+    }
+
     // Replayed with equal unit times, each schedule shows its textbook bubble.
     void unit_time_bubbles_are_textbook() {
         for (int p : {2, 4, 8})

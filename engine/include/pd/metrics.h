@@ -111,6 +111,9 @@ struct StageActivationMetrics {
     std::size_t peak_activation_bytes = 0;
     int microbatches_alive_at_peak = 0;  // forward started, backward not yet finished
     int max_microbatches_alive = 0;
+    // Pipelined runs: the same figure from the schedule's order alone (see
+    // order_max_microbatches_alive); -1 elsewhere.
+    int textbook_max_microbatches_alive = -1;
 };
 
 // Parameters, gradients and optimizer state live at the end of the run beside the analytic

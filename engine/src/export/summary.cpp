@@ -139,12 +139,17 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
                               {"end_unit", b.end_unit}});
     j["stage_boundaries"] = std::move(boundaries);
     json activations = json::array();
-    for (const auto& a : metrics.stage_activations)
-        activations.push_back({{"device", a.device},
-                               {"stage", a.stage},
-                               {"peak_activation_bytes", a.peak_activation_bytes},
-                               {"microbatches_alive_at_peak", a.microbatches_alive_at_peak},
-                               {"max_microbatches_alive", a.max_microbatches_alive}});
+    for (const auto& a : metrics.stage_activations) {
+        json row = {{"device", a.device},
+                    {"stage", a.stage},
+                    {"peak_activation_bytes", a.peak_activation_bytes},
+                    {"microbatches_alive_at_peak", a.microbatches_alive_at_peak},
+                    {"max_microbatches_alive", a.max_microbatches_alive}};
+        // The schedule's own figure, from its order alone (pipelined runs).
+        if (a.textbook_max_microbatches_alive >= 0)
+            row["textbook_max_microbatches_alive"] = a.textbook_max_microbatches_alive;
+        activations.push_back(std::move(row));
+    }
     j["activations_per_stage"] = std::move(activations);
     json state = json::array();
     for (const auto& s : metrics.model_state)

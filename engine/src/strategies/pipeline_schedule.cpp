@@ -193,6 +193,28 @@ std::vector<std::vector<PipelineOp>> pipeline_program(PipelineSchedule schedule,
     return program;
 }
 
+std::vector<int> order_max_microbatches_alive(PipelineSchedule schedule, int p, int m, int v) {
+    std::vector<int> out;
+    for (const std::vector<PipelineOp>& ops : pipeline_program(schedule, p, m, v)) {
+        std::vector<std::size_t> last(static_cast<std::size_t>(m), 0);
+        for (std::size_t i = 0; i < ops.size(); ++i)
+            if (!ops[i].forward()) last[static_cast<std::size_t>(ops[i].microbatch)] = i;
+        std::vector<bool> begun(static_cast<std::size_t>(m), false);
+        int alive = 0, most = 0;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            const auto mb = static_cast<std::size_t>(ops[i].microbatch);
+            if (ops[i].forward() && !begun[mb]) {
+                begun[mb] = true;
+                most = std::max(most, ++alive);
+            } else if (!ops[i].forward() && i == last[mb]) {
+                --alive;
+            }
+        }
+        out.push_back(most);
+    }
+    return out;
+}
+
 double unit_time_bubble(PipelineSchedule schedule, int p, int m, int v) {
     if (p <= 1) return 0.0;
     const int chunks = p * v;

@@ -12,9 +12,9 @@ namespace pd {
 
 enum class PipelinePass {
     forward,
-    backward,      // the whole backward (B and W together)
-    input_grad,    // B: the input gradient only, which the previous stage waits for
-    weight_grad,   // W: the weight gradient of a micro-batch whose B has run
+    backward,     // the whole backward (B and W together)
+    input_grad,   // B: the input gradient only, which the previous stage waits for
+    weight_grad,  // W: the weight gradient of a micro-batch whose B has run
 };
 
 struct PipelineOp {
@@ -45,6 +45,11 @@ std::vector<std::vector<PipelineOp>> pipeline_program(PipelineSchedule schedule,
 // chunk takes one unit of time and transfers take none: its `ops` replayed with their
 // dependencies. GPipe and 1F1B give (p-1)/(m+p-1), ZB-H1 (p-1)/(3m+p-1).
 double unit_time_bubble(PipelineSchedule schedule, int p, int m, int v);
+
+// Per stage, the most micro-batches its own order holds at once (a forward begun, its last
+// backward or W not yet run): the schedule's activation memory in micro-batches, whatever the
+// ops' times, since a stage runs its ops in this order.
+std::vector<int> order_max_microbatches_alive(PipelineSchedule schedule, int p, int m, int v);
 
 // Splits units (weights = parameter counts) into `parts` contiguous, non-empty ranges that
 // minimise the largest part. Returns the first unit of each part plus a final end marker.

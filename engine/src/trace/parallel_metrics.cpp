@@ -65,11 +65,19 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
                                                         const RunConfig& config) {
     std::vector<StageActivationMetrics> out;
     const Mesh mesh = config.effective_mesh();
+    const std::vector<int> textbook =
+        mesh.pp > 1 && config.strategy != StrategyKind::ps
+            ? order_max_microbatches_alive(config.schedule, mesh.pp,
+                                           config.effective_microbatches(),
+                                           config.effective_chunks())
+            : std::vector<int>{};
     for (int d = 0; d < trace.devices; ++d) {
         StageActivationMetrics s;
         s.device = d;
         // A parameter server's devices (server + workers) outnumber its replicas: no stages.
         s.stage = mesh.pp > 1 ? d / (mesh.tp * mesh.dp) : 0;
+        if (!textbook.empty())
+            s.textbook_max_microbatches_alive = textbook[static_cast<std::size_t>(s.stage)];
         // Peak activation bytes (during steps) and when it happened.
         std::int64_t peak_t = -1;
         for (const auto& sample : trace.memory) {
