@@ -1,6 +1,7 @@
 // Helpers shared by the engine tests: small configs and numeric comparisons.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -33,6 +34,14 @@ inline double relative_error(const std::vector<float>& a, const std::vector<floa
     }
     if (a.size() != b.size()) return INFINITY;
     return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+// The most live bytes of one memory category a device held during the run.
+inline std::size_t peak_bytes(const RunResult& r, int device, MemoryCategory category) {
+    std::size_t peak = 0;
+    for (const auto& s : r.trace.memory)
+        if (s.device == device && s.category == category) peak = std::max(peak, s.bytes);
+    return peak;
 }
 
 inline RunResult run_config(const RunConfig& c) {

@@ -24,13 +24,6 @@ double bytes_per_step(const RunMetrics& m, const char* op) {
     return it == m.comm_bytes_per_step.end() ? 0.0 : it->second;
 }
 
-std::size_t peak_bytes(const RunResult& r, int device, MemoryCategory category) {
-    std::size_t peak = 0;
-    for (const auto& s : r.trace.memory)
-        if (s.device == device && s.category == category) peak = std::max(peak, s.bytes);
-    return peak;
-}
-
 }  // namespace
 
 class TestGradientAccumulation : public QObject {

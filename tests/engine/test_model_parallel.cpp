@@ -38,6 +38,20 @@ RunConfig pipeline(int p, int m, PipelineSchedule schedule, int v = 1) {
     return c;
 }
 
+// A stage's order as text: F, B (input gradient, or a whole backward) or W, the micro-batch,
+// and ' on the device's second chunk.
+QString order_text(PipelineSchedule schedule, int stage, int p, int m, int v) {
+    QStringList out;
+    for (const auto& op : pipeline_ops(schedule, stage, p, m, v))
+        out << QStringLiteral("%1%2%3")
+                   .arg(op.pass == PipelinePass::forward       ? 'F'
+                        : op.pass == PipelinePass::weight_grad ? 'W'
+                                                               : 'B')
+                   .arg(op.microbatch)
+                   .arg(op.chunk ? QStringLiteral("'") : QString());
+    return out.join(' ');
+}
+
 RunConfig hybrid(int dp, int pp, int tp) {
     RunConfig c = parallel_config(StrategyKind::hybrid, dp * pp * tp);
     c.mesh = Mesh{dp, pp, tp};
@@ -177,16 +191,7 @@ class TestModelParallel : public QObject {
 
     // The golden order for p = 4, m = 8: stage i defers its W by i micro-batches.
     void zb_h1_golden_order() {
-        auto text = [](int stage) {
-            QStringList out;
-            for (const auto& op : pipeline_ops(PipelineSchedule::zb_h1, stage, 4, 8, 1))
-                out << QStringLiteral("%1%2")
-                           .arg(op.pass == PipelinePass::forward      ? 'F'
-                                : op.pass == PipelinePass::input_grad ? 'B'
-                                                                      : 'W')
-                           .arg(op.microbatch);
-            return out.join(' ');
-        };
+        auto text = [](int stage) { return order_text(PipelineSchedule::zb_h1, stage, 4, 8, 1); };
         QCOMPARE(text(0), QStringLiteral("F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 "
                                          "B5 W5 B6 W6 B7 W7"));
         QCOMPARE(text(3), QStringLiteral("F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 "
@@ -196,17 +201,7 @@ class TestModelParallel : public QObject {
     // The golden order for p = 4, m = 8, from the list scheduler (F/B/W and micro-batch; '
     // marks the device's second chunk, the way back up the V).
     void zb_v_golden_order() {
-        auto text = [](int stage) {
-            QStringList out;
-            for (const auto& op : pipeline_ops(PipelineSchedule::zb_v, stage, 4, 8, 2))
-                out << QStringLiteral("%1%2%3")
-                           .arg(op.pass == PipelinePass::forward      ? 'F'
-                                : op.pass == PipelinePass::input_grad ? 'B'
-                                                                      : 'W')
-                           .arg(op.microbatch)
-                           .arg(op.chunk ? QStringLiteral("'") : QString());
-            return out.join(' ');
-        };
+        auto text = [](int stage) { return order_text(PipelineSchedule::zb_v, stage, 4, 8, 2); };
         QCOMPARE(text(0),
                  QStringLiteral("F0 F1 F2 F3 F4 F5 F6 F0' B0' W0' F1' B1' W1' F2' B2' B0 W2' "
                                 "F3' B3' B1 W0 B2 W3' F4' B4' B3 W1 F7 W2 F5' B5' B4 W4' W3 W5' "
@@ -277,11 +272,7 @@ class TestModelParallel : public QObject {
         QFETCH(RunConfig, config);
         config.clock = ClockMode::device;
         auto peak_activations = [](const RunResult& r) {
-            std::size_t peak = 0;
-            for (const auto& s : r.trace.memory)
-                if (s.device == 0 && s.category == MemoryCategory::activations)
-                    peak = std::max(peak, s.bytes);
-            return peak;
+            return peak_bytes(r, 0, MemoryCategory::activations);
         };
         const RunResult none = run_config(config);
         QVERIFY2(none.status == RunStatus::ok, none.error.c_str());
