@@ -219,21 +219,19 @@ RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     m.stage_activations = measure_activations(trace, config);
     m.model_state = model_state(trace, config);
     if (config.strategy == StrategyKind::ps && config.async_updates && config.max_staleness > 0) {
-        // Workers run ahead of the server, so one step's events span several steps of time:
-        // the step time is the time between the server's updates, its rate of new versions.
-        std::vector<std::int64_t> update_ends;
-        for (const auto& e : trace.events)
-            if (e.device == 0 && e.kind == EventKind::optimizer && e.step >= 0)
-                update_ends.push_back(e.end_ns);
-        std::sort(update_ends.begin(), update_ends.end());
-        std::vector<double> gaps;
-        for (std::size_t i = 1; i < update_ends.size(); ++i)
-            gaps.push_back(static_cast<double>(update_ends[i] - update_ends[i - 1]) * 1e-9);
-        if (!gaps.empty()) {
-            std::sort(gaps.begin(), gaps.end());
-            const std::size_t n = gaps.size();
-            m.median_step_time_s = n % 2 ? gaps[n / 2] : 0.5 * (gaps[n / 2 - 1] + gaps[n / 2]);
-            m.samples_per_s = m.median_step_time_s > 0 ? config.batch / m.median_step_time_s : 0;
+        // Workers run ahead of the server, so one step's events span several steps of time,
+        // and the server's updates come in bursts once it falls behind: the step time is the
+        // run's time per step, from the first step's start to the server's last update.
+        std::int64_t begin = -1, end = -1;
+        for (const auto& e : trace.events) {
+            if (e.step < 0) continue;
+            if (begin < 0 || e.start_ns < begin) begin = e.start_ns;
+            if (e.device == 0 && e.kind == EventKind::optimizer) end = std::max(end, e.end_ns);
+        }
+        if (begin >= 0 && end > begin && !trace.steps.empty()) {
+            m.median_step_time_s =
+                static_cast<double>(end - begin) * 1e-9 / static_cast<double>(trace.steps.size());
+            m.samples_per_s = config.batch / m.median_step_time_s;
         }
     }
     const double steps = std::max<std::size_t>(1, trace.steps.size());
