@@ -19,9 +19,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
 
     std::string scenario;
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
-    std::optional<int> devices, layers, width, batch, steps, microbatches, chunks, dp, pp, tp,
-        threads, accumulate, max_staleness;
-    std::optional<std::string> schedule, recompute, precision;
+    std::optional<int> devices, layers, width, heads, seq_len, batch, steps, microbatches, chunks,
+        dp, pp, tp, threads, accumulate, max_staleness;
+    std::optional<std::string> schedule, recompute, precision, model;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
@@ -32,9 +32,14 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--strategy", strategy,
                    "single | dp | ps | pipeline | tp | zero1 | zero2 | zero3 | hybrid");
     app.add_option("--devices", devices, "Number of devices (ps: server + workers)");
-    app.add_option("--layers", layers, "Residual MLP blocks");
-    app.add_option("--width", width, "Hidden size h (blocks are h -> 4h -> h)");
-    app.add_option("--batch", batch, "Global batch per step");
+    app.add_option("--model", model,
+                   "mlp (residual MLP blocks on samples) | transformer (pre-LayerNorm blocks: "
+                   "causal self-attention, then an MLP, on sequences)");
+    app.add_option("--layers", layers, "Blocks (residual MLP or transformer)");
+    app.add_option("--width", width, "Hidden size h (MLPs are h -> 4h -> h)");
+    app.add_option("--heads", heads, "transformer: attention heads per block (divide the width)");
+    app.add_option("--seq-len", seq_len, "transformer: tokens per sequence");
+    app.add_option("--batch", batch, "Global batch per step (transformer: sequences)");
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
     app.add_option("--optimizer", optimizer, "sgd | adamw");
@@ -133,6 +138,17 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(devices, c.devices, "devices");
     set_int(layers, c.layers, "layers");
     set_int(width, c.width, "width");
+    set_int(heads, c.heads, "heads");
+    set_int(seq_len, c.seq_len, "seq_len");
+    if (model) {
+        const auto kind = model_from_name(*model);
+        if (!kind)
+            throw BadInput("--model",
+                           "unknown value '" + *model + "' (available: " + kModelNames + ")",
+                           __FILE__, __LINE__);
+        c.model = *kind;
+        src["model"] = "--model";
+    }
     set_int(batch, c.batch, "batch");
     set_int(steps, c.steps, "steps");
     set_int(microbatches, c.microbatches, "microbatches");

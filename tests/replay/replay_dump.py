@@ -7,6 +7,9 @@ A developer check, not a ctest test (nothing in the test suite needs torch):
         --dump-dir /tmp/dump --summary /tmp/dump/summary.json
     python3 tests/replay/replay_dump.py /tmp/dump /tmp/dump/summary.json
 
+A transformer dump (--model transformer) replays the manifest's model note with torch's
+layer_norm and softmax (transformer_forward).
+
 (Debian's python3-torch lives in /usr/bin/python3's packages; where another python3 comes first
 on PATH, e.g. a pyenv shim, run /usr/bin/python3.)
 
@@ -87,24 +90,58 @@ def make_optimizer(spec, params):
     raise ValueError("unknown optimizer " + spec["name"])
 
 
+def transformer_forward(params, model, x):
+    """The manifest's pre-LayerNorm transformer on x [batch, seq, input_dim]: per-token
+    logits [batch * seq, classes], written with torch's own modules' maths (layer_norm,
+    softmax) and nothing of the engine's."""
+    batch, seq, _ = x.shape
+    width, heads = model["width"], model["heads"]
+    d = width // heads
+    causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+    h = x @ params["input.w"] + params["input.b"]  # [batch, seq, width]
+    for l in range(model["layers"]):
+        p = "block%d." % l
+        a = F.layer_norm(h, (width,), params[p + "ln1.g"], params[p + "ln1.b"], eps=1e-5)
+
+        def split(t):  # [batch, seq, width] -> [batch, heads, seq, d]
+            return t.reshape(batch, seq, heads, d).transpose(1, 2)
+
+        q, k, v = (split(a @ params[p + "w" + n] + params[p + "b" + n]) for n in "qkv")
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(d)
+        scores = scores.masked_fill(~causal, float("-inf"))
+        attn = torch.softmax(scores, dim=-1) @ v  # [batch, heads, seq, d]
+        attn = attn.transpose(1, 2).reshape(batch, seq, width)
+        h = h + (attn @ params[p + "wo"] + params[p + "bo"])
+        m = F.layer_norm(h, (width,), params[p + "ln2.g"], params[p + "ln2.b"], eps=1e-5)
+        inner = F.gelu(m @ params[p + "w1"] + params[p + "b1"], approximate="tanh")
+        h = h + (inner @ params[p + "w2"] + params[p + "b2"])
+    logits = h @ params["head.w"] + params["head.b"]
+    return logits.reshape(batch * seq, -1)
+
+
 def replay(dump_dir):
     with open(os.path.join(dump_dir, "manifest.json")) as f:
         manifest = json.load(f)
     params = {t["name"]: read_npy(os.path.join(dump_dir, t["file"])).double().requires_grad_()
               for t in manifest["tensors"]}
-    layers = manifest["model"]["layers"]
+    model = manifest["model"]
+    layers = model["layers"]
     optimizer = make_optimizer(manifest["optimizer"], list(params.values()))
     losses = []
     for batch in manifest["batches"]:
         x = read_npy(os.path.join(dump_dir, batch["x"])).double()
         y = read_npy(os.path.join(dump_dir, batch["y"])).long()
-        h = x @ params["input.w"] + params["input.b"]
-        for l in range(layers):
-            p = "block%d." % l
-            inner = F.gelu(h @ params[p + "w1"] + params[p + "b1"], approximate="tanh")
-            h = h + (inner @ params[p + "w2"] + params[p + "b2"])
-        logits = h @ params["head.w"] + params["head.b"]
-        loss = F.cross_entropy(logits, y)  # mean over the global batch
+        if model.get("kind", "mlp") == "transformer":
+            logits = transformer_forward(params, model, x)
+            y = y.reshape(-1)
+        else:
+            h = x @ params["input.w"] + params["input.b"]
+            for l in range(layers):
+                p = "block%d." % l
+                inner = F.gelu(h @ params[p + "w1"] + params[p + "b1"], approximate="tanh")
+                h = h + (inner @ params[p + "w2"] + params[p + "b2"])
+            logits = h @ params["head.w"] + params["head.b"]
+        loss = F.cross_entropy(logits, y)  # mean over the global batch (every token)
         losses.append(loss.item())
         optimizer.zero_grad()
         loss.backward()

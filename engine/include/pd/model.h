@@ -1,7 +1,14 @@
-// The model every strategy trains: an input projection, `layers` residual MLP blocks (a
-// transformer's feed-forward block: Linear h->4h, GELU, Linear 4h->h, plus the residual) and a
-// classifier head with softmax cross-entropy. Parameters live in one flat float array whose
-// layout is shared by all strategies, so shards, buckets and comparisons are plain ranges.
+// The model every strategy trains: an input projection, `layers` blocks and a classifier head
+// with softmax cross-entropy. Parameters live in one flat float array whose layout is shared by
+// all strategies, so shards, buckets and comparisons are plain ranges.
+//
+// mlp: each block is a residual MLP (a transformer's feed-forward block: Linear h->4h, GELU,
+// Linear 4h->h, plus the residual) on independent samples.
+// transformer: each block is a pre-LayerNorm transformer block on sequences of seq_len tokens,
+// as two units: attention, x + Wo·attn(LN1(x)) (causal multi-head self-attention over heads
+// of h / heads), then MLP, x + W2·gelu(W1·LN2(x)). No position embedding (a causal model
+// tells positions apart by what it can attend to) and no final LayerNorm. The input
+// projection and the head act on every token; the loss is the mean over all tokens.
 #pragma once
 
 #include <cstddef>
@@ -11,13 +18,35 @@
 
 namespace pd {
 
+struct RunConfig;
+
+// What each unit of the model is (see ModelShape::unit_kind).
+enum class UnitKind { input, mlp, attention, head };
+
 struct ModelShape {
     int input_dim = 32;
     int width = 128;
     int layers = 4;
     int classes = 10;
+    bool transformer = false;
+    int heads = 1;    // transformer only
+    int seq_len = 1;  // tokens per sample: 1 for the MLP
     int hidden() const { return 4 * width; }
+    int head_dim() const { return width / heads; }
+    // Tokens in `samples` samples: the rows every linear layer sees.
+    int tokens(int samples) const { return samples * seq_len; }
+    // Units 0 and units() - 1 are the input projection and the head; between them one unit
+    // per MLP block, or two per transformer block (attention, then MLP).
+    int units() const { return (transformer ? 2 * layers : layers) + 2; }
+    UnitKind unit_kind(int unit) const;
+    // The block a unit belongs to (0-based; -1 for the input projection and the head).
+    int block_of(int unit) const;
+    // How the timeline names the unit: "input", "block", "attention", "MLP", "head".
+    const char* unit_name(int unit) const;
 };
+
+// The shape a run's config asks for.
+ModelShape model_shape(const RunConfig& config);
 
 struct TensorSpec {
     std::string name;  // e.g. "block2.w1"
@@ -25,11 +54,18 @@ struct TensorSpec {
     std::size_t count = 0;
     int rows = 0;  // weights are [rows, cols] row-major (in x out); biases have rows = 1
     int cols = 0;
-    int unit = 0;  // 0 = input projection, 1..L = blocks, L+1 = head
+    int unit = 0;  // 0 = input projection, 1..units-2 = blocks (or sublayers), last = head
 };
 
-// Units are the model's pieces in forward order: unit 0 is the input projection, units
-// 1..L are the blocks, unit L+1 is the head.
+// Units are the model's pieces in forward order: unit 0 is the input projection, then the
+// blocks (MLP: one unit each; transformer: attention and MLP units), and last the head.
+//
+// Tensors of each unit, in the order its code indexes them:
+//   input:      w [input_dim, h], b
+//   mlp block:  w1 [h, 4h], b1, w2 [4h, h], b2
+//   attention:  ln1.g, ln1.b, wq [h, h], bq, wk, bk, wv, bv, wo [h, h], bo
+//   transformer MLP: ln2.g, ln2.b, w1, b1, w2, b2
+//   head:       w [h, classes], b
 struct ParamLayout {
     std::vector<TensorSpec> tensors;
     std::size_t total = 0;
@@ -42,7 +78,8 @@ struct ParamLayout {
 };
 
 // Deterministic initial parameters: the same seed gives the same weights on every strategy.
-// Weights are fan-in scaled normals except the classifier head, which starts at zero.
+// Weights are fan-in scaled normals except the classifier head, which starts at zero;
+// biases start at zero and LayerNorm gains at one.
 std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t seed);
 
 // A seeded teacher-student task the student can learn in the 2-6 steps a card runs: each
@@ -54,14 +91,20 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
 // (what this used to be) lowered the loss by only 2-8% in six AdamW steps, and not steadily.
 // Samples are fresh every step (no dataset is cycled), so a falling loss is generalisation, not
 // memory. Sample i of step s is the same whichever device draws it.
+//
+// transformer: a sample is a sequence of seq_len tokens that share one uniform label; each
+// token is the label's prototype plus Gaussian noise of kSequenceNoise deviations, so one token
+// alone is ambiguous and a token that attends to the earlier ones can average the noise away.
+// Every token is labelled (next-token style: a loss at every position).
 class SyntheticTask {
   public:
     SyntheticTask(const ModelShape& shape, std::uint64_t seed);
-    // Writes `count` samples starting at global index `first` of `step`: x is [count,
-    // input_dim], labels has `count` entries.
+    // Writes `count` samples starting at global index `first` of `step`: x is [count x
+    // seq_len, input_dim], labels has count x seq_len entries (one per token).
     void batch(int step, int first, int count, float* x, int* labels) const;
 
     static constexpr double kPrototypeScale = 3.0;
+    static constexpr double kSequenceNoise = 3.0;
 
   private:
     ModelShape shape_;

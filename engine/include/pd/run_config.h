@@ -25,6 +25,9 @@ enum class RecomputeMode { none, selective, full };
 // parameters, activations and gradients in bf16 and the optimizer's master weights and state
 // in fp32; losses and softmax cross-entropy are computed in fp32. CPU backend only.
 enum class Precision { fp32, bf16_mixed };
+// The model every strategy trains (pd/model.h): residual MLP blocks on independent samples, or
+// pre-LayerNorm transformer blocks (causal multi-head self-attention, then an MLP) on sequences.
+enum class ModelKind { mlp, transformer };
 enum class ClockMode { wall, device, automatic };
 enum class OptimizerKind { sgd, adamw };
 enum class BackendKind { cpu, cuda };
@@ -36,6 +39,8 @@ std::string_view name_of(OptimizerKind o);
 std::string_view name_of(BackendKind b);
 std::string_view name_of(RecomputeMode r);
 std::string_view name_of(Precision p);
+std::string_view name_of(ModelKind m);
+std::optional<ModelKind> model_from_name(std::string_view name);
 std::optional<Precision> precision_from_name(std::string_view name);
 std::optional<RecomputeMode> recompute_from_name(std::string_view name);
 std::optional<BackendKind> backend_from_name(std::string_view name);
@@ -46,6 +51,7 @@ inline constexpr const char* kStrategyNames =
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
 inline constexpr const char* kRecomputeNames = "none, selective, full";
 inline constexpr const char* kPrecisionNames = "fp32, bf16-mixed";
+inline constexpr const char* kModelNames = "mlp, transformer";
 
 // A device mesh: data-parallel replicas x pipeline stages x tensor-parallel shards.
 struct Mesh {
@@ -79,7 +85,12 @@ struct RunConfig {
     int width = 128;
     int input_dim = 32;  // features of the synthetic task
     int classes = 10;
-    int batch = 32;  // global batch per step
+    // transformer: attention heads per block and tokens per sequence; a sample is then a
+    // sequence, so `batch` counts sequences and a step trains batch x seq_len tokens.
+    ModelKind model = ModelKind::mlp;
+    int heads = 4;
+    int seq_len = 16;
+    int batch = 32;  // global batch per step (samples; sequences for the transformer)
     int steps = 10;
     std::uint64_t seed = 42;
     OptimizerKind optimizer = OptimizerKind::adamw;
@@ -125,6 +136,9 @@ struct RunConfig {
     DType tensor_dtype() const {
         return precision == Precision::bf16_mixed ? DType::bf16 : DType::fp32;
     }
+
+    // Tokens per sample: seq_len for the transformer, 1 for the MLP.
+    int tokens_per_sample() const { return model == ModelKind::transformer ? seq_len : 1; }
 
     // The learning rate the optimizer uses, at every step (no warm-up or decay): `lr` when set,
     // else SGD 0.01 and AdamW kAdamwLrTimesWidth / width.

@@ -61,6 +61,25 @@ class DeviceOps {
     // out[r, j] += bias[j] + residual[r, j]
     virtual void bias_residual(float* out, const float* bias, const float* residual, int rows,
                                int width) = 0;
+    // Transformer kernels (CPU only so far: other backends throw). LayerNorm over each row of
+    // `width` (eps 1e-5, biased variance, as torch.nn.LayerNorm): y = (x - mean) * rstd * gamma
+    // + beta, with stats[2r] = mean and stats[2r + 1] = rstd kept for backward.
+    virtual void layer_norm_forward(const float* x, const float* gamma, const float* beta, int rows,
+                                    int width, float* y, float* stats);
+    // dx = the input gradient (overwritten); dgamma, dbeta accumulate.
+    virtual void layer_norm_backward(const float* x, const float* gamma, const float* stats,
+                                     const float* dy, int rows, int width, float* dx, float* dgamma,
+                                     float* dbeta);
+    // Causal multi-head self-attention of `seqs` sequences of `seq_len` tokens: q, k, v and out
+    // are [seqs x seq_len, heads x head_dim] (head j in columns j*head_dim..), probs is
+    // [seqs, heads, seq_len, seq_len], softmax(q k^T / sqrt(head_dim)) with the future masked
+    // (zero above the diagonal), kept for backward; out = probs v.
+    virtual void attention_forward(const float* q, const float* k, const float* v, int seqs,
+                                   int seq_len, int heads, int head_dim, float* probs, float* out);
+    // dq, dk, dv overwritten from the output gradient.
+    virtual void attention_backward(const float* q, const float* k, const float* v,
+                                    const float* probs, const float* dout, int seqs, int seq_len,
+                                    int heads, int head_dim, float* dq, float* dk, float* dv);
     // One update at step t (1-based); `state` holds the optimizer's floats per parameter
     // (with master weights, the fp32 master copy last; `params` then get it rounded to bf16).
     virtual void optimizer_update(const OptimizerSettings& settings, int t, float* params,

@@ -26,6 +26,8 @@ constexpr std::pair<RecomputeMode, std::string_view> kRecomputeModes[] = {
     {RecomputeMode::none, "none"},
     {RecomputeMode::selective, "selective"},
     {RecomputeMode::full, "full"}};
+constexpr std::pair<ModelKind, std::string_view> kModels[] = {
+    {ModelKind::mlp, "mlp"}, {ModelKind::transformer, "transformer"}};
 constexpr std::pair<Precision, std::string_view> kPrecisions[] = {
     {Precision::fp32, "fp32"}, {Precision::bf16_mixed, "bf16-mixed"}};
 }  // namespace
@@ -50,6 +52,18 @@ std::string_view name_of(Precision p) {
 
 std::optional<Precision> precision_from_name(std::string_view name) {
     for (const auto& [kind, n] : kPrecisions)
+        if (n == name) return kind;
+    return std::nullopt;
+}
+
+std::string_view name_of(ModelKind m) {
+    for (const auto& [kind, name] : kModels)
+        if (kind == m) return name;
+    return "?";
+}
+
+std::optional<ModelKind> model_from_name(std::string_view name) {
+    for (const auto& [kind, n] : kModels)
         if (n == name) return kind;
     return std::nullopt;
 }
@@ -181,6 +195,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return accumulates(c.strategy) && c.strategy != StrategyKind::single;
     if (key == "async") return c.strategy == StrategyKind::ps;
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
+    if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     return true;
 }
 
@@ -194,6 +209,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "reduce_every_microstep") return "strategies dp, zero1, zero2 and zero3";
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
+    if (key == "heads" || key == "seq_len") return "model 'transformer'";
     return "every strategy";
 }
 
@@ -267,6 +283,43 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.max_staleness < 0 || c.max_staleness > 1000)
         fail("max_staleness",
              "must be between 0 and 1000 versions (got " + std::to_string(c.max_staleness) + ")");
+    const bool transformer = c.model == ModelKind::transformer;
+    constexpr int kMaxSeqLen = 4096;
+    if (transformer) {
+        if (c.heads < 1 || c.heads > c.width || c.width % c.heads != 0)
+            fail("heads", "the width " + std::to_string(c.width) +
+                              " must split evenly into the attention heads (got " +
+                              std::to_string(c.heads) + " heads)");
+        if (c.seq_len < 1 || c.seq_len > kMaxSeqLen)
+            fail("seq_len", "must be between 1 and " + std::to_string(kMaxSeqLen) +
+                                " tokens (got " + std::to_string(c.seq_len) + ")");
+        if (static_cast<long long>(c.batch) * c.seq_len > (1 << 24))
+            fail("seq_len", "batch x seq_len = " +
+                                std::to_string(static_cast<long long>(c.batch) * c.seq_len) +
+                                " tokens a step is more than the 16777216 supported");
+        if (mesh.tp > 1 && c.heads % mesh.tp != 0)
+            fail("heads", "tensor parallelism over " + std::to_string(mesh.tp) +
+                              " devices splits the attention heads evenly; " +
+                              std::to_string(c.heads) + " heads do not divide by " +
+                              std::to_string(mesh.tp));
+        if (c.precision != Precision::fp32)
+            fail("precision",
+                 "the transformer runs in fp32 only (bf16-mixed has the MLP's "
+                 "rounding points, not yet LayerNorm's and attention's)");
+        if (c.backend != BackendKind::cpu)
+            fail("model",
+                 "the transformer runs on the CPU backend only (its LayerNorm and "
+                 "attention kernels have no CUDA version yet)");
+        if (c.recompute != RecomputeMode::none)
+            fail("recompute",
+                 "the transformer keeps every activation (recomputation is "
+                 "implemented for the MLP model only)");
+        if (c.schedule == PipelineSchedule::zb_h1 || c.schedule == PipelineSchedule::zb_v)
+            if (setting_applies(c, "schedule"))
+                fail("schedule",
+                     "zero-bubble schedules split the MLP's backward only; the "
+                     "transformer runs gpipe, 1f1b or interleaved");
+    }
     if (mesh.tp > 1 && (4 * c.width) % mesh.tp != 0)
         fail("width", "tensor parallelism over " + std::to_string(mesh.tp) +
                           " devices splits the 4 x width = " + std::to_string(4 * c.width) +

@@ -99,6 +99,15 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.layers = r.integer();
         else if (key == "width")
             c.width = r.integer();
+        else if (key == "model") {
+            const std::string name = r.text();
+            const auto kind = model_from_name(name);
+            if (!kind) r.fail("unknown model '" + name + "' (available: " + kModelNames + ")");
+            c.model = *kind;
+        } else if (key == "heads")
+            c.heads = r.integer();
+        else if (key == "seq_len")
+            c.seq_len = r.integer();
         else if (key == "batch")
             c.batch = r.integer();
         else if (key == "steps")
@@ -193,7 +202,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             if (expectations) *expectations = std::move(parsed);
         } else
             r.fail(
-                "is not a known setting (known: strategy, devices, layers, width, batch, "
+                "is not a known setting (known: strategy, devices, model, layers, width, heads, "
+                "seq_len, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
@@ -215,6 +225,11 @@ std::string scenario_json(const RunConfig& c) {
     j["devices"] = c.devices;
     j["layers"] = c.layers;
     j["width"] = c.width;
+    if (c.model == ModelKind::transformer) {
+        j["model"] = std::string(name_of(c.model));
+        j["heads"] = c.heads;
+        j["seq_len"] = c.seq_len;
+    }
     j["batch"] = c.batch;
     j["steps"] = c.steps;
     j["seed"] = c.seed;

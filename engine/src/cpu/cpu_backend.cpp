@@ -8,6 +8,7 @@
 #include "backend/device_backend.h"
 #include "cpu/elementwise.h"
 #include "cpu/kernels.h"
+#include "cpu/transformer_kernels.h"
 #include "pd/optimizer.h"
 
 namespace pd {
@@ -99,6 +100,25 @@ class CpuOps final : public DeviceOps {
                                cpu::bias_residual(out + lo * w, bias, residual + lo * w, hi - lo,
                                                   w);
                            });
+    }
+    void layer_norm_forward(const float* x, const float* gamma, const float* beta, int rows,
+                            int width, float* y, float* stats) override {
+        cpu::layer_norm_forward(pool_, x, gamma, beta, rows, width, y, stats);
+    }
+    void layer_norm_backward(const float* x, const float* gamma, const float* stats,
+                             const float* dy, int rows, int width, float* dx, float* dgamma,
+                             float* dbeta) override {
+        cpu::layer_norm_backward(x, gamma, stats, dy, rows, width, dx, dgamma, dbeta);
+    }
+    void attention_forward(const float* q, const float* k, const float* v, int seqs, int seq_len,
+                           int heads, int head_dim, float* probs, float* out) override {
+        cpu::attention_forward(pool_, q, k, v, seqs, seq_len, heads, head_dim, probs, out);
+    }
+    void attention_backward(const float* q, const float* k, const float* v, const float* probs,
+                            const float* dout, int seqs, int seq_len, int heads, int head_dim,
+                            float* dq, float* dk, float* dv) override {
+        cpu::attention_backward(pool_, q, k, v, probs, dout, seqs, seq_len, heads, head_dim, dq,
+                                dk, dv);
     }
     void optimizer_update(const OptimizerSettings& settings, int t, float* params,
                           const float* grads, float* state, std::size_t count) override {

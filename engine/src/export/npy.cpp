@@ -67,11 +67,7 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
     std::error_code ec;
     fs::create_directories(directory, ec);
     if (ec) throw Error("cannot create '" + directory + "': " + ec.message(), __FILE__, __LINE__);
-    ModelShape shape;
-    shape.input_dim = config.input_dim;
-    shape.width = config.width;
-    shape.layers = config.layers;
-    shape.classes = config.classes;
+    const ModelShape shape = model_shape(config);
     const ParamLayout layout = ParamLayout::build(shape);
     const std::vector<float> params = initial_parameters(shape, config.seed);
     nlohmann::json manifest;
@@ -81,11 +77,25 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         "@ w2 + b2). Loss: mean softmax cross-entropy over the global batch. Step s computes the "
         "loss and gradient of batch s at the current weights, then applies one optimizer update "
         "(t = s + 1); the reported loss of step s is the one before its update.";
-    manifest["model"] = {{"input_dim", config.input_dim},
+    manifest["model"] = {{"kind", std::string(name_of(config.model))},
+                         {"input_dim", config.input_dim},
                          {"width", config.width},
                          {"hidden", shape.hidden()},
                          {"layers", config.layers},
                          {"classes", config.classes}};
+    if (shape.transformer) {
+        manifest["model"]["heads"] = shape.heads;
+        manifest["model"]["seq_len"] = shape.seq_len;
+        manifest["model"]["note"] =
+            "Pre-LayerNorm transformer. x is [batch, seq_len, input_dim], y [batch, seq_len] (a "
+            "label per token). h = x @ input.w + input.b; per block l: a = LN(h; ln1.g, ln1.b), "
+            "q, k, v = a @ w{q,k,v} + b{q,k,v} split into `heads` heads of width / heads "
+            "columns (head j: columns j*d .. (j+1)*d - 1), causal softmax(q k^T / sqrt(d)) v per "
+            "head, concatenated, h = h + (that @ wo + bo); then m = LN(h; ln2.g, ln2.b), h = h + "
+            "(gelu_tanh(m @ w1 + b1) @ w2 + b2). LayerNorm: eps 1e-5, biased variance. No "
+            "position embedding, no final LayerNorm. logits = h @ head.w + head.b per token; "
+            "loss: mean cross-entropy over all batch x seq_len tokens.";
+    }
     manifest["batch"] = config.batch;
     manifest["steps"] = config.steps;
     manifest["seed"] = config.seed;
@@ -174,20 +184,25 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
     }
     manifest["tensors"] = std::move(tensors);
     SyntheticTask task(shape, config.seed);
-    std::vector<float> x(static_cast<std::size_t>(config.batch) * config.input_dim);
-    std::vector<int> y(static_cast<std::size_t>(config.batch));
+    const std::size_t tokens = static_cast<std::size_t>(shape.tokens(config.batch));
+    std::vector<float> x(tokens * static_cast<std::size_t>(config.input_dim));
+    std::vector<int> y(tokens);
+    const auto batch = static_cast<std::size_t>(config.batch);
+    const auto seq = static_cast<std::size_t>(shape.seq_len);
+    const auto in = static_cast<std::size_t>(config.input_dim);
+    const std::vector<std::size_t> x_dims = shape.transformer
+                                                ? std::vector<std::size_t>{batch, seq, in}
+                                                : std::vector<std::size_t>{batch, in};
+    const std::vector<std::size_t> y_dims =
+        shape.transformer ? std::vector<std::size_t>{batch, seq} : std::vector<std::size_t>{batch};
     nlohmann::json batches = nlohmann::json::array();
     for (int s = 0; s < config.steps; ++s) {
         task.batch(s, 0, config.batch, x.data(), y.data());
         char name[32];
         std::snprintf(name, sizeof name, "step%04d", s);
         const std::string xf = std::string(name) + "_x.npy", yf = std::string(name) + "_y.npy";
-        write_npy(
-            (fs::path(directory) / xf).string(),
-            {static_cast<std::size_t>(config.batch), static_cast<std::size_t>(config.input_dim)},
-            x.data());
-        write_npy((fs::path(directory) / yf).string(), {static_cast<std::size_t>(config.batch)},
-                  y.data());
+        write_npy((fs::path(directory) / xf).string(), x_dims, x.data());
+        write_npy((fs::path(directory) / yf).string(), y_dims, y.data());
         batches.push_back({{"step", s}, {"x", xf}, {"y", yf}});
     }
     manifest["batches"] = std::move(batches);

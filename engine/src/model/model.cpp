@@ -7,8 +7,47 @@
 #include <vector>
 
 #include "model/random.h"
+#include "pd/run_config.h"
 
 namespace pd {
+
+ModelShape model_shape(const RunConfig& c) {
+    ModelShape s;
+    s.input_dim = c.input_dim;
+    s.width = c.width;
+    s.layers = c.layers;
+    s.classes = c.classes;
+    s.transformer = c.model == ModelKind::transformer;
+    s.heads = s.transformer ? c.heads : 1;
+    s.seq_len = c.tokens_per_sample();
+    return s;
+}
+
+UnitKind ModelShape::unit_kind(int unit) const {
+    if (unit <= 0) return UnitKind::input;
+    if (unit >= units() - 1) return UnitKind::head;
+    if (!transformer) return UnitKind::mlp;
+    return unit % 2 == 1 ? UnitKind::attention : UnitKind::mlp;
+}
+
+int ModelShape::block_of(int unit) const {
+    if (unit <= 0 || unit >= units() - 1) return -1;
+    return transformer ? (unit - 1) / 2 : unit - 1;
+}
+
+const char* ModelShape::unit_name(int unit) const {
+    switch (unit_kind(unit)) {
+        case UnitKind::input:
+            return "input";
+        case UnitKind::head:
+            return "head";
+        case UnitKind::attention:
+            return "attention";
+        case UnitKind::mlp:
+            return transformer ? "MLP" : "block";
+    }
+    return "?";
+}
 
 ParamLayout ParamLayout::build(const ModelShape& shape) {
     ParamLayout layout;
@@ -25,16 +64,33 @@ ParamLayout ParamLayout::build(const ModelShape& shape) {
     };
     add("input.w", shape.input_dim, shape.width, 0);
     add("input.b", 1, shape.width, 0);
+    const int h = shape.width;
     for (int l = 0; l < shape.layers; ++l) {
         const std::string p = "block" + std::to_string(l) + ".";
-        add(p + "w1", shape.width, shape.hidden(), l + 1);
-        add(p + "b1", 1, shape.hidden(), l + 1);
-        add(p + "w2", shape.hidden(), shape.width, l + 1);
-        add(p + "b2", 1, shape.width, l + 1);
+        int mlp_unit = l + 1;
+        if (shape.transformer) {
+            const int attn = 2 * l + 1;
+            add(p + "ln1.g", 1, h, attn);
+            add(p + "ln1.b", 1, h, attn);
+            for (const char* proj : {"q", "k", "v"}) {
+                add(p + "w" + proj, h, h, attn);
+                add(p + "b" + proj, 1, h, attn);
+            }
+            add(p + "wo", h, h, attn);
+            add(p + "bo", 1, h, attn);
+            mlp_unit = 2 * l + 2;
+            add(p + "ln2.g", 1, h, mlp_unit);
+            add(p + "ln2.b", 1, h, mlp_unit);
+        }
+        add(p + "w1", h, shape.hidden(), mlp_unit);
+        add(p + "b1", 1, shape.hidden(), mlp_unit);
+        add(p + "w2", shape.hidden(), h, mlp_unit);
+        add(p + "b2", 1, h, mlp_unit);
     }
-    add("head.w", shape.width, shape.classes, shape.layers + 1);
-    add("head.b", 1, shape.classes, shape.layers + 1);
-    layout.units = shape.layers + 2;
+    const int head = shape.units() - 1;
+    add("head.w", h, shape.classes, head);
+    add("head.b", 1, shape.classes, head);
+    layout.units = shape.units();
     return layout;
 }
 
@@ -57,6 +113,10 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
     std::vector<std::size_t> drawn;  // the tensors drawn at random, largest first
     for (std::size_t i = 0; i < layout.tensors.size(); ++i) {
         const TensorSpec& t = layout.tensors[i];
+        if (t.name.ends_with(".g")) {  // LayerNorm gains start at one (the identity)
+            std::fill_n(params.begin() + static_cast<std::ptrdiff_t>(t.offset), t.count, 1.0f);
+            continue;
+        }
         if (t.rows == 1) continue;  // biases start at zero
         // The classifier head starts at zero, as practitioners initialise it: every class has
         // the same logit, so step 0's loss is exactly ln(classes) and the first update moves
@@ -70,10 +130,11 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
     });
     auto draw = [&](std::size_t i) {
         const TensorSpec& t = layout.tensors[i];
-        // Fan-in scaled normal; the second linear of each block starts small so the residual
-        // stream stays well conditioned as blocks are added.
+        // Fan-in scaled normal; the linears that write into the residual stream (w2, and wo
+        // in attention) start small so it stays well conditioned as blocks are added.
         float std_dev = 1.0f / std::sqrt(static_cast<float>(t.rows));
-        if (t.name.ends_with("w2")) std_dev *= 0.5f / std::sqrt(static_cast<float>(shape.layers));
+        if (t.name.ends_with("w2") || t.name.ends_with("wo"))
+            std_dev *= 0.5f / std::sqrt(static_cast<float>(shape.layers));
         Rng rng(mix_seed(seed, 0x9a7a3e7e5ULL, i));
         for (std::size_t k = 0; k < t.count; ++k)
             params[t.offset + k] = static_cast<float>(rng.normal()) * std_dev;
@@ -102,6 +163,25 @@ SyntheticTask::SyntheticTask(const ModelShape& shape, std::uint64_t seed)
 
 void SyntheticTask::batch(int step, int first, int count, float* x, int* labels) const {
     const int in = shape_.input_dim;
+    if (shape_.transformer) {
+        const int s = shape_.seq_len;
+        for (int i = 0; i < count; ++i) {
+            const int sample = first + i;
+            Rng rng(mix_seed(seed_, static_cast<std::uint64_t>(step) + 1,
+                             static_cast<std::uint64_t>(sample)));
+            const int label =
+                std::min(static_cast<int>(rng.uniform() * shape_.classes), shape_.classes - 1);
+            const float* prototype = prototypes_.data() + static_cast<std::size_t>(label) * in;
+            for (int t = 0; t < s; ++t) {
+                const std::size_t token = static_cast<std::size_t>(i) * s + t;
+                float* row = x + token * in;
+                for (int j = 0; j < in; ++j)
+                    row[j] = prototype[j] + static_cast<float>(rng.normal() * kSequenceNoise);
+                labels[token] = label;
+            }
+        }
+        return;
+    }
     for (int i = 0; i < count; ++i) {
         const int sample = first + i;
         Rng rng(mix_seed(seed_, static_cast<std::uint64_t>(step) + 1,

@@ -12,9 +12,19 @@ ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int u
       unit_end_(unit_end),
       tp_rank_(tp_rank),
       tp_size_(tp_size),
-      hidden_local_(shape.hidden() / tp_size) {
+      hidden_local_(shape.hidden() / tp_size),
+      width_local_(shape.width / tp_size),
+      heads_local_(shape.heads / tp_size) {
     if (shape.hidden() % tp_size != 0)
         throw Error("4 x width must divide by the tensor-parallel size", __FILE__, __LINE__);
+    if (shape.transformer && shape.heads % tp_size != 0)
+        throw Error("the attention heads must divide by the tensor-parallel size", __FILE__,
+                    __LINE__);
+    auto named = [](const std::string& name, std::initializer_list<const char*> suffixes) {
+        for (const char* suffix : suffixes)
+            if (name.ends_with(suffix)) return true;
+        return false;
+    };
     const int last_unit = full.units - 1;
     for (const auto& t : full.tensors) {
         if (!holds(t.unit)) continue;
@@ -25,14 +35,16 @@ ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int u
         p.cols = t.cols;
         p.full_cols = t.cols;
         const bool block = t.unit > 0 && t.unit < last_unit;
-        const bool w1_or_b1 = t.name.ends_with(".w1") || t.name.ends_with(".b1");
-        const bool w2 = t.name.ends_with(".w2");
-        if (block && w1_or_b1) {  // split by columns
-            p.cols = hidden_local_;
-            p.col_begin = tp_rank * hidden_local_;
-        } else if (block && w2) {  // split by rows: a contiguous row window
-            p.rows = hidden_local_;
-            p.full_offset = t.offset + static_cast<std::size_t>(tp_rank) * hidden_local_ *
+        const bool by_columns =
+            named(t.name, {".w1", ".b1", ".wq", ".bq", ".wk", ".bk", ".wv", ".bv"});
+        const bool by_rows = named(t.name, {".w2", ".wo"});
+        if (block && by_columns) {
+            p.cols = t.cols / tp_size;
+            p.col_begin = tp_rank * p.cols;
+        } else if (block && by_rows) {  // a contiguous row window
+            p.rows = t.rows / tp_size;
+            p.full_offset = t.offset + static_cast<std::size_t>(tp_rank) *
+                                           static_cast<std::size_t>(p.rows) *
                                            static_cast<std::size_t>(t.cols);
         }
         p.local_offset = size_;

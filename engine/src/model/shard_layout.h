@@ -1,6 +1,8 @@
 // Where a device keeps its part of the model: a contiguous range of units (a pipeline chunk)
 // and, for tensor parallelism, its shard of each block (Megatron: the first linear split by
-// columns, the second by rows; b2, the input projection and the head replicated).
+// columns, the second by rows; b2, the input projection and the head replicated). Attention
+// is split by heads: wq, wk, wv (and their biases) by columns, each device taking whole heads,
+// and wo by the same rows; bo and the LayerNorms are replicated.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +23,8 @@ class ShardLayout {
     int tp_rank() const { return tp_rank_; }
     int tp_size() const { return tp_size_; }
     int hidden_local() const { return hidden_local_; }  // 4h / tp
+    int width_local() const { return width_local_; }    // h / tp: this device's heads' columns
+    int heads_local() const { return heads_local_; }    // heads / tp
     std::size_t size() const { return size_; }
     std::size_t unit_offset(int unit) const;  // local offset of the unit's first tensor
     std::size_t unit_size(int unit) const;
@@ -40,7 +44,7 @@ class ShardLayout {
         int full_cols = 0;  // the full tensor's columns
         int col_begin = 0;  // first full column taken
     };
-    int unit_begin_, unit_end_, tp_rank_, tp_size_, hidden_local_;
+    int unit_begin_, unit_end_, tp_rank_, tp_size_, hidden_local_, width_local_, heads_local_;
     std::size_t size_ = 0;
     std::vector<Piece> pieces_;
 };

@@ -75,7 +75,7 @@ void DataParallel::enqueue_step(int step) {
 double DataParallel::step_loss() const {
     double sum = 0.0;
     for (const auto& r : replicas_) sum += r->loss_sum();
-    return sum / static_cast<double>(env_.config.batch);
+    return sum / env_.loss_count();
 }
 
 std::vector<float> DataParallel::parameters() const {

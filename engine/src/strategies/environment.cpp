@@ -4,18 +4,8 @@
 
 namespace pd {
 
-namespace {
-ModelShape shape_of(const RunConfig& c) {
-    ModelShape s;
-    s.input_dim = c.input_dim;
-    s.width = c.width;
-    s.layers = c.layers;
-    s.classes = c.classes;
-    return s;
-}
-}  // namespace
-
-TraceEvent unit_event(EventKind kind, int unit, int units, int step, int microbatch, int stage) {
+TraceEvent unit_event(EventKind kind, int unit, const ModelShape& shape, int step, int microbatch,
+                      int stage) {
     TraceEvent ev;
     ev.kind = kind;
     ev.step = step;
@@ -23,16 +13,15 @@ TraceEvent unit_event(EventKind kind, int unit, int units, int step, int microba
     ev.stage = stage;
     ev.layer = unit;
     const bool forward = kind == EventKind::forward;
-    ev.label = unit == 0           ? "input"
-               : unit == units - 1 ? (forward ? "head + loss" : "head")
-                                   : "block";
+    const UnitKind what = shape.unit_kind(unit);
+    ev.label = what == UnitKind::head && forward ? "head + loss" : shape.unit_name(unit);
     return ev;
 }
 
 RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
     : config(cfg),
       ctx(context),
-      shape(shape_of(cfg)),
+      shape(model_shape(cfg)),
       layout(ParamLayout::build(shape)),
       task(shape, cfg.seed),
       optimizer(OptimizerSettings::from(cfg)),
@@ -57,8 +46,9 @@ void RunEnvironment::upload_parameters(Device& device, float* params, const floa
 std::shared_ptr<const HostBatch> RunEnvironment::load_batch(int step, int first, int rows) const {
     auto batch = std::make_shared<HostBatch>();
     batch->rows = rows;
-    batch->x.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(shape.input_dim));
-    batch->labels.resize(static_cast<std::size_t>(rows));
+    const auto tokens = static_cast<std::size_t>(shape.tokens(rows));
+    batch->x.resize(tokens * static_cast<std::size_t>(shape.input_dim));
+    batch->labels.resize(tokens);
     task.batch(step, first, rows, batch->x.data(), batch->labels.data());
     return batch;
 }

@@ -8,7 +8,7 @@ namespace pd {
 struct MeshParallel::Chunk {
     int global = 0;  // 0..pp*v-1 in model order
     std::unique_ptr<ShardLayout> layout;
-    std::unique_ptr<MlpExecutor> executor;
+    std::unique_ptr<ModelExecutor> executor;
     Buffer params, grads, state;
     std::vector<std::vector<SavedUnit>> saved;  // [micro-batch][unit - first unit]
     std::vector<Buffer> carry;  // [micro-batch]: the tensor moving through the chunk
@@ -61,7 +61,7 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
             const int last = bounds_[static_cast<std::size_t>(chunk.global) + 1];
             chunk.layout = std::make_unique<ShardLayout>(env.shape, env.layout, first, last,
                                                          rank->coord.tp, tp_);
-            chunk.executor = std::make_unique<MlpExecutor>(
+            chunk.executor = std::make_unique<ModelExecutor>(
                 env.shape, *chunk.layout, device->memory(), env.config.recompute, env.dtype);
             chunk.saved.resize(static_cast<std::size_t>(m_));
             for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
@@ -119,13 +119,14 @@ void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPha
     Chunk* c = &chunk;
     const int mb = ev.microbatch, step = ev.step, unit = ev.layer;
     const bool forward = phase == TpPhase::forward;
-    const std::string label = std::string(forward ? "tp forward block " : "tp backward block ") +
-                              std::to_string(unit - 1);
+    const std::string label = std::string(forward ? "tp forward " : "tp backward ") +
+                              env_.shape.unit_name(unit) + " " +
+                              std::to_string(env_.shape.block_of(unit));
     on_comm_between(rank, step, [c, &dev, &tp, mb, step, label] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
         tp.all_reduce(dev.id(), carry.data(), carry.size(), step, label);
     });
-    ev.label = "block (after all-reduce)";
+    ev.label = std::string(env_.shape.unit_name(unit)) + " (after all-reduce)";
     dev.compute().launch(ev, [c, mb, unit, phase] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
         SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)]
@@ -136,7 +137,9 @@ void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPha
                     unit, c->params.data() + c->layout->unit_offset(unit), std::move(carry), saved);
                 break;
             case TpPhase::backward:
-                carry = c->executor->backward_b(unit, std::move(carry), saved);
+                carry = c->executor->backward_b(
+                    unit, c->params.data() + c->layout->unit_offset(unit),
+                    c->grads.data() + c->layout->unit_offset(unit), std::move(carry), saved);
                 break;
             case TpPhase::input_grad:
                 carry = c->executor->backward_input_b(unit, std::move(carry), saved);
@@ -153,8 +156,8 @@ void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, i
     Communicator& pp = mesh_->pp_group(dev.id());
     const int from = mesh_->device(
         {rank.coord.dp, stage_of_chunk(env_.config.schedule, from_chunk, pp_), rank.coord.tp});
-    const std::size_t count =
-        static_cast<std::size_t>(rows_per_mb_) * static_cast<std::size_t>(env_.shape.width);
+    const std::size_t count = static_cast<std::size_t>(env_.shape.tokens(rows_per_mb_)) *
+                              static_cast<std::size_t>(env_.shape.width);
     Chunk* c = &chunk;
     dev.comm().enqueue([c, &dev, &pp, from, count, step, mb, activations] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
@@ -202,8 +205,7 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
     if (chunk.global > 0 && !local_chunk(rank, chunk.global - 1))
         enqueue_receive(rank, chunk, step, mb, chunk.global - 1, true);
     for (int unit = first; unit < last; ++unit) {
-        const TraceEvent ev =
-            unit_event(EventKind::forward, unit, env_.layout.units, step, mb, stage);
+        const TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, mb, stage);
         const bool head = unit == env_.layout.units - 1;
         const bool sharded = tp_ > 1 && unit > 0 && !head;
         dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, batch, sharded] {
@@ -216,7 +218,7 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
                 c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
             carry = c->executor->forward_a(unit, p, std::move(carry), rows, saved,
                                            batch ? batch->labels.data() : nullptr,
-                                           1.0f / static_cast<float>(env_.config.batch), loss);
+                                           env_.grad_scale(), loss);
             if (!sharded) carry = c->executor->forward_b(unit, p, std::move(carry), saved);
         });
         // Megatron's g: sum the row-parallel partial outputs over the tensor-parallel group.
@@ -250,14 +252,14 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb, 
         if (c->executor->needs_recompute(unit)) {
             // Its own event: the forward work recomputation adds to every backward.
             dev.compute().launch(
-                unit_event(EventKind::recompute, unit, env_.layout.units, step, mb, stage),
+                unit_event(EventKind::recompute, unit, env_.shape, step, mb, stage),
                 [c, unit, first, mb] {
                     c->executor->recompute(unit, c->params.data() + c->layout->unit_offset(unit),
                                            c->saved[static_cast<std::size_t>(mb)]
                                                    [static_cast<std::size_t>(unit - first)]);
                 });
         }
-        TraceEvent ev = unit_event(EventKind::backward, unit, env_.layout.units, step, mb, stage);
+        TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, mb, stage);
         if (input_only) ev.label += " (B: input gradient)";
         dev.compute().launch(ev, [c, unit, first, mb, sharded, input_only] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
@@ -272,7 +274,9 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb, 
             }
             carry = c->executor->backward_a(unit, c->params.data() + off, c->grads.data() + off,
                                             std::move(carry), saved);
-            if (!sharded) carry = c->executor->backward_b(unit, std::move(carry), saved);
+            if (!sharded)
+                carry = c->executor->backward_b(unit, c->params.data() + off, c->grads.data() + off,
+                                                std::move(carry), saved);
         });
         // Megatron's f in backward: sum the column-parallel input gradients.
         if (sharded)
@@ -295,8 +299,7 @@ void MeshParallel::enqueue_weight_grad(Rank& rank, Chunk& chunk, int step, int m
     Chunk* c = &chunk;
     for (int unit = chunk.layout->unit_end() - 1; unit >= first; --unit) {
         dev.compute().launch(
-            unit_event(EventKind::backward_weight, unit, env_.layout.units, step, mb,
-                       rank.coord.pp),
+            unit_event(EventKind::backward_weight, unit, env_.shape, step, mb, rank.coord.pp),
             [c, unit, first, mb] {
                 c->executor->backward_weight(
                     unit, c->grads.data() + c->layout->unit_offset(unit),
@@ -347,7 +350,7 @@ void MeshParallel::enqueue_step(int step) {
 double MeshParallel::step_loss() const {
     double sum = 0.0;
     for (const auto& r : ranks_) sum += r->loss.read();
-    return sum / static_cast<double>(env_.config.batch);
+    return sum / env_.loss_count();
 }
 
 std::vector<float> MeshParallel::parameters() const {

@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/mlp_executor.h"
+#include "model/model_executor.h"
 #include "strategies/device_mesh.h"
 #include "strategies/pipeline_schedule.h"
 #include "strategies/strategy.h"

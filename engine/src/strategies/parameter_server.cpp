@@ -90,7 +90,7 @@ void ParameterServer::enqueue_step(int step) {
 double ParameterServer::step_loss() const {
     double sum = 0.0;
     for (const auto& w : workers_) sum += w->loss_sum();
-    return sum / static_cast<double>(env_.config.batch);
+    return sum / env_.loss_count();
 }
 
 std::vector<float> ParameterServer::parameters() const {

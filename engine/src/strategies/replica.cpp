@@ -39,10 +39,10 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                                        const std::function<void(int unit)>& after_backward) {
     Stream& compute = device_.compute();
     const int units = env_.layout.units;
-    const float grad_scale = 1.0f / static_cast<float>(env_.config.batch);
+    const float grad_scale = env_.grad_scale();
     const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, first, rows);
     for (int unit = 0; unit < units; ++unit) {
-        compute.launch(unit_event(EventKind::forward, unit, units, step, micro),
+        compute.launch(unit_event(EventKind::forward, unit, env_.shape, step, micro),
                        [this, unit, batch, grad_scale, micro, zero_grads] {
                            if (unit == 0) {
                                // Strategies that free gradients between steps (ZeRO-2) get them
@@ -66,16 +66,17 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
     for (int unit = units - 1; unit >= 0; --unit) {
         if (executor_.needs_recompute(unit))
             compute.launch(
-                unit_event(EventKind::recompute, unit, units, step, micro), [this, unit] {
+                unit_event(EventKind::recompute, unit, env_.shape, step, micro), [this, unit] {
                     executor_.recompute(unit, params_.data() + env_.layout.unit_begin(unit),
                                         saved_[static_cast<std::size_t>(unit)]);
                 });
-        compute.launch(unit_event(EventKind::backward, unit, units, step, micro), [this, unit] {
-            const std::size_t begin = env_.layout.unit_begin(unit);
-            activation_ =
-                executor_.backward(unit, params_.data() + begin, grads_.data() + begin,
-                                   std::move(activation_), saved_[static_cast<std::size_t>(unit)]);
-        });
+        compute.launch(
+            unit_event(EventKind::backward, unit, env_.shape, step, micro), [this, unit] {
+                const std::size_t begin = env_.layout.unit_begin(unit);
+                activation_ = executor_.backward(unit, params_.data() + begin,
+                                                 grads_.data() + begin, std::move(activation_),
+                                                 saved_[static_cast<std::size_t>(unit)]);
+            });
         if (after_backward) after_backward(unit);
     }
 }

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "model/mlp_executor.h"
+#include "model/model_executor.h"
 #include "strategies/strategy.h"
 
 namespace pd {
@@ -38,7 +38,7 @@ class Replica {
     RunEnvironment& env_;
     Device& device_;
     ShardLayout layout_;  // the whole model, unsharded
-    MlpExecutor executor_;
+    ModelExecutor executor_;
     Buffer params_, grads_, state_;
     std::vector<SavedUnit> saved_;
     Buffer activation_;  // the residual stream between units (or its gradient in backward)

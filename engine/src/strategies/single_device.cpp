@@ -19,7 +19,7 @@ void SingleDevice::enqueue_step(int step) {
 }
 
 double SingleDevice::step_loss() const {
-    return replica_.loss_sum() / static_cast<double>(env_.config.batch);
+    return replica_.loss_sum() / env_.loss_count();
 }
 
 std::vector<float> SingleDevice::parameters() const {

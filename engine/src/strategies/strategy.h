@@ -19,14 +19,15 @@ namespace pd {
 // A slice of a step's batch, prepared by the host (the data loader) before the step's work is
 // enqueued, so no device's timeline pays for generating data.
 struct HostBatch {
-    std::vector<float> x;  // [rows, input_dim]
-    std::vector<int> labels;
-    int rows = 0;
+    std::vector<float> x;     // [rows x seq_len, input_dim]
+    std::vector<int> labels;  // one per token
+    int rows = 0;             // samples (sequences for the transformer)
 };
 
-// The trace event of one unit's forward or backward for one micro-batch ("input", "block",
-// "head + loss" / "head"), shared so every strategy labels its timeline the same way.
-TraceEvent unit_event(EventKind kind, int unit, int units, int step, int microbatch,
+// The trace event of one unit's forward or backward for one micro-batch ("input", "block" (MLP
+// model), "attention" / "MLP" (transformer), "head + loss" / "head"), shared so every strategy
+// labels its timeline the same way.
+TraceEvent unit_event(EventKind kind, int unit, const ModelShape& shape, int step, int microbatch,
                       int stage = -1);
 
 // Everything a strategy builds on, owned by the runner for the length of one run.
@@ -47,6 +48,12 @@ struct RunEnvironment {
     std::vector<std::unique_ptr<Device>> devices;
 
     Device& device(int i) { return *devices[static_cast<std::size_t>(i)]; }
+    // What a step's loss is the mean over: its samples' tokens (batch x seq_len), and the
+    // scale of the loss gradient that follows.
+    double loss_count() const {
+        return static_cast<double>(config.batch) * static_cast<double>(shape.seq_len);
+    }
+    float grad_scale() const { return static_cast<float>(1.0 / loss_count()); }
     // Parameters' initial values, from `host` (the fp32 initialisation), into a device's
     // parameter storage: rounded to bf16 under mixed precision. With master weights, the
     // fp32 values also go to the master copy of `state` (`count` parameters' state), if given.

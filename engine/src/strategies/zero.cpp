@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/mlp_executor.h"
+#include "model/model_executor.h"
 
 namespace pd {
 
@@ -16,7 +16,7 @@ struct Zero::Rank {
     std::size_t shard_size = 0;
     // zero3's working set: one unit's gathered parameters and gradients at a time.
     std::unique_ptr<ShardLayout> layout;
-    std::unique_ptr<MlpExecutor> executor;
+    std::unique_ptr<ModelExecutor> executor;
     std::vector<Buffer> gathered;
     std::vector<Buffer> unit_grads;
     std::vector<SavedUnit> saved;
@@ -50,7 +50,7 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
         } else {
             rank->layout =
                 std::make_unique<ShardLayout>(env.shape, env.layout, 0, env.layout.units, 0, 1);
-            rank->executor = std::make_unique<MlpExecutor>(
+            rank->executor = std::make_unique<ModelExecutor>(
                 env.shape, *rank->layout, rank->device->memory(), env.config.recompute, env.dtype);
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
             rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
@@ -244,20 +244,19 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             // two units are whole at any time.
             if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
             dev.compute().wait(gather(u, "forward"), step);
-            dev.compute().launch(
-                unit_event(EventKind::forward, u, units, step, micro),
-                [this, &rank, u, rows, batch, micro] {
-                    if (u == 0) {
-                        if (micro == 0) rank.loss.zero();
-                        rank.carry = rank.executor->upload_input(batch->x);
-                    }
-                    Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
-                    rank.carry = rank.executor->forward(
-                        u, full.data(), std::move(rank.carry), rows,
-                        rank.saved[static_cast<std::size_t>(u)], batch->labels.data(),
-                        1.0f / static_cast<float>(env_.config.batch), rank.loss.get());
-                    full.reset();
-                });
+            dev.compute().launch(unit_event(EventKind::forward, u, env_.shape, step, micro),
+                                 [this, &rank, u, rows, batch, micro] {
+                                     if (u == 0) {
+                                         if (micro == 0) rank.loss.zero();
+                                         rank.carry = rank.executor->upload_input(batch->x);
+                                     }
+                                     Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+                                     rank.carry = rank.executor->forward(
+                                         u, full.data(), std::move(rank.carry), rows,
+                                         rank.saved[static_cast<std::size_t>(u)],
+                                         batch->labels.data(), env_.grad_scale(), rank.loss.get());
+                                     full.reset();
+                                 });
             forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
         }
 
@@ -269,13 +268,14 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             dev.compute().wait(gathered, step);
             if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
                 dev.compute().launch(
-                    unit_event(EventKind::recompute, u, units, step, micro), [&rank, u] {
+                    unit_event(EventKind::recompute, u, env_.shape, step, micro), [&rank, u] {
                         rank.executor->recompute(u,
                                                  rank.gathered[static_cast<std::size_t>(u)].data(),
                                                  rank.saved[static_cast<std::size_t>(u)]);
                     });
             dev.compute().launch(
-                unit_event(EventKind::backward, u, units, step, micro), [this, &rank, &mem, u] {
+                unit_event(EventKind::backward, u, env_.shape, step, micro),
+                [this, &rank, &mem, u] {
                     Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
                     Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
                     if (grads.empty())  // zeroed; kept across micro-steps under no_sync
@@ -322,7 +322,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
 double Zero::step_loss() const {
     double sum = 0.0;
     for (const auto& r : ranks_) sum += r->replica ? r->replica->loss_sum() : r->loss.read();
-    return sum / static_cast<double>(env_.config.batch);
+    return sum / env_.loss_count();
 }
 
 std::vector<float> Zero::parameters() const {

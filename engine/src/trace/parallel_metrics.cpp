@@ -13,10 +13,6 @@ namespace pd {
 
 namespace {
 
-ModelShape shape_of(const RunConfig& c) {
-    return ModelShape{c.input_dim, c.width, c.layers, c.classes};
-}
-
 BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config, StepRange steps) {
     BubbleMetrics b;
     const Mesh mesh = config.effective_mesh();
@@ -124,7 +120,7 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
 // for Adam, 4 for SGD), with ZeRO-1 sharding K, ZeRO-2 also the gradients, ZeRO-3 also the
 // parameters.
 std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& config) {
-    const ModelShape shape = shape_of(config);
+    const ModelShape shape = model_shape(config);
     const ParamLayout layout = ParamLayout::build(shape);
     const double element = static_cast<double>(bytes_of(config.tensor_dtype()));
     const double P = static_cast<double>(layout.total) * element;
@@ -193,7 +189,7 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
 }  // namespace
 
 std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
-    const ModelShape shape = shape_of(config);
+    const ModelShape shape = model_shape(config);
     const ParamLayout layout = ParamLayout::build(shape);
     const Mesh mesh = config.effective_mesh();
     const int v = mesh.pp > 1 ? config.effective_chunks() : 1;
@@ -210,7 +206,7 @@ std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
 
 RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     RunMetrics m = compute_metrics(trace, config.batch);
-    m.parameter_count = ParamLayout::build(shape_of(config)).total;
+    m.parameter_count = ParamLayout::build(model_shape(config)).total;
     const Mesh mesh = config.effective_mesh();
     if (config.strategy != StrategyKind::ps && mesh.pp > 1) {
         m.bubble = measure_bubble(trace, config, m.figure_steps);

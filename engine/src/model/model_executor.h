@@ -4,6 +4,11 @@
 // A block runs in two phases so tensor parallelism can all-reduce in between: phase a ends
 // with this shard's partial output (forward) or partial input gradient (backward); phase b
 // finishes with the reduced sum. Without tensor parallelism the sum is the partial itself.
+// A transformer unit (attention or MLP, each behind its own LayerNorm) has the same two
+// phases, as Megatron's: forward's partial is the row-parallel output projection's, and
+// backward's is the gradient of the LayerNorm's output (the column-parallel inputs' sum), so
+// phase b runs the LayerNorm's backward on the reduced gradient, then adds the residual's. The
+// transformer's units are in transformer_units.cpp.
 //
 // Zero-bubble schedules split a backward further: backward_input_a/_b compute only the input
 // gradient (B) and keep what the weight gradient needs; backward_weight (W) computes it later.
@@ -31,24 +36,30 @@
 namespace pd {
 
 // What one unit keeps between its phases and from forward for backward, per micro-batch.
+// Rows are tokens (samples x seq_len).
 struct SavedUnit {
     Buffer input;  // the unit's input (x for unit 0, the residual stream otherwise)
     Buffer pre;    // block: pre-GELU [rows, 4h/tp]; head: dlogits [rows, classes]
     Buffer post;   // block: post-GELU [rows, 4h/tp]
     Buffer dout;   // block, between backward phases: the output gradient (the residual's)
     Buffer dpre;   // split backward, block: the pre-GELU gradient W needs
+    // transformer units: the LayerNorm's output [rows, h] and its mean and rstd [rows, 2];
+    // attention: q, k, v and its output [rows, h/tp], the probabilities [seqs, heads/tp, s, s].
+    Buffer normed, stats, q, k, v, probs, attn;
     int rows = 0;
 };
 
-class MlpExecutor {
+class ModelExecutor {
   public:
-    MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
-                RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32);
+    ModelExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
+                  RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32);
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
     bool is_head(int unit) const { return unit == units_ - 1; }
+    bool is_attention(int unit) const { return shape_.unit_kind(unit) == UnitKind::attention; }
 
     // `params`/`grads` point at the unit's own local parameters (layout.unit_offset(unit)).
+    // `rows` counts samples (sequences for the transformer).
     // Input projection and head complete in phase a; the head adds its summed loss to the
     // device scalar `loss_sum` (unless null) and keeps dlogits (scaled by `grad_scale`) for
     // backward. `labels` are the host batch's, copied to the device by the head.
@@ -58,7 +69,8 @@ class MlpExecutor {
     // Accumulates parameter gradients; frees what forward saved. Returns the input gradient
     // (partial for a block), nothing for unit 0.
     Buffer backward_a(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
-    Buffer backward_b(int unit, Buffer reduced, SavedUnit& saved);
+    Buffer backward_b(int unit, const float* params, float* grads, Buffer reduced,
+                      SavedUnit& saved);
 
     // Split backward. B, phase a: the (partial, for a block) input gradient only; nothing for
     // unit 0. Phase b as backward_b, but what W needs stays in `saved`.
@@ -85,6 +97,21 @@ class MlpExecutor {
     DType dtype() const { return dtype_; }
 
   private:
+    // transformer_units.cpp: the attention unit and the transformer's MLP unit.
+    Buffer attention_forward_a(int unit, const float* params, Buffer input, SavedUnit& saved);
+    Buffer attention_backward_a(int unit, const float* params, float* grads, Buffer dout,
+                                SavedUnit& saved);
+    Buffer transformer_mlp_forward_a(int unit, const float* params, Buffer input, SavedUnit& saved);
+    Buffer transformer_mlp_backward_a(int unit, const float* params, float* grads, Buffer dout,
+                                      SavedUnit& saved);
+    // LayerNorm of a unit's input into saved.normed (gain and bias are its tensors 0 and 1).
+    void layer_norm(int unit, const float* params, SavedUnit& saved);
+    // Phase b of a transformer unit's backward: the LayerNorm's backward, then the residual.
+    Buffer layer_norm_backward(int unit, const float* params, float* grads, Buffer reduced,
+                               SavedUnit& saved);
+    // The index, among the unit's tensors, of the bias phase b adds after the reduction.
+    int output_bias_index(int unit) const;
+
     // A new tensor of this executor's dtype.
     Buffer make(MemoryCategory category, std::size_t count) const;
     // A kernel's result was stored in [data, data + count): round it when bf16.

@@ -1,35 +1,35 @@
-#include "model/mlp_executor.h"
+#include "model/model_executor.h"
 
 #include "pd/error.h"
 
 namespace pd {
 
-MlpExecutor::MlpExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
-                         RecomputeMode recompute, DType dtype)
+ModelExecutor::ModelExecutor(const ModelShape& shape, const ShardLayout& layout,
+                             MemoryTracker& memory, RecomputeMode recompute, DType dtype)
     : shape_(shape),
       layout_(layout),
       memory_(memory),
       ops_(memory.ops()),
-      units_(shape.layers + 2),
+      units_(shape.units()),
       recompute_(recompute),
       dtype_(dtype) {}
 
-Buffer MlpExecutor::make(MemoryCategory category, std::size_t count) const {
+Buffer ModelExecutor::make(MemoryCategory category, std::size_t count) const {
     return Buffer(memory_, category, count, Fill::none, dtype_);
 }
 
-void MlpExecutor::stored(float* data, std::size_t count) const {
+void ModelExecutor::stored(float* data, std::size_t count) const {
     if (dtype_ == DType::bf16) ops_.round_to_bf16(data, count);
 }
 
-void MlpExecutor::stored_linear_grads(float* dw, float* dbias, int in, int out) const {
+void ModelExecutor::stored_linear_grads(float* dw, float* dbias, int in, int out) const {
     stored(dw, static_cast<std::size_t>(in) * static_cast<std::size_t>(out));
     stored(dbias, static_cast<std::size_t>(out));
 }
 
 // The inputs arrive in fp32 and are stored as the first layer reads them (autocast casts
 // them to bf16 for the product).
-Buffer MlpExecutor::upload_input(const std::vector<float>& host) {
+Buffer ModelExecutor::upload_input(const std::vector<float>& host) {
     Buffer input = make(MemoryCategory::activations, host.size());
     ops_.upload(input.data(), host.data(), host.size());
     stored(input);
@@ -38,13 +38,18 @@ Buffer MlpExecutor::upload_input(const std::vector<float>& host) {
 
 // Every buffer below is written whole by its first kernel (a product with beta = 0, a bias
 // broadcast, an upload), so none is zero-filled first.
-Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int rows,
-                              SavedUnit& saved, const int* labels, float grad_scale,
-                              double* loss_sum) {
+Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int samples,
+                                SavedUnit& saved, const int* labels, float grad_scale,
+                                double* loss_sum) {
     auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
     const int h = shape_.width;
+    const int rows = shape_.tokens(samples);
     const std::size_t r = static_cast<std::size_t>(rows);
     saved.rows = rows;
+    if (shape_.transformer && is_block(unit))
+        return is_attention(unit)
+                   ? attention_forward_a(unit, params, std::move(input), saved)
+                   : transformer_mlp_forward_a(unit, params, std::move(input), saved);
 
     if (unit == 0) {
         Buffer out = make(MemoryCategory::activations, r * h);
@@ -91,22 +96,31 @@ Buffer MlpExecutor::forward_a(int unit, const float* params, Buffer input, int r
     return partial;
 }
 
-Buffer MlpExecutor::forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved) {
+int ModelExecutor::output_bias_index(int unit) const {
+    if (!shape_.transformer) return 3;  // b2
+    return is_attention(unit) ? 9 : 5;  // bo, b2
+}
+
+Buffer ModelExecutor::forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved) {
     if (!is_block(unit)) return reduced;
-    const float* b2 = params + layout_.tensor_offset(unit, 3);
+    const float* bias = params + layout_.tensor_offset(unit, output_bias_index(unit));
     // The bias once, after the reduction, then the residual.
-    ops_.bias_residual(reduced.data(), b2, saved.input.data(), saved.rows, shape_.width);
+    ops_.bias_residual(reduced.data(), bias, saved.input.data(), saved.rows, shape_.width);
     stored(reduced);
     return reduced;
 }
 
-Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buffer dout,
-                               SavedUnit& saved) {
+Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Buffer dout,
+                                 SavedUnit& saved) {
     auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
     auto grad = [&](int index) { return grads + layout_.tensor_offset(unit, index); };
     const int h = shape_.width;
     const int rows = saved.rows;
     const std::size_t r = static_cast<std::size_t>(rows);
+    if (shape_.transformer && is_block(unit))
+        return is_attention(unit)
+                   ? attention_backward_a(unit, params, grads, std::move(dout), saved)
+                   : transformer_mlp_backward_a(unit, params, grads, std::move(dout), saved);
 
     if (unit == 0) {
         ops_.linear_backward(saved.input.data(), param(0), dout.data(), rows, shape_.input_dim, h,
@@ -145,15 +159,18 @@ Buffer MlpExecutor::backward_a(int unit, const float* params, float* grads, Buff
     return partial;
 }
 
-Buffer MlpExecutor::backward_b(int unit, Buffer reduced, SavedUnit& saved) {
+Buffer ModelExecutor::backward_b(int unit, const float* params, float* grads, Buffer reduced,
+                                 SavedUnit& saved) {
     if (!is_block(unit)) return reduced;
+    if (shape_.transformer)
+        return layer_norm_backward(unit, params, grads, std::move(reduced), saved);
     ops_.add(reduced.data(), saved.dout.data(), reduced.size());  // the residual path
     stored(reduced);
     saved = SavedUnit{};
     return reduced;
 }
 
-void MlpExecutor::recompute(int unit, const float* params, SavedUnit& saved) {
+void ModelExecutor::recompute(int unit, const float* params, SavedUnit& saved) {
     if (!needs_recompute(unit)) return;
     const int h = shape_.width;
     const int f = layout_.hidden_local();
@@ -170,7 +187,8 @@ void MlpExecutor::recompute(int unit, const float* params, SavedUnit& saved) {
     stored(saved.post);
 }
 
-Buffer MlpExecutor::backward_input_a(int unit, const float* params, Buffer dout, SavedUnit& saved) {
+Buffer ModelExecutor::backward_input_a(int unit, const float* params, Buffer dout,
+                                       SavedUnit& saved) {
     const int h = shape_.width;
     const int rows = saved.rows;
     const std::size_t r = static_cast<std::size_t>(rows);
@@ -203,14 +221,14 @@ Buffer MlpExecutor::backward_input_a(int unit, const float* params, Buffer dout,
     return partial;
 }
 
-Buffer MlpExecutor::backward_input_b(int unit, Buffer reduced, SavedUnit& saved) {
+Buffer ModelExecutor::backward_input_b(int unit, Buffer reduced, SavedUnit& saved) {
     if (!is_block(unit)) return reduced;
     ops_.add(reduced.data(), saved.dout.data(), reduced.size());  // the residual path
     stored(reduced);
     return reduced;
 }
 
-void MlpExecutor::backward_weight(int unit, float* grads, SavedUnit& saved) {
+void ModelExecutor::backward_weight(int unit, float* grads, SavedUnit& saved) {
     auto grad = [&](int index) { return grads + layout_.tensor_offset(unit, index); };
     const int h = shape_.width;
     const int rows = saved.rows;
@@ -235,17 +253,18 @@ void MlpExecutor::backward_weight(int unit, float* grads, SavedUnit& saved) {
     saved = SavedUnit{};
 }
 
-Buffer MlpExecutor::forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
-                            const int* labels, float grad_scale, double* loss_sum) {
+Buffer ModelExecutor::forward(int unit, const float* params, Buffer input, int rows,
+                              SavedUnit& saved, const int* labels, float grad_scale,
+                              double* loss_sum) {
     Buffer partial =
         forward_a(unit, params, std::move(input), rows, saved, labels, grad_scale, loss_sum);
     return forward_b(unit, params, std::move(partial), saved);
 }
 
-Buffer MlpExecutor::backward(int unit, const float* params, float* grads, Buffer dout,
-                             SavedUnit& saved) {
+Buffer ModelExecutor::backward(int unit, const float* params, float* grads, Buffer dout,
+                               SavedUnit& saved) {
     Buffer partial = backward_a(unit, params, grads, std::move(dout), saved);
-    return backward_b(unit, std::move(partial), saved);
+    return backward_b(unit, params, grads, std::move(partial), saved);
 }
 
 }  // namespace pd
