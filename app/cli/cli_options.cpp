@@ -24,6 +24,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> schedule, recompute, precision, model;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
+    bool sequence_parallel = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
     RunRequest req;
@@ -39,6 +40,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--width", width, "Hidden size h (MLPs are h -> 4h -> h)");
     app.add_option("--heads", heads, "transformer: attention heads per block (divide the width)");
     app.add_option("--seq-len", seq_len, "transformer: tokens per sequence");
+    app.add_flag("--sequence-parallel", sequence_parallel,
+                 "transformer with tp: shard LayerNorm/residual regions over the tp group "
+                 "(all-gather + reduce-scatter instead of all-reduce)");
     app.add_option("--batch", batch, "Global batch per step (transformer: sequences)");
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
@@ -140,6 +144,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(width, c.width, "width");
     set_int(heads, c.heads, "heads");
     set_int(seq_len, c.seq_len, "seq_len");
+    if (sequence_parallel) {
+        c.sequence_parallel = true;
+        src["sequence_parallel"] = "--sequence-parallel";
+    }
     if (model) {
         const auto kind = model_from_name(*model);
         if (!kind)

@@ -28,8 +28,15 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         out << "backend cuda: " << result.trace.device_names.front()
             << (config.devices > 1 ? " ..." : "") << (config.tf32 ? ", TF32 on" : ", TF32 off")
             << "\n";
-    out << "model " << config.layers << " blocks x width " << config.width << ", batch "
-        << config.batch << ", " << name_of(config.optimizer) << " lr " << config.effective_lr()
+    out << "model " << config.layers
+        << (config.model == ModelKind::transformer ? " transformer blocks" : " blocks")
+        << " x width " << config.width;
+    if (config.model == ModelKind::transformer)
+        out << ", " << config.heads << " heads, " << config.seq_len << " tokens a sequence"
+            << (config.sequence_parallel && config.effective_mesh().tp > 1 ? ", sequence parallel"
+                                                                           : "");
+    out << ", batch " << config.batch << ", " << name_of(config.optimizer) << " lr "
+        << config.effective_lr()
         << (config.precision == Precision::bf16_mixed
                 ? ", bf16-mixed (bf16 params, activations, grads; fp32 master + state)"
                 : "")
@@ -96,8 +103,8 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
     }
     if (!m.stage_activations.empty() && config.strategy != StrategyKind::single) {
         // Pipelined runs add the schedule's own maximum, from its order alone.
-        out << "\n  device  stage  peak activations  mb alive at peak (max; textbook)   params / "
-               "grads / optimizer state (analytic)\n";
+        out << "\n  device  stage  peak activations (analytic)  mb alive at peak (max; textbook)   "
+               "params / grads / optimizer state (analytic)\n";
         for (std::size_t i = 0; i < m.stage_activations.size() && i < m.model_state.size(); ++i) {
             const auto& a = m.stage_activations[i];
             const auto& s = m.model_state[i];
@@ -106,12 +113,14 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             if (a.textbook_max_microbatches_alive >= 0)
                 alive += "; " + std::to_string(a.textbook_max_microbatches_alive);
             alive += ")";
+            std::string peak = format_bytes(static_cast<double>(a.peak_activation_bytes));
+            if (a.analytic_activation_bytes >= 0)
+                peak += " (" + format_bytes(a.analytic_activation_bytes) + ")";
             char line[300];
             std::snprintf(line, sizeof line,
-                          "  %6d %6d %17s %18s     %s / %s / %s (%s / %s / %s)\n", a.device,
-                          a.stage,
-                          format_bytes(static_cast<double>(a.peak_activation_bytes)).c_str(),
-                          alive.c_str(), format_bytes(static_cast<double>(s.parameters)).c_str(),
+                          "  %6d %6d %28s %18s     %s / %s / %s (%s / %s / %s)\n", a.device,
+                          a.stage, peak.c_str(), alive.c_str(),
+                          format_bytes(static_cast<double>(s.parameters)).c_str(),
                           format_bytes(static_cast<double>(s.gradients)).c_str(),
                           format_bytes(static_cast<double>(s.optimizer_state)).c_str(),
                           format_bytes(s.analytic_parameters).c_str(),

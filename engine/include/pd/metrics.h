@@ -114,6 +114,9 @@ struct StageActivationMetrics {
     // Pipelined runs: the same figure from the schedule's order alone (see
     // order_max_microbatches_alive); -1 elsewhere.
     int textbook_max_microbatches_alive = -1;
+    // Transformer runs without a pipeline: the activation bytes one micro-batch keeps on this
+    // device by Korthikanti et al.'s count (transformer_activation_bytes); -1 elsewhere.
+    double analytic_activation_bytes = -1;
 };
 
 // Parameters, gradients and optimizer state live at the end of the run beside the analytic

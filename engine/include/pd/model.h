@@ -77,6 +77,26 @@ struct ParamLayout {
     std::size_t unit_end(int unit) const;
 };
 
+// The activation memory one micro-batch of `samples` sequences keeps for backward on one
+// device of a transformer, after Korthikanti et al., "Reducing Activation Recomputation in
+// Large Transformer Models" (2022), whose per-block figure in 16-bit with dropout is
+// s·b·h·(34 + 5·a·s/h) bytes (tensor parallel: s·b·h·(10 + 24/t + 5·a·s/(h·t)); with sequence
+// parallelism all of it over t). This engine keeps fp32 and has no dropout, so per block:
+//   attention: LN input and output 8sbh, q, k, v and the attention output 16sbh/t, the
+//              probabilities 4as²b/t;  MLP: LN input and output 8sbh, GELU input and output
+//              32sbh/t;  both LayerNorms' mean and rstd 16sb,
+// that is s·b·h·(16 + 48/t + 4·a·s/(h·t)) + 16·s·b bytes (sequence parallel: everything over
+// t, s·b·h·(64 + 4·a·s/h)/t + 16·s·b/t). Outside the blocks: the inputs (4·s·b·input_dim), the
+// head's input (4sbh) and its logits' gradient (4·s·b·classes), over t under sequence
+// parallelism. s·b = tokens, a = heads.
+struct ActivationEstimate {
+    double per_block = 0;
+    double outside_blocks = 0;
+    double total(int blocks) const { return per_block * blocks + outside_blocks; }
+};
+ActivationEstimate transformer_activation_bytes(const ModelShape& shape, int samples, int tp,
+                                                bool sequence_parallel);
+
 // Deterministic initial parameters: the same seed gives the same weights on every strategy.
 // Weights are fan-in scaled normals except the classifier head, which starts at zero;
 // biases start at zero and LayerNorm gains at one.

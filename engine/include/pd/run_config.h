@@ -90,6 +90,11 @@ struct RunConfig {
     ModelKind model = ModelKind::mlp;
     int heads = 4;
     int seq_len = 16;
+    // transformer with tensor parallelism: Megatron's sequence parallelism (Korthikanti et al.
+    // 2022). Each tp rank keeps 1/tp of the tokens between the blocks' tensor-parallel parts
+    // (LayerNorms, residuals, input projection, head), and each block's all-reduce becomes an
+    // all-gather before it and a reduce-scatter after it.
+    bool sequence_parallel = false;
     int batch = 32;  // global batch per step (samples; sequences for the transformer)
     int steps = 10;
     std::uint64_t seed = 42;

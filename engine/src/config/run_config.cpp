@@ -196,6 +196,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "async") return c.strategy == StrategyKind::ps;
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
+    if (key == "sequence_parallel")
+        return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
     return true;
 }
 
@@ -210,6 +212,9 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
+    if (key == "sequence_parallel")
+        return "model 'transformer' with tensor parallelism (strategy 'tp', or 'hybrid' with tp > "
+               "1)";
     return "every strategy";
 }
 
@@ -302,6 +307,16 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                               " devices splits the attention heads evenly; " +
                               std::to_string(c.heads) + " heads do not divide by " +
                               std::to_string(mesh.tp));
+        if (c.sequence_parallel && mesh.tp > 1) {
+            const long long tokens =
+                static_cast<long long>(c.batch / std::max(1, replicas) / std::max(1, m)) *
+                c.seq_len;
+            if (tokens % mesh.tp != 0)
+                fail("sequence_parallel",
+                     "splits each micro-batch's " + std::to_string(tokens) +
+                         " tokens evenly over the " + std::to_string(mesh.tp) +
+                         " tensor-parallel devices; choose a batch or seq_len where they divide");
+        }
         if (c.precision != Precision::fp32)
             fail("precision",
                  "the transformer runs in fp32 only (bf16-mixed has the MLP's "

@@ -108,6 +108,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.heads = r.integer();
         else if (key == "seq_len")
             c.seq_len = r.integer();
+        else if (key == "sequence_parallel")
+            c.sequence_parallel = r.boolean();
         else if (key == "batch")
             c.batch = r.integer();
         else if (key == "steps")
@@ -203,7 +205,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         } else
             r.fail(
                 "is not a known setting (known: strategy, devices, model, layers, width, heads, "
-                "seq_len, batch, "
+                "seq_len, sequence_parallel, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
@@ -229,6 +231,7 @@ std::string scenario_json(const RunConfig& c) {
         j["model"] = std::string(name_of(c.model));
         j["heads"] = c.heads;
         j["seq_len"] = c.seq_len;
+        if (c.sequence_parallel) j["sequence_parallel"] = true;
     }
     j["batch"] = c.batch;
     j["steps"] = c.steps;

@@ -148,6 +148,9 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
         // The schedule's own figure, from its order alone (pipelined runs).
         if (a.textbook_max_microbatches_alive >= 0)
             row["textbook_max_microbatches_alive"] = a.textbook_max_microbatches_alive;
+        // Korthikanti et al.'s count in this engine's fp32 form (pd/model.h).
+        if (a.analytic_activation_bytes >= 0)
+            row["analytic_activation_bytes"] = a.analytic_activation_bytes;
         activations.push_back(std::move(row));
     }
     j["activations_per_stage"] = std::move(activations);

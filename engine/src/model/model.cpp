@@ -107,6 +107,21 @@ std::size_t ParamLayout::unit_end(int unit) const {
     return end;
 }
 
+ActivationEstimate transformer_activation_bytes(const ModelShape& shape, int samples, int tp,
+                                                bool sequence_parallel) {
+    const double sb = static_cast<double>(shape.tokens(samples));
+    const double h = shape.width, a = shape.heads, s = shape.seq_len, t = tp;
+    ActivationEstimate e;
+    if (sequence_parallel && tp > 1) {
+        e.per_block = (sb * h * (64.0 + 4.0 * a * s / h) + 16.0 * sb) / t;
+        e.outside_blocks = 4.0 * sb * (shape.input_dim + h + shape.classes) / t;
+    } else {
+        e.per_block = sb * h * (16.0 + 48.0 / t + 4.0 * a * s / (h * t)) + 16.0 * sb;
+        e.outside_blocks = 4.0 * sb * (shape.input_dim + h + shape.classes);
+    }
+    return e;
+}
+
 std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t seed) {
     const ParamLayout layout = ParamLayout::build(shape);
     std::vector<float> params(layout.total, 0.0f);

@@ -5,14 +5,16 @@
 namespace pd {
 
 ModelExecutor::ModelExecutor(const ModelShape& shape, const ShardLayout& layout,
-                             MemoryTracker& memory, RecomputeMode recompute, DType dtype)
+                             MemoryTracker& memory, RecomputeMode recompute, DType dtype,
+                             bool sequence_parallel)
     : shape_(shape),
       layout_(layout),
       memory_(memory),
       ops_(memory.ops()),
       units_(shape.units()),
       recompute_(recompute),
-      dtype_(dtype) {}
+      dtype_(dtype),
+      sp_(sequence_parallel && shape.transformer && layout.tp_size() > 1) {}
 
 Buffer ModelExecutor::make(MemoryCategory category, std::size_t count) const {
     return Buffer(memory_, category, count, Fill::none, dtype_);
@@ -28,12 +30,52 @@ void ModelExecutor::stored_linear_grads(float* dw, float* dbias, int in, int out
 }
 
 // The inputs arrive in fp32 and are stored as the first layer reads them (autocast casts
-// them to bf16 for the product).
+// them to bf16 for the product). Under sequence parallelism only this device's tokens.
 Buffer ModelExecutor::upload_input(const std::vector<float>& host) {
-    Buffer input = make(MemoryCategory::activations, host.size());
-    ops_.upload(input.data(), host.data(), host.size());
+    const std::size_t in = static_cast<std::size_t>(shape_.input_dim);
+    const int tokens = static_cast<int>(host.size() / in);
+    const std::size_t first = static_cast<std::size_t>(first_local_token(tokens)) * in;
+    const std::size_t count = static_cast<std::size_t>(local_tokens(tokens)) * in;
+    Buffer input = make(MemoryCategory::activations, count);
+    ops_.upload(input.data(), host.data() + first, count);
     stored(input);
     return input;
+}
+
+Buffer ModelExecutor::placed_in_full(const Buffer& shard, int tokens,
+                                     MemoryCategory category) const {
+    const std::size_t h = static_cast<std::size_t>(shape_.width);
+    // Other devices' rows are written whole by the all-gather.
+    Buffer full = make(category, static_cast<std::size_t>(tokens) * h);
+    ops_.copy(full.data() + static_cast<std::size_t>(first_local_token(tokens)) * h, shard.data(),
+              shard.size());
+    return full;
+}
+
+Buffer ModelExecutor::sp_forward_norm(int unit, const float* params, Buffer input_shard,
+                                      int samples, SavedUnit& saved) {
+    const int tokens = shape_.tokens(samples);
+    saved.rows = tokens;
+    saved.input = std::move(input_shard);
+    layer_norm(unit, params, saved, local_tokens(tokens));
+    return placed_in_full(saved.normed, tokens, MemoryCategory::workspace);
+}
+
+Buffer ModelExecutor::sp_backward_prepare(Buffer dout_shard, SavedUnit& saved) {
+    saved.gathered = placed_in_full(saved.normed, saved.rows, MemoryCategory::workspace);
+    Buffer full = placed_in_full(dout_shard, saved.rows, MemoryCategory::workspace);
+    saved.dout = std::move(dout_shard);
+    return full;
+}
+
+Buffer ModelExecutor::sp_take_shard(const Buffer& full, MemoryCategory category) const {
+    const std::size_t h = static_cast<std::size_t>(shape_.width);
+    const int tokens = static_cast<int>(full.size() / h);
+    const std::size_t count = static_cast<std::size_t>(local_tokens(tokens)) * h;
+    Buffer shard = make(category, count);
+    ops_.copy(shard.data(), full.data() + static_cast<std::size_t>(first_local_token(tokens)) * h,
+              count);
+    return shard;
 }
 
 // Every buffer below is written whole by its first kernel (a product with beta = 0, a bias
@@ -43,7 +85,8 @@ Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int
                                 double* loss_sum) {
     auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
     const int h = shape_.width;
-    const int rows = shape_.tokens(samples);
+    // Under sequence parallelism the input projection and the head see this device's tokens.
+    const int rows = is_block(unit) ? shape_.tokens(samples) : local_tokens(shape_.tokens(samples));
     const std::size_t r = static_cast<std::size_t>(rows);
     saved.rows = rows;
     if (shape_.transformer && is_block(unit))
@@ -64,7 +107,8 @@ Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int
         ops_.linear_forward(input.data(), param(0), param(1), rows, h, shape_.classes,
                             logits.data());
         stored(logits);
-        const std::vector<float> host_labels(labels, labels + rows);
+        const int* mine = labels + first_local_token(shape_.tokens(samples));
+        const std::vector<float> host_labels(mine, mine + rows);
         // Class indices, whatever the precision (exact in fp32, not in bf16).
         Buffer device_labels(memory_, MemoryCategory::workspace, r, Fill::none);
         ops_.upload(device_labels.data(), host_labels.data(), r);
@@ -105,7 +149,8 @@ Buffer ModelExecutor::forward_b(int unit, const float* params, Buffer reduced, S
     if (!is_block(unit)) return reduced;
     const float* bias = params + layout_.tensor_offset(unit, output_bias_index(unit));
     // The bias once, after the reduction, then the residual.
-    ops_.bias_residual(reduced.data(), bias, saved.input.data(), saved.rows, shape_.width);
+    ops_.bias_residual(reduced.data(), bias, saved.input.data(), local_tokens(saved.rows),
+                       shape_.width);
     stored(reduced);
     return reduced;
 }

@@ -46,13 +46,18 @@ struct SavedUnit {
     // transformer units: the LayerNorm's output [rows, h] and its mean and rstd [rows, 2];
     // attention: q, k, v and its output [rows, h/tp], the probabilities [seqs, heads/tp, s, s].
     Buffer normed, stats, q, k, v, probs, attn;
-    int rows = 0;
+    // Sequence parallelism, backward: the LayerNorm output's shard placed in a buffer of all
+    // the tokens, all-gathered again before phase a (only the shard is kept, as Megatron does).
+    Buffer gathered;
+    int rows = 0;  // all the tokens of the micro-batch (also under sequence parallelism)
 };
 
 class ModelExecutor {
   public:
+    // `sequence_parallel`: see the sequence-parallel steps below (transformer, tp > 1 only).
     ModelExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
-                  RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32);
+                  RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32,
+                  bool sequence_parallel = false);
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
     bool is_head(int unit) const { return unit == units_ - 1; }
@@ -86,6 +91,31 @@ class ModelExecutor {
     }
     void recompute(int unit, const float* params, SavedUnit& saved);
 
+    // Sequence parallelism (Korthikanti et al. 2022): between the tensor-parallel parts this
+    // device holds only its 1/tp of the tokens (rows [r T/tp, (r+1) T/tp) of the micro-batch's
+    // T, r its tp rank): the residual stream, the LayerNorms' inputs, outputs and statistics,
+    // the input projection and the head (whose parameter gradients are then partial sums over
+    // the group's tokens). A block's forward is then sp_forward_norm, an all-gather, forward_a
+    // on the gathered LayerNorm output, a reduce-scatter, and forward_b on sp_take_shard of it;
+    // its backward is sp_backward_prepare, all-gathers of the returned output gradient and of
+    // saved.gathered, backward_a on the gathered gradient, a reduce-scatter, and backward_b on
+    // the shard.
+    bool sequence_parallel() const { return sp_; }
+    // The tokens of `tokens` this device holds between tensor-parallel parts, and the first.
+    int local_tokens(int tokens) const { return sp_ ? tokens / layout_.tp_size() : tokens; }
+    int first_local_token(int tokens) const {
+        return sp_ ? layout_.tp_rank() * (tokens / layout_.tp_size()) : 0;
+    }
+    // The block's LayerNorm on this device's tokens (kept for backward), returned placed in
+    // a buffer of all the tokens, ready for an in-place all-gather.
+    Buffer sp_forward_norm(int unit, const float* params, Buffer input_shard, int samples,
+                           SavedUnit& saved);
+    // Keeps the output gradient's shard (the residual's) and returns it placed in a buffer of
+    // all the tokens; puts the LayerNorm output's shard, placed likewise, in saved.gathered.
+    Buffer sp_backward_prepare(Buffer dout_shard, SavedUnit& saved);
+    // This device's chunk of a reduce-scattered buffer of all the tokens, as its own buffer.
+    Buffer sp_take_shard(const Buffer& full, MemoryCategory category) const;
+
     // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                    const int* labels, float grad_scale, double* loss_sum);
@@ -104,8 +134,11 @@ class ModelExecutor {
     Buffer transformer_mlp_forward_a(int unit, const float* params, Buffer input, SavedUnit& saved);
     Buffer transformer_mlp_backward_a(int unit, const float* params, float* grads, Buffer dout,
                                       SavedUnit& saved);
-    // LayerNorm of a unit's input into saved.normed (gain and bias are its tensors 0 and 1).
-    void layer_norm(int unit, const float* params, SavedUnit& saved);
+    // LayerNorm of a unit's input (`rows` tokens) into saved.normed (gain and bias are its
+    // tensors 0 and 1).
+    void layer_norm(int unit, const float* params, SavedUnit& saved, int rows);
+    // `shard` placed at this device's tokens in a buffer of `tokens` rows.
+    Buffer placed_in_full(const Buffer& shard, int tokens, MemoryCategory category) const;
     // Phase b of a transformer unit's backward: the LayerNorm's backward, then the residual.
     Buffer layer_norm_backward(int unit, const float* params, float* grads, Buffer reduced,
                                SavedUnit& saved);
@@ -127,6 +160,7 @@ class ModelExecutor {
     int units_;
     RecomputeMode recompute_;
     DType dtype_;
+    bool sp_;
 };
 
 }  // namespace pd

@@ -34,6 +34,7 @@ ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int u
         p.rows = t.rows;
         p.cols = t.cols;
         p.full_cols = t.cols;
+        p.name = t.name;
         const bool block = t.unit > 0 && t.unit < last_unit;
         const bool by_columns =
             named(t.name, {".w1", ".b1", ".wq", ".bq", ".wk", ".bk", ".wv", ".bv"});
@@ -76,6 +77,17 @@ std::size_t ShardLayout::tensor_offset(int unit, int index) const {
     }
     throw Error("unit " + std::to_string(unit) + " has no tensor " + std::to_string(index),
                 __FILE__, __LINE__);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> ShardLayout::local_ranges(
+    const std::function<bool(const std::string&)>& pick) const {
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    for (const auto& p : pieces_)
+        if (pick(p.name))
+            ranges.emplace_back(p.local_offset,
+                                p.local_offset + static_cast<std::size_t>(p.rows) *
+                                                     static_cast<std::size_t>(p.cols));
+    return ranges;
 }
 
 void ShardLayout::scatter(const float* full, float* local) const {

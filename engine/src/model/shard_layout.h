@@ -6,6 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "pd/model.h"
@@ -31,6 +34,10 @@ class ShardLayout {
     // Offset of the unit's index-th tensor, relative to unit_offset(unit).
     std::size_t tensor_offset(int unit, int index) const;
 
+    // Local ranges [begin, end) of the held tensors whose name `pick` accepts.
+    std::vector<std::pair<std::size_t, std::size_t>> local_ranges(
+        const std::function<bool(const std::string&)>& pick) const;
+
     void scatter(const float* full, float* local) const;  // take this device's part
     void gather(const float* local, float* full) const;   // put it back in place
 
@@ -43,6 +50,7 @@ class ShardLayout {
         int cols = 0;       // local columns
         int full_cols = 0;  // the full tensor's columns
         int col_begin = 0;  // first full column taken
+        std::string name;
     };
     int unit_begin_, unit_end_, tp_rank_, tp_size_, hidden_local_, width_local_, heads_local_;
     std::size_t size_ = 0;

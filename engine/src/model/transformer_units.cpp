@@ -15,12 +15,12 @@ enum AttentionTensor { ln_g, ln_b, wq, bq, wk, bk, wv, bv, wo, bo };
 enum MlpTensor { mlp_ln_g, mlp_ln_b, w1, b1, w2, b2 };
 }  // namespace
 
-void ModelExecutor::layer_norm(int unit, const float* params, SavedUnit& saved) {
-    const std::size_t r = static_cast<std::size_t>(saved.rows);
+void ModelExecutor::layer_norm(int unit, const float* params, SavedUnit& saved, int rows) {
+    const std::size_t r = static_cast<std::size_t>(rows);
     saved.normed = make(MemoryCategory::activations, r * static_cast<std::size_t>(shape_.width));
     saved.stats = Buffer(memory_, MemoryCategory::activations, 2 * r, Fill::none);
     ops_.layer_norm_forward(saved.input.data(), params + layout_.tensor_offset(unit, ln_g),
-                            params + layout_.tensor_offset(unit, ln_b), saved.rows, shape_.width,
+                            params + layout_.tensor_offset(unit, ln_b), rows, shape_.width,
                             saved.normed.data(), saved.stats.data());
     stored(saved.normed);
 }
@@ -31,13 +31,21 @@ Buffer ModelExecutor::attention_forward_a(int unit, const float* params, Buffer 
     const int h = shape_.width, hl = layout_.width_local(), rows = saved.rows;
     const std::size_t r = static_cast<std::size_t>(rows);
     const int s = shape_.seq_len, seqs = rows / s;
-    saved.input = std::move(input);
-    layer_norm(unit, params, saved);
+    // Under sequence parallelism `input` is the all-gathered LayerNorm output (the unit's
+    // input and its LayerNorm were kept by sp_forward_norm); it is freed after this phase.
+    Buffer gathered;
+    if (sp_) {
+        gathered = std::move(input);
+    } else {
+        saved.input = std::move(input);
+        layer_norm(unit, params, saved, rows);
+    }
+    const float* normed = sp_ ? gathered.data() : saved.normed.data();
     // Column-parallel projections: this device's heads' queries, keys and values.
     for (auto [out, w, b] : {std::tuple{&saved.q, wq, bq}, std::tuple{&saved.k, wk, bk},
                              std::tuple{&saved.v, wv, bv}}) {
         *out = make(MemoryCategory::activations, r * static_cast<std::size_t>(hl));
-        ops_.linear_forward(saved.normed.data(), param(w), param(b), rows, h, hl, out->data());
+        ops_.linear_forward(normed, param(w), param(b), rows, h, hl, out->data());
         stored(*out);
     }
     // The attention probabilities are activations too (Korthikanti et al.'s 2as^2b term).
@@ -51,7 +59,9 @@ Buffer ModelExecutor::attention_forward_a(int unit, const float* params, Buffer 
                            saved.attn.data());
     stored(saved.attn);
     // Row-parallel output projection: this device's heads' share, bias after the reduction.
-    Buffer partial = make(MemoryCategory::activations, r * static_cast<std::size_t>(h));
+    // Under sequence parallelism it is scratch until the reduce-scatter leaves the shard.
+    Buffer partial = make(sp_ ? MemoryCategory::workspace : MemoryCategory::activations,
+                          r * static_cast<std::size_t>(h));
     ops_.gemm(false, false, rows, h, hl, 1.0f, saved.attn.data(), param(wo), 0.0f, partial.data());
     stored(partial);
     return partial;
@@ -78,25 +88,27 @@ Buffer ModelExecutor::attention_backward_a(int unit, const float* params, float*
                             dq.data(), dk.data(), dv.data());
     dattn.reset();
     // The LayerNorm output feeds all three projections: its gradient is their sum (partial:
-    // over this device's heads).
+    // over this device's heads). Under sequence parallelism it was all-gathered again.
+    const float* normed = sp_ ? saved.gathered.data() : saved.normed.data();
     Buffer partial = make(MemoryCategory::workspace, r * static_cast<std::size_t>(h));
-    ops_.linear_backward(saved.normed.data(), param(wq), dq.data(), rows, h, hl, grad(wq), grad(bq),
+    ops_.linear_backward(normed, param(wq), dq.data(), rows, h, hl, grad(wq), grad(bq),
                          partial.data());
     stored_linear_grads(grad(wq), grad(bq), h, hl);
     for (auto [d, w, b] : {std::tuple{&dk, wk, bk}, std::tuple{&dv, wv, bv}}) {
-        ops_.linear_backward(saved.normed.data(), nullptr, d->data(), rows, h, hl, grad(w), grad(b),
-                             nullptr);
+        ops_.linear_backward(normed, nullptr, d->data(), rows, h, hl, grad(w), grad(b), nullptr);
         stored_linear_grads(grad(w), grad(b), h, hl);
         ops_.gemm(false, true, rows, h, hl, 1.0f, d->data(), param(w), 1.0f, partial.data());
     }
     stored(partial);
     saved.normed.reset();
+    saved.gathered.reset();
     saved.q.reset();
     saved.k.reset();
     saved.v.reset();
     saved.probs.reset();
     saved.attn.reset();
-    saved.dout = std::move(dout);  // the residual's gradient, added in phase b
+    // The residual's gradient, added in phase b (sequence parallel: the shard, kept already).
+    if (!sp_) saved.dout = std::move(dout);
     return partial;
 }
 
@@ -105,15 +117,22 @@ Buffer ModelExecutor::transformer_mlp_forward_a(int unit, const float* params, B
     auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
     const int h = shape_.width, f = layout_.hidden_local(), rows = saved.rows;
     const std::size_t r = static_cast<std::size_t>(rows);
-    saved.input = std::move(input);
-    layer_norm(unit, params, saved);
+    Buffer gathered;  // as in attention_forward_a
+    if (sp_) {
+        gathered = std::move(input);
+    } else {
+        saved.input = std::move(input);
+        layer_norm(unit, params, saved, rows);
+    }
+    const float* normed = sp_ ? gathered.data() : saved.normed.data();
     saved.pre = make(MemoryCategory::activations, r * static_cast<std::size_t>(f));
-    ops_.linear_forward(saved.normed.data(), param(w1), param(b1), rows, h, f, saved.pre.data());
+    ops_.linear_forward(normed, param(w1), param(b1), rows, h, f, saved.pre.data());
     stored(saved.pre);
     saved.post = make(MemoryCategory::activations, r * static_cast<std::size_t>(f));
     ops_.gelu_forward(saved.pre.data(), saved.post.data(), saved.pre.size());
     stored(saved.post);
-    Buffer partial = make(MemoryCategory::activations, r * static_cast<std::size_t>(h));
+    Buffer partial = make(sp_ ? MemoryCategory::workspace : MemoryCategory::activations,
+                          r * static_cast<std::size_t>(h));
     ops_.gemm(false, false, rows, h, f, 1.0f, saved.post.data(), param(w2), 0.0f, partial.data());
     stored(partial);
     return partial;
@@ -133,20 +152,21 @@ Buffer ModelExecutor::transformer_mlp_backward_a(int unit, const float* params, 
     ops_.gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), dpost.size());
     stored(dpost);
     Buffer partial = make(MemoryCategory::workspace, r * static_cast<std::size_t>(h));
-    ops_.linear_backward(saved.normed.data(), param(w1), dpost.data(), rows, h, f, grad(w1),
-                         grad(b1), partial.data());
+    ops_.linear_backward(sp_ ? saved.gathered.data() : saved.normed.data(), param(w1), dpost.data(),
+                         rows, h, f, grad(w1), grad(b1), partial.data());
     stored_linear_grads(grad(w1), grad(b1), h, f);
     stored(partial);
     saved.normed.reset();
+    saved.gathered.reset();
     saved.pre.reset();
     saved.post.reset();
-    saved.dout = std::move(dout);
+    if (!sp_) saved.dout = std::move(dout);
     return partial;
 }
 
 Buffer ModelExecutor::layer_norm_backward(int unit, const float* params, float* grads,
                                           Buffer reduced, SavedUnit& saved) {
-    const int h = shape_.width, rows = saved.rows;
+    const int h = shape_.width, rows = local_tokens(saved.rows);
     Buffer dx = make(MemoryCategory::workspace,
                      static_cast<std::size_t>(rows) * static_cast<std::size_t>(h));
     float* dg = grads + layout_.tensor_offset(unit, ln_g);

@@ -39,6 +39,7 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
     v_ = pp_ > 1 ? env.config.effective_chunks() : 1;
     m_ = env.config.effective_microbatches();
     rows_per_mb_ = env.config.batch / dp_ / m_;
+    sp_ = env.config.sequence_parallel && env.shape.transformer && tp_ > 1;
     std::vector<Device*> devices;
     for (auto& d : env.devices) devices.push_back(d.get());
     mesh_ = std::make_unique<DeviceMesh>(mesh, devices, env.transport, env.dtype);
@@ -62,7 +63,7 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
             chunk.layout = std::make_unique<ShardLayout>(env.shape, env.layout, first, last,
                                                          rank->coord.tp, tp_);
             chunk.executor = std::make_unique<ModelExecutor>(
-                env.shape, *chunk.layout, device->memory(), env.config.recompute, env.dtype);
+                env.shape, *chunk.layout, device->memory(), env.config.recompute, env.dtype, sp_);
             chunk.saved.resize(static_cast<std::size_t>(m_));
             for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
             chunk.carry.resize(static_cast<std::size_t>(m_));
@@ -122,15 +123,27 @@ void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPha
     const std::string label = std::string(forward ? "tp forward " : "tp backward ") +
                               env_.shape.unit_name(unit) + " " +
                               std::to_string(env_.shape.block_of(unit));
-    on_comm_between(rank, step, [c, &dev, &tp, mb, step, label] {
+    // Sequence parallelism: a reduce-scatter leaves each device the sum for its own tokens.
+    const bool sp = sp_;
+    on_comm_between(rank, step, [c, &dev, &tp, mb, step, label, sp] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
-        tp.all_reduce(dev.id(), carry.data(), carry.size(), step, label);
+        if (sp)
+            tp.reduce_scatter(dev.id(), carry.data(), carry.size(), step, label);
+        else
+            tp.all_reduce(dev.id(), carry.data(), carry.size(), step, label);
     });
-    ev.label = std::string(env_.shape.unit_name(unit)) + " (after all-reduce)";
-    dev.compute().launch(ev, [c, mb, unit, phase] {
+    ev.label = std::string(env_.shape.unit_name(unit)) +
+               (sp ? " (after reduce-scatter)" : " (after all-reduce)");
+    dev.compute().launch(ev, [c, mb, unit, phase, sp] {
         Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
         SavedUnit& saved = c->saved[static_cast<std::size_t>(mb)]
                                    [static_cast<std::size_t>(unit - c->layout->unit_begin())];
+        // The residual stream's shard is an activation (the next unit keeps it); the
+        // gradient's is scratch.
+        if (sp)
+            carry = c->executor->sp_take_shard(carry, phase == TpPhase::forward
+                                                          ? MemoryCategory::activations
+                                                          : MemoryCategory::workspace);
         switch (phase) {
             case TpPhase::forward:
                 carry = c->executor->forward_b(
@@ -148,6 +161,79 @@ void MeshParallel::enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPha
     });
 }
 
+void MeshParallel::enqueue_sp_gather(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward) {
+    Device& dev = *rank.device;
+    Communicator& tp = mesh_->tp_group(dev.id());
+    Chunk* c = &chunk;
+    const int mb = ev.microbatch, step = ev.step, unit = ev.layer, rows = rows_per_mb_;
+    const std::string what =
+        std::string(env_.shape.unit_name(unit)) + " " + std::to_string(env_.shape.block_of(unit));
+    auto saved_of = [c, mb, unit]() -> SavedUnit& {
+        return c->saved[static_cast<std::size_t>(mb)]
+                       [static_cast<std::size_t>(unit - c->layout->unit_begin())];
+    };
+    if (forward) {
+        // The LayerNorm on this device's tokens, then gather everyone's output.
+        ev.label = what.substr(0, what.find(' ')) + " LayerNorm";
+        dev.compute().launch(ev, [c, mb, unit, rows, saved_of] {
+            Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+            carry =
+                c->executor->sp_forward_norm(unit, c->params.data() + c->layout->unit_offset(unit),
+                                             std::move(carry), rows, saved_of());
+        });
+        on_comm_between(rank, step, [c, &dev, &tp, mb, step, what] {
+            Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+            tp.all_gather(dev.id(), carry.data(), carry.size(), step,
+                          "sp forward " + what + " LayerNorm output");
+        });
+        return;
+    }
+    // Backward: the output gradient and (again) the LayerNorm output, gathered.
+    on_comm_between(rank, step, [c, &dev, &tp, mb, step, what, saved_of] {
+        Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
+        SavedUnit& saved = saved_of();
+        carry = c->executor->sp_backward_prepare(std::move(carry), saved);
+        tp.all_gather(dev.id(), carry.data(), carry.size(), step,
+                      "sp backward " + what + " output gradient");
+        tp.all_gather(dev.id(), saved.gathered.data(), saved.gathered.size(), step,
+                      "sp backward " + what + " LayerNorm output");
+    });
+}
+
+void MeshParallel::enqueue_sp_gradient_sum(Rank& rank, int step) {
+    Device& dev = *rank.device;
+    Communicator& tp = mesh_->tp_group(dev.id());
+    const std::vector<std::string> suffixes = {".ln1.g", ".ln1.b", ".ln2.g", ".ln2.b"};
+    on_comm_between(rank, step, [this, &rank, &dev, &tp, step] {
+        for (Chunk& c : rank.chunks) {
+            // Parameters used on this device's tokens only: the LayerNorms, the input
+            // projection and the head. Packed into one message, summed, unpacked.
+            const auto ranges = c.layout->local_ranges([](const std::string& name) {
+                return name.starts_with("input.") || name.starts_with("head.") ||
+                       name.find(".ln") != std::string::npos;
+            });
+            std::size_t count = 0;
+            for (const auto& [begin, end] : ranges) count += end - begin;
+            if (count == 0) continue;
+            Buffer packed(dev.memory(), MemoryCategory::communication, count, Fill::none,
+                          env_.dtype);
+            std::size_t at = 0;
+            for (const auto& [begin, end] : ranges) {
+                dev.ops().copy(packed.data() + at, c.grads.data() + begin, end - begin);
+                at += end - begin;
+            }
+            tp.all_reduce(
+                dev.id(), packed.data(), count, step,
+                "sp LayerNorm, input and head gradients chunk " + std::to_string(c.global));
+            at = 0;
+            for (const auto& [begin, end] : ranges) {
+                dev.ops().copy(c.grads.data() + begin, packed.data() + at, end - begin);
+                at += end - begin;
+            }
+        }
+    });
+}
+
 // Activations flow forward into chunk k under activation_tag(k); their gradients flow back
 // into chunk k under gradient_tag(k), so each stream stays in order between two devices.
 void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, int from_chunk,
@@ -156,7 +242,9 @@ void MeshParallel::enqueue_receive(Rank& rank, Chunk& chunk, int step, int mb, i
     Communicator& pp = mesh_->pp_group(dev.id());
     const int from = mesh_->device(
         {rank.coord.dp, stage_of_chunk(env_.config.schedule, from_chunk, pp_), rank.coord.tp});
-    const std::size_t count = static_cast<std::size_t>(env_.shape.tokens(rows_per_mb_)) *
+    // Under sequence parallelism the residual stream between stages is this device's tokens.
+    const int tokens = env_.shape.tokens(rows_per_mb_);
+    const std::size_t count = static_cast<std::size_t>(sp_ ? tokens / tp_ : tokens) *
                               static_cast<std::size_t>(env_.shape.width);
     Chunk* c = &chunk;
     dev.comm().enqueue([c, &dev, &pp, from, count, step, mb, activations] {
@@ -208,11 +296,13 @@ void MeshParallel::enqueue_forward(Rank& rank, Chunk& chunk, int step, int mb) {
         const TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, mb, stage);
         const bool head = unit == env_.layout.units - 1;
         const bool sharded = tp_ > 1 && unit > 0 && !head;
+        if (sharded && sp_) enqueue_sp_gather(rank, chunk, ev, true);
         dev.compute().launch(ev, [this, c, &rank, unit, first, mb, rows, batch, sharded] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
             if (unit == 0) carry = c->executor->upload_input(batch->x);
-            // Only one tensor-parallel rank counts the (replicated) loss.
-            double* loss = rank.coord.tp == 0 ? rank.loss.get() : nullptr;
+            // Only one tensor-parallel rank counts the (replicated) loss; under sequence
+            // parallelism each counts its own tokens'.
+            double* loss = rank.coord.tp == 0 || sp_ ? rank.loss.get() : nullptr;
             const float* p = c->params.data() + c->layout->unit_offset(unit);
             SavedUnit& saved =
                 c->saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit - first)];
@@ -261,6 +351,7 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb, 
         }
         TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, mb, stage);
         if (input_only) ev.label += " (B: input gradient)";
+        if (sharded && sp_) enqueue_sp_gather(rank, chunk, ev, false);
         dev.compute().launch(ev, [c, unit, first, mb, sharded, input_only] {
             Buffer& carry = c->carry[static_cast<std::size_t>(mb)];
             SavedUnit& saved =
@@ -325,6 +416,7 @@ void MeshParallel::enqueue_step(int step) {
             else
                 enqueue_backward(rank, chunk, step, op.microbatch, op.pass);
         }
+        if (sp_) enqueue_sp_gradient_sum(rank, step);
         if (dp_ > 1) {
             // Replicas agree on the summed gradient of the whole global batch.
             Communicator& dp = mesh_->dp_group(dev.id());

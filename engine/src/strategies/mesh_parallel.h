@@ -46,7 +46,15 @@ class MeshParallel : public Strategy {
     // Tensor parallelism between a block's two phases: all-reduce the partial result over
     // the tp group on the comm stream, then finish the block on the compute stream.
     enum class TpPhase { forward, backward, input_grad };
+    // (Sequence parallelism: a reduce-scatter instead, leaving each device its tokens' sum.)
     void enqueue_tp_sum(Rank& rank, Chunk& chunk, TraceEvent ev, TpPhase phase);
+    // Sequence parallelism before a block's phase a: forward, the LayerNorm on this device's
+    // tokens and an all-gather of its output; backward, all-gathers of the output gradient
+    // and of the kept LayerNorm output shard.
+    void enqueue_sp_gather(Rank& rank, Chunk& chunk, TraceEvent ev, bool forward);
+    // Sequence parallelism after backward: sums the gradients of the parameters each device
+    // applied to its own tokens only (LayerNorms, input projection, head) over the tp group.
+    void enqueue_sp_gradient_sum(Rank& rank, int step);
     // Runs `body` on the comm stream after the compute stream's work so far, and makes later
     // compute work wait for it.
     void on_comm_between(Rank& rank, int step, std::function<void()> body);
@@ -54,6 +62,7 @@ class MeshParallel : public Strategy {
     RunEnvironment& env_;
     std::unique_ptr<DeviceMesh> mesh_;
     int pp_, tp_, dp_, v_, m_, rows_per_mb_;
+    bool sp_ = false;  // sequence parallelism
     std::vector<int> bounds_;
     std::vector<std::vector<PipelineOp>> program_;  // each stage's ops, the same every step
     std::vector<std::unique_ptr<Rank>> ranks_;

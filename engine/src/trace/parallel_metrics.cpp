@@ -67,9 +67,21 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
                                            config.effective_microbatches(),
                                            config.effective_chunks())
             : std::vector<int>{};
+    // One micro-batch alive at a time when nothing is pipelined: its estimate is the peak's.
+    double analytic = -1;
+    if (config.model == ModelKind::transformer && mesh.pp == 1) {
+        const int samples = config.batch / std::max(1, config.data_parallel_replicas()) /
+                            std::max(1, config.accumulate);
+        analytic = transformer_activation_bytes(model_shape(config), samples, mesh.tp,
+                                                config.sequence_parallel)
+                       .total(config.layers);
+    }
     for (int d = 0; d < trace.devices; ++d) {
         StageActivationMetrics s;
         s.device = d;
+        // A parameter server (device 0) keeps no activations.
+        if (!(config.strategy == StrategyKind::ps && d == 0))
+            s.analytic_activation_bytes = analytic;
         // A parameter server's devices (server + workers) outnumber its replicas: no stages.
         s.stage = mesh.pp > 1 ? d / (mesh.tp * mesh.dp) : 0;
         if (!textbook.empty())
