@@ -106,7 +106,9 @@ def transformer_forward(params, model, x):
         def split(t):  # [batch, seq, width] -> [batch, heads, seq, d]
             return t.reshape(batch, seq, heads, d).transpose(1, 2)
 
-        q, k, v = (split(a @ params[p + "w" + n] + params[p + "b" + n]) for n in "qkv")
+        q = split(a @ params[p + "wq"] + params[p + "bq"])
+        k = split(a @ params[p + "wk"])  # no key bias
+        v = split(a @ params[p + "wv"] + params[p + "bv"])
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(d)
         scores = scores.masked_fill(~causal, float("-inf"))
         attn = torch.softmax(scores, dim=-1) @ v  # [batch, heads, seq, d]

@@ -63,7 +63,7 @@ struct TensorSpec {
 // Tensors of each unit, in the order its code indexes them:
 //   input:      w [input_dim, h], b
 //   mlp block:  w1 [h, 4h], b1, w2 [4h, h], b2
-//   attention:  ln1.g, ln1.b, wq [h, h], bq, wk, bk, wv, bv, wo [h, h], bo
+//   attention:  ln1.g, ln1.b, wq [h, h], bq, wk (no bias), wv, bv, wo [h, h], bo
 //   transformer MLP: ln2.g, ln2.b, w1, b1, w2, b2
 //   head:       w [h, classes], b
 struct ParamLayout {

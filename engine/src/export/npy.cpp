@@ -89,7 +89,8 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         manifest["model"]["note"] =
             "Pre-LayerNorm transformer. x is [batch, seq_len, input_dim], y [batch, seq_len] (a "
             "label per token). h = x @ input.w + input.b; per block l: a = LN(h; ln1.g, ln1.b), "
-            "q, k, v = a @ w{q,k,v} + b{q,k,v} split into `heads` heads of width / heads "
+            "q = a @ wq + bq, k = a @ wk (no key bias), v = a @ wv + bv, split into `heads` heads "
+            "of width / heads "
             "columns (head j: columns j*d .. (j+1)*d - 1), causal softmax(q k^T / sqrt(d)) v per "
             "head, concatenated, h = h + (that @ wo + bo); then m = LN(h; ln2.g, ln2.b), h = h + "
             "(gelu_tanh(m @ w1 + b1) @ w2 + b2). LayerNorm: eps 1e-5, biased variance. No "

@@ -72,10 +72,14 @@ ParamLayout ParamLayout::build(const ModelShape& shape) {
             const int attn = 2 * l + 1;
             add(p + "ln1.g", 1, h, attn);
             add(p + "ln1.b", 1, h, attn);
-            for (const char* proj : {"q", "k", "v"}) {
-                add(p + "w" + proj, h, h, attn);
-                add(p + "b" + proj, 1, h, attn);
-            }
+            // No key bias: q·(k + b) = q·k + q·b adds the same to every score of a query,
+            // which the softmax ignores, so its gradient is exactly 0 and fp32 noise in it
+            // would become full-size AdamW steps (LLaMA-style models drop it too).
+            add(p + "wq", h, h, attn);
+            add(p + "bq", 1, h, attn);
+            add(p + "wk", h, h, attn);
+            add(p + "wv", h, h, attn);
+            add(p + "bv", 1, h, attn);
             add(p + "wo", h, h, attn);
             add(p + "bo", 1, h, attn);
             mlp_unit = 2 * l + 2;

@@ -142,7 +142,7 @@ Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int
 
 int ModelExecutor::output_bias_index(int unit) const {
     if (!shape_.transformer) return 3;  // b2
-    return is_attention(unit) ? 9 : 5;  // bo, b2
+    return is_attention(unit) ? 8 : 5;  // bo, b2
 }
 
 Buffer ModelExecutor::forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved) {

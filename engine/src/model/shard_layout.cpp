@@ -36,8 +36,7 @@ ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int u
         p.full_cols = t.cols;
         p.name = t.name;
         const bool block = t.unit > 0 && t.unit < last_unit;
-        const bool by_columns =
-            named(t.name, {".w1", ".b1", ".wq", ".bq", ".wk", ".bk", ".wv", ".bv"});
+        const bool by_columns = named(t.name, {".w1", ".b1", ".wq", ".bq", ".wk", ".wv", ".bv"});
         const bool by_rows = named(t.name, {".w2", ".wo"});
         if (block && by_columns) {
             p.cols = t.cols / tp_size;

@@ -3,15 +3,13 @@
 // parallelism each device holds heads / tp heads (and 4h / tp MLP columns): phase a's forward
 // partial is its heads' share of the output projection, and backward's partial is its share
 // of the LayerNorm output's gradient, each summed across the group between the phases.
-#include <tuple>
-
 #include "model/model_executor.h"
 
 namespace pd {
 
 namespace {
 // Tensor indices within a unit (ParamLayout::build's order).
-enum AttentionTensor { ln_g, ln_b, wq, bq, wk, bk, wv, bv, wo, bo };
+enum AttentionTensor { ln_g, ln_b, wq, bq, wk, wv, bv, wo, bo };
 enum MlpTensor { mlp_ln_g, mlp_ln_b, w1, b1, w2, b2 };
 }  // namespace
 
@@ -42,12 +40,13 @@ Buffer ModelExecutor::attention_forward_a(int unit, const float* params, Buffer 
     }
     const float* normed = sp_ ? gathered.data() : saved.normed.data();
     // Column-parallel projections: this device's heads' queries, keys and values.
-    for (auto [out, w, b] : {std::tuple{&saved.q, wq, bq}, std::tuple{&saved.k, wk, bk},
-                             std::tuple{&saved.v, wv, bv}}) {
+    // (Keys have no bias: see ParamLayout::build.)
+    for (Buffer* out : {&saved.q, &saved.k, &saved.v})
         *out = make(MemoryCategory::activations, r * static_cast<std::size_t>(hl));
-        ops_.linear_forward(normed, param(w), param(b), rows, h, hl, out->data());
-        stored(*out);
-    }
+    ops_.linear_forward(normed, param(wq), param(bq), rows, h, hl, saved.q.data());
+    ops_.gemm(false, false, rows, hl, h, 1.0f, normed, param(wk), 0.0f, saved.k.data());
+    ops_.linear_forward(normed, param(wv), param(bv), rows, h, hl, saved.v.data());
+    for (Buffer* out : {&saved.q, &saved.k, &saved.v}) stored(*out);
     // The attention probabilities are activations too (Korthikanti et al.'s 2as^2b term).
     saved.probs =
         make(MemoryCategory::activations,
@@ -94,11 +93,12 @@ Buffer ModelExecutor::attention_backward_a(int unit, const float* params, float*
     ops_.linear_backward(normed, param(wq), dq.data(), rows, h, hl, grad(wq), grad(bq),
                          partial.data());
     stored_linear_grads(grad(wq), grad(bq), h, hl);
-    for (auto [d, w, b] : {std::tuple{&dk, wk, bk}, std::tuple{&dv, wv, bv}}) {
-        ops_.linear_backward(normed, nullptr, d->data(), rows, h, hl, grad(w), grad(b), nullptr);
-        stored_linear_grads(grad(w), grad(b), h, hl);
-        ops_.gemm(false, true, rows, h, hl, 1.0f, d->data(), param(w), 1.0f, partial.data());
-    }
+    ops_.gemm(true, false, h, hl, rows, 1.0f, normed, dk.data(), 1.0f, grad(wk));  // no bias
+    stored(grad(wk), static_cast<std::size_t>(h) * static_cast<std::size_t>(hl));
+    ops_.gemm(false, true, rows, h, hl, 1.0f, dk.data(), param(wk), 1.0f, partial.data());
+    ops_.linear_backward(normed, nullptr, dv.data(), rows, h, hl, grad(wv), grad(bv), nullptr);
+    stored_linear_grads(grad(wv), grad(bv), h, hl);
+    ops_.gemm(false, true, rows, h, hl, 1.0f, dv.data(), param(wv), 1.0f, partial.data());
     stored(partial);
     saved.normed.reset();
     saved.gathered.reset();
