@@ -4,8 +4,13 @@
 //              in-memory ring bound
 //   gemm       the engine's matrix products at the model's sizes vs one large reference
 //   overhead   step time with tracing on and off, side by side, and their ratio
+//   pipeline   measured and theoretical bubble fractions of each pipeline schedule, and each
+//              stage's peak activations
 //   step       a training step of the engine beside PyTorch eager on the same CPU
 //              (bench_step.cpp)
+//   attention  a transformer's step at a fixed token count as seq_len grows: attention units'
+//              time beside the MLP units' (from the trace), its share, the analytic FLOP
+//              ratio, and the attention probabilities' bytes per layer (bench_attention.cpp)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -14,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_attention.h"
 #include "bench_step.h"
 #include "pd/communicator.h"
 #include "pd/device.h"
@@ -319,8 +325,31 @@ int main(int argc, char** argv) {
     step->add_option("--python", step_options.python,
                      "Interpreter with torch (default: $PD_PYTHON, else /usr/bin/python3, "
                      "Debian's python3-torch)");
+    auto* attention = app.add_subcommand(
+        "attention", "Transformer attention vs MLP time as seq_len grows at a fixed token count");
+    pd::cli::AttentionBenchOptions attention_options;
+    attention->add_option("--seq-lens", attention_options.seq_lens, "Sequence lengths")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 4096));
+    attention
+        ->add_option("--tokens", attention_options.tokens,
+                     "Tokens per step (batch x seq_len) at every sequence length")
+        ->check(CLI::Range(1, 1 << 20));
+    attention->add_option("--layers", attention_options.layers, "Transformer blocks")
+        ->check(CLI::Range(1, 64));
+    attention->add_option("--width", attention_options.width, "Model width h")
+        ->check(CLI::Range(8, 4096));
+    attention->add_option("--heads", attention_options.heads, "Attention heads (divide the width)")
+        ->check(CLI::Range(1, 256));
+    attention->add_option("--steps", attention_options.steps, "Timed steps per sequence length")
+        ->check(CLI::Range(1, 1000));
+    attention
+        ->add_option("--threads", attention_options.threads,
+                     "Intra-op threads (0 = all hardware threads)")
+        ->check(CLI::Range(0, 1024));
     CLI11_PARSE(app, argc, argv);
 
+    if (*attention) return pd::cli::bench_attention(attention_options);
     if (*step) return pd::cli::bench_step(step_options, argv[0]);
 
     if (*pipeline) return bench_pipeline(pipeline_steps);

@@ -361,6 +361,42 @@ class TestRunCli : public QObject {
         QVERIFY(QString::fromUtf8(bad.readAllStandardError()).contains(QStringLiteral("'huge'")));
     }
 
+    // `paralleldeck-bench attention` prints a row per sequence length at the fixed token
+    // count (figures only: nothing here is held to a time), and --help lists it.
+    void bench_attention_prints_a_row_per_seq_len() {
+        QProcess p;
+        p.start(QStringLiteral(PD_BENCH_EXE),
+                {QStringLiteral("attention"), QStringLiteral("--seq-lens"), QStringLiteral("4,8"),
+                 QStringLiteral("--tokens"), QStringLiteral("32"), QStringLiteral("--layers"),
+                 QStringLiteral("1"), QStringLiteral("--width"), QStringLiteral("16"),
+                 QStringLiteral("--heads"), QStringLiteral("2"), QStringLiteral("--steps"),
+                 QStringLiteral("1"), QStringLiteral("--threads"), QStringLiteral("1")});
+        QVERIFY(p.waitForFinished(600000));
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        QCOMPARE(p.exitCode(), 0);
+        // probs per layer: batch x heads x s^2 x 4 B = 8 x 2 x 16 x 4 and 4 x 2 x 64 x 4.
+        QVERIFY2(out.contains(QStringLiteral("RESULT attention seq_len=4 batch=8 tokens=32")),
+                 qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("probs_bytes_per_layer=1024\n")), qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("RESULT attention seq_len=8 batch=4 tokens=32")),
+                 qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("probs_bytes_per_layer=2048\n")), qPrintable(out));
+        // A length that does not divide the tokens is named.
+        QProcess bad;
+        bad.start(QStringLiteral(PD_BENCH_EXE),
+                  {QStringLiteral("attention"), QStringLiteral("--seq-lens"), QStringLiteral("5"),
+                   QStringLiteral("--tokens"), QStringLiteral("32")});
+        QVERIFY(bad.waitForFinished(60000));
+        QCOMPARE(bad.exitCode(), 2);
+        QVERIFY(
+            QString::fromUtf8(bad.readAllStandardError()).contains(QStringLiteral("--seq-lens")));
+        QProcess help;
+        help.start(QStringLiteral(PD_BENCH_EXE), {QStringLiteral("--help")});
+        QVERIFY(help.waitForFinished(60000));
+        QVERIFY(
+            QString::fromUtf8(help.readAllStandardOutput()).contains(QStringLiteral("attention")));
+    }
+
     void dump_dir_writes_npy_files() {
         QTemporaryDir dir;
         const QString out = dir.filePath(QStringLiteral("dump"));
