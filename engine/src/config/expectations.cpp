@@ -253,6 +253,14 @@ std::vector<MetricDef> build_metrics() {
                      if (const auto* s = stage_activation(e, d)) return s->max_microbatches_alive;
                      return std::nullopt;
                  }});
+    v.push_back({{"activations.analytic", true,
+                  "transformer, no pipeline: one micro-batch's activation bytes by Korthikanti "
+                  "et al.'s count in fp32"},
+                 [](const RunEvidence& e, int d) -> std::optional<double> {
+                     const auto* s = stage_activation(e, d);
+                     if (!s || s->analytic_activation_bytes < 0) return std::nullopt;
+                     return s->analytic_activation_bytes;
+                 }});
     v.push_back({{"ring_steps_per_collective", true,
                   "reduce-scatter and all-gather ring steps per collective call"},
                  ring_steps_per_collective});
