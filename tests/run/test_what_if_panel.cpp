@@ -253,6 +253,47 @@ class TestWhatIfPanel : public QObject {
         QCOMPARE(panel.config().accumulate, 1);
         QVERIFY(!panel.config().reduce_every_microstep);
     }
+
+    // The transformer knobs: heads and sequence length only with the transformer, sequence
+    // parallelism only with tensor parallelism too; a head count that does not divide over
+    // the devices is named on the heads knob.
+    void transformer_knobs_apply() {
+        WhatIfPanel panel;
+        pd::RunConfig tp;
+        tp.strategy = pd::StrategyKind::tp;
+        tp.devices = 2;
+        tp.width = 64;
+        panel.setConfig(tp);
+        QCheckBox* transformer = nullptr;
+        QCheckBox* sp = nullptr;
+        for (auto* box : panel.findChildren<QCheckBox*>()) {
+            if (box->text().contains(QStringLiteral("former"))) transformer = box;
+            if (box->text().contains(QStringLiteral("sequence parallel"))) sp = box;
+        }
+        QSpinBox* heads = nullptr;
+        for (auto* spin : panel.findChildren<QSpinBox*>())
+            if (spin->toolTip().contains(QStringLiteral("Attention heads"))) heads = spin;
+        QVERIFY(transformer && sp && heads);
+        QVERIFY(!heads->isEnabled());
+        QVERIFY(!sp->isEnabled());
+        transformer->setChecked(true);
+        QVERIFY(heads->isEnabled());
+        QVERIFY(sp->isEnabled());
+        sp->setChecked(true);
+        pd::RunConfig c = panel.config();
+        QCOMPARE(c.model, pd::ModelKind::transformer);
+        QVERIFY(c.sequence_parallel);
+        QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+        heads->setValue(3);  // 64 does not split into 3 heads
+        QVERIFY(panel.problem().contains(QStringLiteral("heads")));
+        QCOMPARE(panel.markedKnob(), heads);
+        heads->setValue(4);
+        auto* strategy = panel.findChildren<QComboBox*>().at(0);
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("dp")));
+        QVERIFY(!sp->isEnabled());
+        QVERIFY(!panel.config().sequence_parallel);
+        QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+    }
 };
 
 QTEST_MAIN(TestWhatIfPanel)

@@ -111,6 +111,20 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     width_ = spin(this, 8, 1024);
     width_->setSingleStep(32);
     batch_ = spin(this, 1, 4096);
+    transformer_ = new QCheckBox(tr("Trans&former blocks (attention + MLP)"), this);
+    transformer_->setToolTip(tr("Pre-LayerNorm transformer blocks on sequences (batch counts "
+                                "sequences); off: residual MLP blocks on samples"));
+    heads_ = spin(this, 1, 64);
+    heads_->setToolTip(tr("Attention heads per block: they divide the width, and tensor "
+                          "parallelism gives each device whole heads"));
+    seq_len_ = spin(this, 1, 512);
+    seq_len_->setToolTip(tr("Tokens per sequence: attention's probabilities grow with its "
+                            "square"));
+    sequence_parallel_ =
+        new QCheckBox(tr("Shard LayerNorm re&gions (sequence parallel)"), this);
+    sequence_parallel_->setToolTip(
+        tr("With tensor parallelism: each device keeps 1/tp of the tokens between the split "
+           "parts; all-reduces become reduce-scatter + all-gather"));
     capacity_ = new QLineEdit(this);
     capacity_->setPlaceholderText(QStringLiteral("64MiB"));
     clock_ = new QComboBox(this);
@@ -187,6 +201,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("&Blocks"), layers_);
     form->addRow(tr("&Width"), width_);
     form->addRow(tr("B&atch"), batch_);
+    form->addRow(QString(), transformer_);
+    form->addRow(tr("Attention heads"), heads_);
+    form->addRow(tr("Se&quence length"), seq_len_);
+    form->addRow(QString(), sequence_parallel_);
     form->addRow(tr("&Capacity per device"), capacity_);
     form->addRow(tr("C&lock"), clock_);
     form->addRow(tr("Bac&kend"), backend_);
@@ -218,6 +236,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                      {QStringLiteral("layers"), layers_},
                      {QStringLiteral("width"), width_},
                      {QStringLiteral("batch"), batch_},
+                     {QStringLiteral("model"), transformer_},
+                     {QStringLiteral("heads"), heads_},
+                     {QStringLiteral("seq_len"), seq_len_},
+                     {QStringLiteral("sequence_parallel"), sequence_parallel_},
                      {QStringLiteral("capacity"), capacity_},
                      {QStringLiteral("clock"), clock_},
                      {QStringLiteral("backend"), backend_},
@@ -262,12 +284,14 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(clock_, &QComboBox::currentIndexChanged, this, changed);
     connect(backend_, &QComboBox::currentIndexChanged, this, changed);
     for (QSpinBox* s : {devices_, microbatches_, chunks_, dp_, pp_, tp_, layers_, width_, batch_,
-                        accumulate_, staleness_})
+                        heads_, seq_len_, accumulate_, staleness_})
         connect(s, &QSpinBox::valueChanged, this, changed);
     connect(recompute_, &QComboBox::currentIndexChanged, this, changed);
     connect(precision_, &QComboBox::currentIndexChanged, this, changed);
     connect(reduce_every_, &QCheckBox::toggled, this, changed);
     connect(async_, &QCheckBox::toggled, this, changed);
+    connect(transformer_, &QCheckBox::toggled, this, changed);
+    connect(sequence_parallel_, &QCheckBox::toggled, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(overlap_, &QCheckBox::toggled, this, changed);
     connect(optimizer_, &QComboBox::currentIndexChanged, this, changed);
@@ -305,6 +329,10 @@ void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
     layers_->setValue(config.layers);
     width_->setValue(config.width);
     batch_->setValue(config.batch);
+    transformer_->setChecked(config.model == pd::ModelKind::transformer);
+    heads_->setValue(config.heads);
+    seq_len_->setValue(config.seq_len);
+    sequence_parallel_->setChecked(config.sequence_parallel);
     capacity_->setText(bytes_text(config.capacity_bytes));
     clock_->setCurrentIndex(
         clock_->findData(QString::fromLatin1(pd::name_of(config.clock).data())));
@@ -366,6 +394,10 @@ pd::RunConfig WhatIfPanel::config() const {
     c.layers = layers_->value();
     c.width = width_->value();
     c.batch = batch_->value();
+    c.model = transformer_->isChecked() ? pd::ModelKind::transformer : pd::ModelKind::mlp;
+    c.heads = heads_->value();
+    c.seq_len = seq_len_->value();
+    c.sequence_parallel = sequence_parallel_->isEnabled() && sequence_parallel_->isChecked();
     if (auto b = pd::parse_byte_size(capacity_->text().toStdString()))
         c.capacity_bytes = *b;
     else
@@ -429,6 +461,10 @@ std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
                                 "layers",
                                 "width",
                                 "batch",
+                                "model",
+                                "heads",
+                                "seq_len",
+                                "sequence_parallel",
                                 "capacity",
                                 "clock",
                                 "link_gbps",
@@ -522,6 +558,11 @@ void WhatIfPanel::updateEnabled() {
     reduce_every_->setEnabled(accumulates && s != pd::StrategyKind::single &&
                               accumulate_->value() > 1);
     async_->setEnabled(s == pd::StrategyKind::ps);
+    const bool transformer = transformer_->isChecked();
+    heads_->setEnabled(transformer);
+    seq_len_->setEnabled(transformer);
+    const bool tensor_parallel = s == pd::StrategyKind::tp || (hybrid && tp_->value() > 1);
+    sequence_parallel_->setEnabled(transformer && tensor_parallel);
     staleness_->setEnabled(s == pd::StrategyKind::ps && async_->isChecked());
 }
 

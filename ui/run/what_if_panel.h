@@ -66,6 +66,10 @@ class WhatIfPanel : public QWidget {
     QSpinBox* layers_;
     QSpinBox* width_;
     QSpinBox* batch_;
+    QCheckBox* transformer_;
+    QSpinBox* heads_;
+    QSpinBox* seq_len_;
+    QCheckBox* sequence_parallel_;
     QLineEdit* capacity_;
     QComboBox* clock_;
     QComboBox* backend_;
