@@ -24,14 +24,14 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> schedule, recompute, precision, model;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout;
-    bool sequence_parallel = false;
+    bool sequence_parallel = false, cp_load_balance = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
     RunRequest req;
 
     app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
     app.add_option("--strategy", strategy,
-                   "single | dp | ps | pipeline | tp | zero1 | zero2 | zero3 | hybrid");
+                   "single | dp | ps | pipeline | tp | zero1 | zero2 | zero3 | hybrid | cp");
     app.add_option("--devices", devices, "Number of devices (ps: server + workers)");
     app.add_option("--model", model,
                    "mlp (residual MLP blocks on samples) | transformer (pre-LayerNorm blocks: "
@@ -43,6 +43,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--sequence-parallel", sequence_parallel,
                  "transformer with tp: shard LayerNorm/residual regions over the tp group "
                  "(all-gather + reduce-scatter instead of all-reduce)");
+    app.add_flag("--cp-load-balance", cp_load_balance,
+                 "cp: each device holds two mirrored chunks of every sequence (Llama 3's causal "
+                 "load balancing)");
     app.add_option("--batch", batch, "Global batch per step (transformer: sequences)");
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
@@ -144,6 +147,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(width, c.width, "width");
     set_int(heads, c.heads, "heads");
     set_int(seq_len, c.seq_len, "seq_len");
+    if (cp_load_balance) {
+        c.cp_load_balance = true;
+        src["cp_load_balance"] = "--cp-load-balance";
+    }
     if (sequence_parallel) {
         c.sequence_parallel = true;
         src["sequence_parallel"] = "--sequence-parallel";

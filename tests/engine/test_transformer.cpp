@@ -10,6 +10,7 @@
 #include "pd/error.h"
 #include "pd/exports.h"
 #include "pd/metrics.h"
+#include "strategies/context_parallel.h"
 
 using namespace pd;
 using namespace pd::test;
@@ -115,6 +116,65 @@ class TestTransformer : public QObject {
         for (std::size_t s = 0; s < got.trace.steps.size(); ++s)
             QVERIFY(std::abs(got.trace.steps[s].loss - reference.trace.steps[s].loss) <
                     1e-5 * reference.trace.steps[s].loss);
+    }
+
+    void context_parallel_equals_the_single_device_data() {
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<bool>("balanced");
+        for (int n : {2, 4})
+            for (bool balanced : {false, true})
+                QTest::addRow("cp x%d%s", n, balanced ? " balanced" : "") << n << balanced;
+    }
+    void context_parallel_equals_the_single_device() {
+        QFETCH(int, devices);
+        QFETCH(bool, balanced);
+        const RunResult expected = run_config(transformer_config(StrategyKind::single, 1));
+        RunConfig c = transformer_config(StrategyKind::cp, devices);
+        c.cp_load_balance = balanced;
+        const RunResult got = run_config(c);
+        QVERIFY2(got.status == RunStatus::ok, got.error.c_str());
+        const double err = relative_error(got.final_parameters, expected.final_parameters);
+        QVERIFY2(err < 1e-5, qPrintable(QString("parameters differ by %1").arg(err)));
+        // Ring attention: per attention unit, n - 1 key/value blocks sent in forward and n
+        // blocks with their gradients in backward (the last brings a block home); one
+        // all-reduce of the gradients a step.
+        int forward = 0, backward = 0;
+        for (const auto& e : got.trace.events) {
+            if (e.device != 0 || e.step != 1 || e.kind != EventKind::send) continue;
+            forward += e.label.starts_with("k, v block");
+            backward += e.label.starts_with("k, v, dk, dv block");
+        }
+        QCOMPARE(forward, (devices - 1) * c.layers);
+        QCOMPARE(backward, devices * c.layers);
+        QCOMPARE(calls(got, "all_reduce"), 1);
+    }
+
+    // Causal attention's work is the (query, key) pairs with the key in the query's past. In
+    // contiguous parts the last device has far more than the first; two mirrored chunks
+    // give every device the same.
+    void load_balancing_evens_the_causal_work() {
+        const int s = 64, n = 4;
+        for (bool balanced : {false, true}) {
+            std::vector<long> pairs;
+            std::vector<int> all;
+            for (int r = 0; r < n; ++r) {
+                const auto pos = ContextParallel::token_positions(s, n, r, balanced);
+                QCOMPARE(static_cast<int>(pos.size()), s / n);
+                QVERIFY(std::is_sorted(pos.begin(), pos.end()));
+                all.insert(all.end(), pos.begin(), pos.end());
+                long p = 0;
+                for (int q : pos) p += q + 1;  // keys 0..q
+                pairs.push_back(p);
+            }
+            std::sort(all.begin(), all.end());
+            for (int t = 0; t < s; ++t) QCOMPARE(all[static_cast<std::size_t>(t)], t);
+            if (balanced) {
+                for (long p : pairs) QCOMPARE(p, pairs.front());
+            } else {
+                QVERIFY(std::is_sorted(pairs.begin(), pairs.end()));
+                QVERIFY(pairs.back() > 5 * pairs.front());
+            }
+        }
     }
 
     // Megatron: two all-reduces per block forward (after the attention's and the MLP's
@@ -248,6 +308,12 @@ class TestTransformer : public QObject {
             c.schedule = PipelineSchedule::zb_h1;
         } else if (what == "seq0") {
             c.seq_len = 0;
+        } else if (what == "cp-mlp") {
+            c = small_config(StrategyKind::cp, 2);
+        } else if (what == "cp-seq") {
+            c = transformer_config(StrategyKind::cp, 4);
+            c.cp_load_balance = true;  // 8 chunks: 12 tokens do not split
+            c.seq_len = 12;
         }
         try {
             validate(c, sources);

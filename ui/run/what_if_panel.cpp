@@ -70,6 +70,7 @@ constexpr std::pair<const char*, const char*> kStrategyNames[] = {
     {"zero2", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-2: + gradients sharded")},
     {"zero3", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-3 / FSDP: + parameters sharded")},
     {"hybrid", QT_TRANSLATE_NOOP("WhatIfPanel", "Hybrid mesh (dp × pp × tp)")},
+    {"cp", QT_TRANSLATE_NOOP("WhatIfPanel", "Context parallel (ring attention)")},
 };
 
 bool is_size_text(const QString& text) {
@@ -112,16 +113,22 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     width_->setSingleStep(32);
     batch_ = spin(this, 1, 4096);
     transformer_ = new QCheckBox(tr("Trans&former blocks (attention + MLP)"), this);
-    transformer_->setToolTip(tr("Pre-LayerNorm transformer blocks on sequences (batch counts "
-                                "sequences); off: residual MLP blocks on samples"));
+    transformer_->setToolTip(
+        tr("Pre-LayerNorm transformer blocks on sequences (batch counts "
+           "sequences); off: residual MLP blocks on samples"));
     heads_ = spin(this, 1, 64);
-    heads_->setToolTip(tr("Attention heads per block: they divide the width, and tensor "
-                          "parallelism gives each device whole heads"));
+    heads_->setToolTip(
+        tr("Attention heads per block: they divide the width, and tensor "
+           "parallelism gives each device whole heads"));
     seq_len_ = spin(this, 1, 512);
-    seq_len_->setToolTip(tr("Tokens per sequence: attention's probabilities grow with its "
-                            "square"));
-    sequence_parallel_ =
-        new QCheckBox(tr("Shard LayerNorm re&gions (sequence parallel)"), this);
+    seq_len_->setToolTip(
+        tr("Tokens per sequence: attention's probabilities grow with its "
+           "square"));
+    sequence_parallel_ = new QCheckBox(tr("Shard LayerNorm re&gions (sequence parallel)"), this);
+    cp_load_balance_ = new QCheckBox(tr("Balance causal attention (two mirrored chunks)"), this);
+    cp_load_balance_->setToolTip(
+        tr("Context parallel: each device holds chunks r and 2n-1-r of every sequence, so "
+           "every device's queries see as many keys"));
     sequence_parallel_->setToolTip(
         tr("With tensor parallelism: each device keeps 1/tp of the tokens between the split "
            "parts; all-reduces become reduce-scatter + all-gather"));
@@ -173,8 +180,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     precision_ = new QComboBox(this);
     precision_->addItem(tr("fp32"), QStringLiteral("fp32"));
     precision_->addItem(tr("bf16 mixed (fp32 master weights)"), QStringLiteral("bf16-mixed"));
-    precision_->setToolTip(tr("bf16 mixed: bf16 parameters, activations and gradients, fp32 "
-                              "master weights and optimizer state (CPU backend)"));
+    precision_->setToolTip(
+        tr("bf16 mixed: bf16 parameters, activations and gradients, fp32 "
+           "master weights and optimizer state (CPU backend)"));
     accumulate_ = spin(this, 1, 64);
     accumulate_->setToolTip(
         tr("Gradient accumulation: micro-steps per optimizer step (single, dp, ZeRO)"));
@@ -205,6 +213,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Attention heads"), heads_);
     form->addRow(tr("Se&quence length"), seq_len_);
     form->addRow(QString(), sequence_parallel_);
+    form->addRow(QString(), cp_load_balance_);
     form->addRow(tr("&Capacity per device"), capacity_);
     form->addRow(tr("C&lock"), clock_);
     form->addRow(tr("Bac&kend"), backend_);
@@ -240,6 +249,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                      {QStringLiteral("heads"), heads_},
                      {QStringLiteral("seq_len"), seq_len_},
                      {QStringLiteral("sequence_parallel"), sequence_parallel_},
+                     {QStringLiteral("cp_load_balance"), cp_load_balance_},
                      {QStringLiteral("capacity"), capacity_},
                      {QStringLiteral("clock"), clock_},
                      {QStringLiteral("backend"), backend_},
@@ -292,6 +302,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(async_, &QCheckBox::toggled, this, changed);
     connect(transformer_, &QCheckBox::toggled, this, changed);
     connect(sequence_parallel_, &QCheckBox::toggled, this, changed);
+    connect(cp_load_balance_, &QCheckBox::toggled, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(overlap_, &QCheckBox::toggled, this, changed);
     connect(optimizer_, &QComboBox::currentIndexChanged, this, changed);
@@ -333,6 +344,7 @@ void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
     heads_->setValue(config.heads);
     seq_len_->setValue(config.seq_len);
     sequence_parallel_->setChecked(config.sequence_parallel);
+    cp_load_balance_->setChecked(config.cp_load_balance);
     capacity_->setText(bytes_text(config.capacity_bytes));
     clock_->setCurrentIndex(
         clock_->findData(QString::fromLatin1(pd::name_of(config.clock).data())));
@@ -398,6 +410,7 @@ pd::RunConfig WhatIfPanel::config() const {
     c.heads = heads_->value();
     c.seq_len = seq_len_->value();
     c.sequence_parallel = sequence_parallel_->isEnabled() && sequence_parallel_->isChecked();
+    c.cp_load_balance = cp_load_balance_->isEnabled() && cp_load_balance_->isChecked();
     if (auto b = pd::parse_byte_size(capacity_->text().toStdString()))
         c.capacity_bytes = *b;
     else
@@ -465,6 +478,7 @@ std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
                                 "heads",
                                 "seq_len",
                                 "sequence_parallel",
+                                "cp_load_balance",
                                 "capacity",
                                 "clock",
                                 "link_gbps",
@@ -563,6 +577,7 @@ void WhatIfPanel::updateEnabled() {
     seq_len_->setEnabled(transformer);
     const bool tensor_parallel = s == pd::StrategyKind::tp || (hybrid && tp_->value() > 1);
     sequence_parallel_->setEnabled(transformer && tensor_parallel);
+    cp_load_balance_->setEnabled(s == pd::StrategyKind::cp);
     staleness_->setEnabled(s == pd::StrategyKind::ps && async_->isChecked());
 }
 

@@ -70,6 +70,7 @@ class WhatIfPanel : public QWidget {
     QSpinBox* heads_;
     QSpinBox* seq_len_;
     QCheckBox* sequence_parallel_;
+    QCheckBox* cp_load_balance_;
     QLineEdit* capacity_;
     QComboBox* clock_;
     QComboBox* backend_;

@@ -13,7 +13,9 @@
 
 namespace pd {
 
-enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid };
+// cp: context parallelism (transformer only): every device trains the whole model on its
+// part of each sequence, with ring attention passing keys and values round the devices.
+enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp };
 // zb_h1 and zb_v split each backward into B (input gradient) and W (weight gradient), as
 // Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024) do.
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
@@ -47,7 +49,7 @@ std::optional<BackendKind> backend_from_name(std::string_view name);
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
 inline constexpr const char* kStrategyNames =
-    "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid";
+    "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp";
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
 inline constexpr const char* kRecomputeNames = "none, selective, full";
 inline constexpr const char* kPrecisionNames = "fp32, bf16-mixed";
@@ -95,6 +97,10 @@ struct RunConfig {
     // (LayerNorms, residuals, input projection, head), and each block's all-reduce becomes an
     // all-gather before it and a reduce-scatter after it.
     bool sequence_parallel = false;
+    // cp: causal load balancing (Llama 3's): the sequence is cut into 2 x devices chunks and
+    // device r holds chunks r and 2 x devices - 1 - r, so every device has as many keys
+    // in its queries' past. Off: device r holds the r-th contiguous part of each sequence.
+    bool cp_load_balance = false;
     int batch = 32;  // global batch per step (samples; sequences for the transformer)
     int steps = 10;
     std::uint64_t seed = 42;

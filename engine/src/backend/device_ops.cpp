@@ -30,4 +30,17 @@ void DeviceOps::attention_backward(const float*, const float*, const float*, con
     no_kernel("attention backward");
 }
 
+void DeviceOps::attention_block_forward(const float*, const float*, const float*, int, int, int,
+                                        int, int, const int*, const int*, float*, float*, float*) {
+    no_kernel("ring attention");
+}
+void DeviceOps::attention_block_finish(float*, float*, const float*, int, int, int, int) {
+    no_kernel("ring attention");
+}
+void DeviceOps::attention_block_backward(const float*, const float*, const float*, const float*,
+                                         const float*, const float*, int, int, int, int, int,
+                                         const int*, const int*, float*, float*, float*) {
+    no_kernel("ring attention backward");
+}
+
 }  // namespace pd

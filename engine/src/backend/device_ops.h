@@ -80,6 +80,27 @@ class DeviceOps {
     virtual void attention_backward(const float* q, const float* k, const float* v,
                                     const float* probs, const float* dout, int seqs, int seq_len,
                                     int heads, int head_dim, float* dq, float* dk, float* dv);
+    // Ring attention (context parallelism): this device's q_len queries of each of `seqs`
+    // sequences against one block of kv_len keys and values (q [seqs x q_len, ld], k, v [seqs x
+    // kv_len, ld], ld = heads x head_dim), causal by token position: key j is visible to query i
+    // iff kv_pos[j] <= q_pos[i] (host arrays, the same for every sequence). Online softmax (as
+    // FlashAttention's): per query row and head a running max m and sum l ([seqs, heads,
+    // q_len]) and an unnormalised output acc, rescaled as each block raises the max.
+    virtual void attention_block_forward(const float* q, const float* k, const float* v, int seqs,
+                                         int q_len, int kv_len, int heads, int head_dim,
+                                         const int* q_pos, const int* kv_pos, float* acc, float* m,
+                                         float* l);
+    // After every block: out = acc / l (in place) and m becomes the rows' log-sum-exp.
+    virtual void attention_block_finish(float* acc, float* m, const float* l, int seqs, int q_len,
+                                        int heads, int head_dim);
+    // Backward against one block, from the output and its log-sum-exp: P = exp(S - lse),
+    // dv += P^T dout, dS = P (dout v^T - rowsum(dout out)), dq += dS k / sqrt(d),
+    // dk += dS^T q / sqrt(d).
+    virtual void attention_block_backward(const float* q, const float* k, const float* v,
+                                          const float* out, const float* dout, const float* lse,
+                                          int seqs, int q_len, int kv_len, int heads, int head_dim,
+                                          const int* q_pos, const int* kv_pos, float* dq, float* dk,
+                                          float* dv);
     // One update at step t (1-based); `state` holds the optimizer's floats per parameter
     // (with master weights, the fp32 master copy last; `params` then get it rounded to bf16).
     virtual void optimizer_update(const OptimizerSettings& settings, int t, float* params,

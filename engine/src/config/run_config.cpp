@@ -15,7 +15,7 @@ constexpr std::pair<StrategyKind, std::string_view> kStrategies[] = {
     {StrategyKind::ps, "ps"},         {StrategyKind::pipeline, "pipeline"},
     {StrategyKind::tp, "tp"},         {StrategyKind::zero1, "zero1"},
     {StrategyKind::zero2, "zero2"},   {StrategyKind::zero3, "zero3"},
-    {StrategyKind::hybrid, "hybrid"}};
+    {StrategyKind::hybrid, "hybrid"}, {StrategyKind::cp, "cp"}};
 constexpr std::pair<PipelineSchedule, std::string_view> kSchedules[] = {
     {PipelineSchedule::gpipe, "gpipe"},
     {PipelineSchedule::one_f_one_b, "1f1b"},
@@ -149,6 +149,8 @@ Mesh RunConfig::effective_mesh() const {
             return {1, 1, devices};
         case StrategyKind::hybrid:
             return mesh;
+        case StrategyKind::cp:  // every device holds the whole batch's sequences, in part
+            return {1, 1, 1};
     }
     return {1, 1, 1};
 }
@@ -198,6 +200,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
+    if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
     return true;
 }
 
@@ -212,6 +215,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
+    if (key == "cp_load_balance") return "strategy 'cp'";
     if (key == "sequence_parallel")
         return "model 'transformer' with tensor parallelism (strategy 'tp', or 'hybrid' with tp > "
                "1)";
@@ -289,6 +293,17 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("max_staleness",
              "must be between 0 and 1000 versions (got " + std::to_string(c.max_staleness) + ")");
     const bool transformer = c.model == ModelKind::transformer;
+    if (c.strategy == StrategyKind::cp) {
+        if (!transformer)
+            fail("strategy", "'cp' splits sequences, so it needs model 'transformer'");
+        const int parts = c.cp_load_balance ? 2 * c.devices : c.devices;
+        if (c.seq_len % parts != 0)
+            fail("seq_len", "context parallelism over " + std::to_string(c.devices) +
+                                " devices cuts each sequence into " + std::to_string(parts) +
+                                (c.cp_load_balance ? " chunks (2 per device, load balanced)"
+                                                   : " equal parts") +
+                                "; " + std::to_string(c.seq_len) + " tokens do not divide");
+    }
     constexpr int kMaxSeqLen = 4096;
     if (transformer) {
         if (c.heads < 1 || c.heads > c.width || c.width % c.heads != 0)

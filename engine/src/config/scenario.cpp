@@ -110,6 +110,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.seq_len = r.integer();
         else if (key == "sequence_parallel")
             c.sequence_parallel = r.boolean();
+        else if (key == "cp_load_balance")
+            c.cp_load_balance = r.boolean();
         else if (key == "batch")
             c.batch = r.integer();
         else if (key == "steps")
@@ -205,7 +207,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         } else
             r.fail(
                 "is not a known setting (known: strategy, devices, model, layers, width, heads, "
-                "seq_len, sequence_parallel, batch, "
+                "seq_len, sequence_parallel, cp_load_balance, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
@@ -232,6 +234,7 @@ std::string scenario_json(const RunConfig& c) {
         j["heads"] = c.heads;
         j["seq_len"] = c.seq_len;
         if (c.sequence_parallel) j["sequence_parallel"] = true;
+        if (c.strategy == StrategyKind::cp && c.cp_load_balance) j["cp_load_balance"] = true;
     }
     j["batch"] = c.batch;
     j["steps"] = c.steps;

@@ -117,8 +117,25 @@ class CpuOps final : public DeviceOps {
     void attention_backward(const float* q, const float* k, const float* v, const float* probs,
                             const float* dout, int seqs, int seq_len, int heads, int head_dim,
                             float* dq, float* dk, float* dv) override {
-        cpu::attention_backward(pool_, q, k, v, probs, dout, seqs, seq_len, heads, head_dim, dq,
-                                dk, dv);
+        cpu::attention_backward(pool_, q, k, v, probs, dout, seqs, seq_len, heads, head_dim, dq, dk,
+                                dv);
+    }
+    void attention_block_forward(const float* q, const float* k, const float* v, int seqs,
+                                 int q_len, int kv_len, int heads, int head_dim, const int* q_pos,
+                                 const int* kv_pos, float* acc, float* m, float* l) override {
+        cpu::attention_block_forward(pool_, q, k, v, seqs, q_len, kv_len, heads, head_dim, q_pos,
+                                     kv_pos, acc, m, l);
+    }
+    void attention_block_finish(float* acc, float* m, const float* l, int seqs, int q_len,
+                                int heads, int head_dim) override {
+        cpu::attention_block_finish(acc, m, l, seqs, q_len, heads, head_dim);
+    }
+    void attention_block_backward(const float* q, const float* k, const float* v, const float* out,
+                                  const float* dout, const float* lse, int seqs, int q_len,
+                                  int kv_len, int heads, int head_dim, const int* q_pos,
+                                  const int* kv_pos, float* dq, float* dk, float* dv) override {
+        cpu::attention_block_backward(pool_, q, k, v, out, dout, lse, seqs, q_len, kv_len, heads,
+                                      head_dim, q_pos, kv_pos, dq, dk, dv);
     }
     void optimizer_update(const OptimizerSettings& settings, int t, float* params,
                           const float* grads, float* state, std::size_t count) override {

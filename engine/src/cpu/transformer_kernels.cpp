@@ -140,4 +140,109 @@ void attention_backward(IntraOpPool& pool, const float* q, const float* k, const
     });
 }
 
+// Rows that see nothing of a block keep their state; a block no row sees is skipped whole (the
+// causal future of a ring step). Positions must ascend.
+void attention_block_forward(IntraOpPool& pool, const float* q, const float* k, const float* v,
+                             int seqs, int q_len, int kv_len, int heads, int head_dim,
+                             const int* q_pos, const int* kv_pos, float* acc, float* m, float* l) {
+    // Positions ascend: a block wholly in every query's future costs nothing (causal skip).
+    if (kv_len == 0 || q_len == 0 || kv_pos[0] > q_pos[q_len - 1]) return;
+    const int ld = heads * head_dim;
+    const std::size_t sq = sz(q_len), skv = sz(kv_len), d = sz(head_dim);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    pool.parallel_for(sz(seqs) * sz(heads), 1, [&](std::size_t lo, std::size_t hi) {
+        std::vector<float> s(sq * skv);
+        for (std::size_t pair = lo; pair < hi; ++pair) {
+            const std::size_t b = pair / sz(heads), j = pair % sz(heads);
+            const std::size_t qbase = b * sq * sz(ld) + j * d, kbase = b * skv * sz(ld) + j * d;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q_len, kv_len, head_dim, scale,
+                        q + qbase, ld, k + kbase, ld, 0.0f, s.data(), kv_len);
+            float* mr = m + pair * sq;
+            float* lr = l + pair * sq;
+            for (std::size_t i = 0; i < sq; ++i) {
+                float* row = s.data() + i * skv;
+                float top = -INFINITY;
+                for (std::size_t c = 0; c < skv; ++c)
+                    if (kv_pos[c] <= q_pos[i]) top = std::max(top, row[c]);
+                if (top == -INFINITY) {  // nothing visible: this row's P is zero
+                    std::fill(row, row + skv, 0.0f);
+                    continue;
+                }
+                const float new_m = std::max(mr[i], top);
+                const float rescale = std::exp(mr[i] - new_m);  // 0 for the first block seen
+                double sum = 0.0;
+                for (std::size_t c = 0; c < skv; ++c) {
+                    row[c] = kv_pos[c] <= q_pos[i] ? std::exp(row[c] - new_m) : 0.0f;
+                    sum += row[c];
+                }
+                lr[i] = lr[i] * rescale + static_cast<float>(sum);
+                mr[i] = new_m;
+                float* out = acc + qbase + i * sz(ld);
+                for (std::size_t c = 0; c < d; ++c) out[c] *= rescale;
+            }
+            // acc += P V for this block.
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q_len, head_dim, kv_len, 1.0f,
+                        s.data(), kv_len, v + kbase, ld, 1.0f, acc + qbase, ld);
+        }
+    });
+}
+
+void attention_block_finish(float* acc, float* m, const float* l, int seqs, int q_len, int heads,
+                            int head_dim) {
+    const std::size_t ld = sz(heads) * sz(head_dim), d = sz(head_dim);
+    for (std::size_t b = 0; b < sz(seqs); ++b)
+        for (std::size_t j = 0; j < sz(heads); ++j)
+            for (std::size_t i = 0; i < sz(q_len); ++i) {
+                const std::size_t row = (b * sz(heads) + j) * sz(q_len) + i;
+                float* out = acc + (b * sz(q_len) + i) * ld + j * d;
+                const float inv = 1.0f / l[row];
+                for (std::size_t c = 0; c < d; ++c) out[c] *= inv;
+                m[row] += std::log(l[row]);
+            }
+}
+
+void attention_block_backward(IntraOpPool& pool, const float* q, const float* k, const float* v,
+                              const float* out, const float* dout, const float* lse, int seqs,
+                              int q_len, int kv_len, int heads, int head_dim, const int* q_pos,
+                              const int* kv_pos, float* dq, float* dk, float* dv) {
+    if (kv_len == 0 || q_len == 0 || kv_pos[0] > q_pos[q_len - 1]) return;  // as forward
+    const int ld = heads * head_dim;
+    const std::size_t sq = sz(q_len), skv = sz(kv_len), d = sz(head_dim);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    pool.parallel_for(sz(seqs) * sz(heads), 1, [&](std::size_t lo, std::size_t hi) {
+        std::vector<float> p(sq * skv), ds(sq * skv);
+        for (std::size_t pair = lo; pair < hi; ++pair) {
+            const std::size_t b = pair / sz(heads), j = pair % sz(heads);
+            const std::size_t qbase = b * sq * sz(ld) + j * d, kbase = b * skv * sz(ld) + j * d;
+            const float* lr = lse + pair * sq;
+            // P = exp(S - lse), the final probabilities of this block's keys.
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q_len, kv_len, head_dim, scale,
+                        q + qbase, ld, k + kbase, ld, 0.0f, p.data(), kv_len);
+            for (std::size_t i = 0; i < sq; ++i)
+                for (std::size_t c = 0; c < skv; ++c) {
+                    float& x = p[i * skv + c];
+                    x = kv_pos[c] <= q_pos[i] ? std::exp(x - lr[i]) : 0.0f;
+                }
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kv_len, head_dim, q_len, 1.0f,
+                        p.data(), kv_len, dout + qbase, ld, 1.0f, dv + kbase, ld);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q_len, kv_len, head_dim, 1.0f,
+                        dout + qbase, ld, v + kbase, ld, 0.0f, ds.data(), kv_len);
+            for (std::size_t i = 0; i < sq; ++i) {
+                // D = rowsum(dout * out) over the head's columns: rowsum(P dP) over all keys.
+                const float* o = out + qbase + i * sz(ld);
+                const float* g = dout + qbase + i * sz(ld);
+                double dot = 0.0;
+                for (std::size_t c = 0; c < d; ++c) dot += static_cast<double>(o[c]) * g[c];
+                const float D = static_cast<float>(dot);
+                for (std::size_t c = 0; c < skv; ++c)
+                    ds[i * skv + c] = p[i * skv + c] * (ds[i * skv + c] - D);
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q_len, head_dim, kv_len, scale,
+                        ds.data(), kv_len, k + kbase, ld, 1.0f, dq + qbase, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kv_len, head_dim, q_len, scale,
+                        ds.data(), kv_len, q + qbase, ld, 1.0f, dk + kbase, ld);
+        }
+    });
+}
+
 }  // namespace pd::cpu

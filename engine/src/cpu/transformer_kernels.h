@@ -20,4 +20,14 @@ void attention_backward(IntraOpPool& pool, const float* q, const float* k, const
                         const float* probs, const float* dout, int seqs, int seq_len, int heads,
                         int head_dim, float* dq, float* dk, float* dv);
 
+void attention_block_forward(IntraOpPool& pool, const float* q, const float* k, const float* v,
+                             int seqs, int q_len, int kv_len, int heads, int head_dim,
+                             const int* q_pos, const int* kv_pos, float* acc, float* m, float* l);
+void attention_block_finish(float* acc, float* m, const float* l, int seqs, int q_len, int heads,
+                            int head_dim);
+void attention_block_backward(IntraOpPool& pool, const float* q, const float* k, const float* v,
+                              const float* out, const float* dout, const float* lse, int seqs,
+                              int q_len, int kv_len, int heads, int head_dim, const int* q_pos,
+                              const int* kv_pos, float* dq, float* dk, float* dv);
+
 }  // namespace pd::cpu

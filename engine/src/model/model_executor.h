@@ -49,6 +49,9 @@ struct SavedUnit {
     // Sequence parallelism, backward: the LayerNorm output's shard placed in a buffer of all
     // the tokens, all-gathered again before phase a (only the shard is kept, as Megatron does).
     Buffer gathered;
+    // Ring attention: each query row's running max (then log-sum-exp) and sum, [seqs, heads,
+    // q_len]; in backward the output's gradient and the queries' gradient.
+    Buffer row_max, row_sum, dattn, dq;
     int rows = 0;  // all the tokens of the micro-batch (also under sequence parallelism)
 };
 
@@ -116,6 +119,28 @@ class ModelExecutor {
     // This device's chunk of a reduce-scattered buffer of all the tokens, as its own buffer.
     Buffer sp_take_shard(const Buffer& full, MemoryCategory category) const;
 
+    // Ring attention (context parallelism, Liu et al. 2023), in ring_attention.cpp. This
+    // executor's shape has this device's tokens of each sequence (seq_len = s / cp), whose
+    // positions in the whole sequence set_positions gives. Forward: ring_attention_begin (the
+    // LayerNorm and q, k, v), ring_attention_block for every device's keys and values in turn
+    // (a ring payload [k | v]), ring_attention_end (normalise, project, bias and residual).
+    // Backward: ring_attention_backward_begin, ring_attention_backward_block for each payload
+    // [k | v | dk | dv] in turn (adding to its dk, dv), ring_attention_backward_end with this
+    // device's own dk, dv once they came back round.
+    void set_positions(std::vector<int> positions) { positions_ = std::move(positions); }
+    const std::vector<int>& positions() const { return positions_; }
+    void ring_attention_begin(int unit, const float* params, Buffer input, int samples,
+                              SavedUnit& saved);
+    // This device's keys and values as a ring payload, with zeroed gradient halves if asked.
+    Buffer ring_payload(const SavedUnit& saved, bool with_gradients) const;
+    void ring_attention_block(SavedUnit& saved, const Buffer& payload, const int* kv_pos);
+    Buffer ring_attention_end(int unit, const float* params, SavedUnit& saved);
+    void ring_attention_backward_begin(int unit, const float* params, float* grads, Buffer dout,
+                                       SavedUnit& saved);
+    void ring_attention_backward_block(SavedUnit& saved, Buffer& payload, const int* kv_pos);
+    Buffer ring_attention_backward_end(int unit, const float* params, float* grads,
+                                       const Buffer& own_payload, SavedUnit& saved);
+
     // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                    const int* labels, float grad_scale, double* loss_sum);
@@ -161,6 +186,7 @@ class ModelExecutor {
     RecomputeMode recompute_;
     DType dtype_;
     bool sp_;
+    std::vector<int> positions_;  // ring attention: this device's token positions
 };
 
 }  // namespace pd

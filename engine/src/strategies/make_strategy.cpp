@@ -1,3 +1,4 @@
+#include "strategies/context_parallel.h"
 #include "strategies/data_parallel.h"
 #include "strategies/mesh_parallel.h"
 #include "strategies/parameter_server.h"
@@ -24,6 +25,8 @@ std::unique_ptr<Strategy> make_strategy(RunEnvironment& env) {
             return std::make_unique<Zero>(env, 2);
         case StrategyKind::zero3:
             return std::make_unique<Zero>(env, 3);
+        case StrategyKind::cp:
+            return std::make_unique<ContextParallel>(env);
     }
     return nullptr;
 }

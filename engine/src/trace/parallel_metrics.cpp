@@ -69,7 +69,9 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
             : std::vector<int>{};
     // One micro-batch alive at a time when nothing is pipelined: its estimate is the peak's.
     double analytic = -1;
-    if (config.model == ModelKind::transformer && mesh.pp == 1) {
+    // (Ring attention keeps no probabilities: its count is another, left unknown here.)
+    if (config.model == ModelKind::transformer && mesh.pp == 1 &&
+        config.strategy != StrategyKind::cp) {
         const int samples = config.batch / std::max(1, config.data_parallel_replicas()) /
                             std::max(1, config.accumulate);
         analytic = transformer_activation_bytes(model_shape(config), samples, mesh.tp,
@@ -157,6 +159,7 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
         switch (config.strategy) {
             case StrategyKind::single:
             case StrategyKind::dp:
+            case StrategyKind::cp:  // every device holds the whole model
                 break;
             case StrategyKind::ps:
                 if (d > 0) state = 0;  // workers keep no optimizer state

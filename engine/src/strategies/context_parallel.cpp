@@ -1,0 +1,276 @@
+#include "strategies/context_parallel.h"
+
+#include <numeric>
+
+namespace pd {
+
+struct ContextParallel::Rank {
+    Device* device = nullptr;
+    int r = 0;
+    std::unique_ptr<ShardLayout> layout;
+    std::unique_ptr<ModelExecutor> executor;
+    Buffer params, grads, state;
+    std::vector<SavedUnit> saved;  // per unit
+    Buffer carry;                  // the residual stream (or its gradient) between units
+    // Ring payloads of the unit in flight: ring[i] holds the block of device r - i.
+    std::vector<Buffer> ring;
+    Buffer own;  // backward: this device's payload once it came back round
+    DeviceScalar loss;
+};
+
+namespace {
+// Ring messages: forward key/value blocks, backward blocks with their gradients.
+constexpr std::uint32_t kForwardTag = 0x30000u;
+constexpr std::uint32_t kBackwardTag = 0x31000u;
+}  // namespace
+
+std::vector<int> ContextParallel::token_positions(int seq_len, int devices, int rank,
+                                                  bool balanced) {
+    std::vector<int> pos;
+    if (!balanced) {
+        const int part = seq_len / devices;
+        for (int t = 0; t < part; ++t) pos.push_back(rank * part + t);
+        return pos;
+    }
+    const int chunk = seq_len / (2 * devices);
+    for (int c : {rank, 2 * devices - 1 - rank})
+        for (int t = 0; t < chunk; ++t) pos.push_back(c * chunk + t);
+    return pos;
+}
+
+ContextParallel::ContextParallel(RunEnvironment& env) : env_(env), local_shape_(env.shape) {
+    const int n = env.config.devices;
+    local_shape_.seq_len = env.shape.seq_len / n;
+    std::vector<Device*> members;
+    for (auto& d : env.devices) members.push_back(d.get());
+    comm_ = std::make_unique<Communicator>(env.transport, members, 1, env.dtype);
+    for (int r = 0; r < n; ++r) {
+        auto rank = std::make_unique<Rank>();
+        rank->device = members[static_cast<std::size_t>(r)];
+        rank->r = r;
+        rank->layout =
+            std::make_unique<ShardLayout>(local_shape_, env.layout, 0, env.layout.units, 0, 1);
+        rank->executor =
+            std::make_unique<ModelExecutor>(local_shape_, *rank->layout, rank->device->memory());
+        rank->executor->set_positions(
+            token_positions(env.shape.seq_len, n, r, env.config.cp_load_balance));
+        rank->saved.resize(static_cast<std::size_t>(env.layout.units));
+        rank->loss = DeviceScalar(rank->device->ops());
+        ranks_.push_back(std::move(rank));
+    }
+}
+
+ContextParallel::~ContextParallel() = default;
+
+void ContextParallel::enqueue_setup() {
+    for (auto& rank : ranks_) {
+        TraceEvent ev;
+        ev.kind = EventKind::copy;
+        ev.label = "initialise parameters";
+        Rank* r = rank.get();
+        rank->device->compute().launch(ev, [this, r] {
+            MemoryTracker& mem = r->device->memory();
+            const std::size_t total = env_.layout.total;
+            r->params = Buffer(mem, MemoryCategory::parameters, total, Fill::zero);
+            r->grads = Buffer(mem, MemoryCategory::gradients, total, Fill::zero);
+            r->state =
+                Buffer(mem, MemoryCategory::optimizer_state,
+                       total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+            env_.upload_parameters(*r->device, r->params.data(), env_.initial.data(), total,
+                                   r->state.data());
+        });
+    }
+}
+
+void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
+    Device& dev = *rank.device;
+    const int n = static_cast<int>(ranks_.size());
+    const int next = (rank.r + 1) % n, prev = (rank.r + n - 1) % n;
+    const int samples = env_.config.batch;
+    Rank* rk = &rank;
+    const std::size_t off = env_.layout.unit_begin(unit);
+    SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
+    TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, 0);
+    ev.label = "attention: q, k, v";
+    dev.compute().launch(ev, [rk, &saved, off, samples, unit] {
+        rk->executor->ring_attention_begin(unit, rk->params.data() + off, std::move(rk->carry),
+                                           samples, saved);
+        rk->ring.clear();
+        rk->ring.push_back(rk->executor->ring_payload(saved, false));
+    });
+    for (int i = 0; i < n; ++i) {
+        // Block i's transfer (it arrives from the previous device) runs on the comm stream
+        // while compute works on block i - 1: the comm stream waits only for the payload it
+        // sends to exist.
+        if (i + 1 < n) {
+            dev.comm().wait(dev.compute().record(), step);
+            dev.comm().enqueue([this, rk, &dev, next, prev, step, i, n] {
+                const Buffer& out = rk->ring[static_cast<std::size_t>(i)];
+                comm_->send(dev.id(), comm_->device_of(next), out.data(), out.size(), step,
+                            "k, v block " + std::to_string((rk->r + n - i) % n), kForwardTag);
+                Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
+                comm_->recv(dev.id(), comm_->device_of(prev), in.data(), in.size(), step,
+                            "k, v block " + std::to_string((rk->r + n - i - 1) % n), false,
+                            kForwardTag);
+                rk->ring.push_back(std::move(in));
+            });
+        }
+        const int source = (rank.r + n - i) % n;
+        TraceEvent block = unit_event(EventKind::forward, unit, env_.shape, step, 0);
+        block.label = "attention: block of device " + std::to_string(source);
+        block.peer = dev.id() == source ? -1 : source;
+        const std::vector<int> kv_pos =
+            token_positions(env_.shape.seq_len, n, source, env_.config.cp_load_balance);
+        dev.compute().launch(block, [rk, &saved, kv_pos, i] {
+            rk->executor->ring_attention_block(saved, rk->ring[static_cast<std::size_t>(i)],
+                                               kv_pos.data());
+        });
+        // The next block must have arrived.
+        if (i + 1 < n) dev.compute().wait(dev.comm().record(), step);
+    }
+    ev.label = "attention: output";
+    dev.compute().launch(ev, [rk, &saved, off, unit] {
+        rk->ring.clear();
+        rk->carry = rk->executor->ring_attention_end(unit, rk->params.data() + off, saved);
+    });
+}
+
+void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
+    Device& dev = *rank.device;
+    const int n = static_cast<int>(ranks_.size());
+    const int next = (rank.r + 1) % n, prev = (rank.r + n - 1) % n;
+    Rank* rk = &rank;
+    const std::size_t off = env_.layout.unit_begin(unit);
+    SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
+    TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, 0);
+    ev.label = "attention: output projection";
+    dev.compute().launch(ev, [rk, &saved, off, unit] {
+        rk->executor->ring_attention_backward_begin(
+            unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry), saved);
+        rk->ring.clear();
+        rk->ring.push_back(rk->executor->ring_payload(saved, true));
+    });
+    // n blocks visit this device; after each, its payload (with the gradients added here)
+    // moves on, and the n-th move brings this device's own block back, complete.
+    for (int i = 0; i < n; ++i) {
+        const int source = (rank.r + n - i) % n;
+        TraceEvent block = unit_event(EventKind::backward, unit, env_.shape, step, 0);
+        block.label = "attention: block of device " + std::to_string(source);
+        block.peer = dev.id() == source ? -1 : source;
+        const std::vector<int> kv_pos =
+            token_positions(env_.shape.seq_len, n, source, env_.config.cp_load_balance);
+        dev.compute().launch(block, [rk, &saved, kv_pos, i] {
+            rk->executor->ring_attention_backward_block(
+                saved, rk->ring[static_cast<std::size_t>(i)], kv_pos.data());
+        });
+        if (n == 1) break;
+        dev.comm().wait(dev.compute().record(), step);
+        dev.comm().enqueue([this, rk, &dev, next, prev, step, i, n] {
+            Buffer out = std::move(rk->ring[static_cast<std::size_t>(i)]);
+            comm_->send(dev.id(), comm_->device_of(next), out.data(), out.size(), step,
+                        "k, v, dk, dv block " + std::to_string((rk->r + n - i) % n), kBackwardTag);
+            Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
+            comm_->recv(dev.id(), comm_->device_of(prev), in.data(), in.size(), step,
+                        "k, v, dk, dv block " + std::to_string((rk->r + n - i - 1) % n), false,
+                        kBackwardTag);
+            if (i + 1 < n)
+                rk->ring.push_back(std::move(in));
+            else
+                rk->own = std::move(in);  // this device's block, back with every gradient
+        });
+        dev.compute().wait(dev.comm().record(), step);
+    }
+    ev.label = "attention: q, k, v projections";
+    dev.compute().launch(ev, [rk, &saved, off, unit, n] {
+        const Buffer& own = n == 1 ? rk->ring.front() : rk->own;
+        rk->carry = rk->executor->ring_attention_backward_end(unit, rk->params.data() + off,
+                                                              rk->grads.data() + off, own, saved);
+        rk->ring.clear();
+        rk->own.reset();
+    });
+}
+
+void ContextParallel::enqueue_step(int step) {
+    const int n = static_cast<int>(ranks_.size());
+    const int units = env_.layout.units;
+    const int s = env_.shape.seq_len;
+    // The data loader gives every device its tokens of every sequence.
+    const std::shared_ptr<const HostBatch> full = env_.load_batch(step, 0, env_.config.batch);
+    for (auto& rank_ptr : ranks_) {
+        Rank& rank = *rank_ptr;
+        Device& dev = *rank.device;
+        auto local = std::make_shared<HostBatch>();
+        local->rows = env_.config.batch;
+        const std::vector<int>& pos = rank.executor->positions();
+        const std::size_t in = static_cast<std::size_t>(env_.shape.input_dim);
+        for (int b = 0; b < local->rows; ++b)
+            for (int p : pos) {
+                const std::size_t token = static_cast<std::size_t>(b) * s + p;
+                local->x.insert(local->x.end(), full->x.begin() + token * in,
+                                full->x.begin() + (token + 1) * in);
+                local->labels.push_back(full->labels[token]);
+            }
+        Rank* rk = &rank;
+        for (int unit = 0; unit < units; ++unit) {
+            if (env_.shape.unit_kind(unit) == UnitKind::attention) {
+                enqueue_ring_forward(rank, unit, step);
+                continue;
+            }
+            dev.compute().launch(unit_event(EventKind::forward, unit, env_.shape, step, 0),
+                                 [this, rk, &dev, unit, local] {
+                                     if (unit == 0) {
+                                         dev.ops().fill_zero(rk->grads.data(), rk->grads.size());
+                                         rk->loss.zero();
+                                         rk->carry = rk->executor->upload_input(local->x);
+                                     }
+                                     const std::size_t off = env_.layout.unit_begin(unit);
+                                     rk->carry = rk->executor->forward(
+                                         unit, rk->params.data() + off, std::move(rk->carry),
+                                         local->rows, rk->saved[static_cast<std::size_t>(unit)],
+                                         local->labels.data(), env_.grad_scale(), rk->loss.get());
+                                 });
+        }
+        for (int unit = units - 1; unit >= 0; --unit) {
+            if (env_.shape.unit_kind(unit) == UnitKind::attention) {
+                enqueue_ring_backward(rank, unit, step);
+                continue;
+            }
+            dev.compute().launch(
+                unit_event(EventKind::backward, unit, env_.shape, step, 0), [this, rk, unit] {
+                    const std::size_t off = env_.layout.unit_begin(unit);
+                    rk->carry = rk->executor->backward(unit, rk->params.data() + off,
+                                                       rk->grads.data() + off, std::move(rk->carry),
+                                                       rk->saved[static_cast<std::size_t>(unit)]);
+                });
+        }
+        // Each device's gradients are sums over its tokens: the whole batch's is their sum.
+        if (n > 1) {
+            dev.comm().wait(dev.compute().record(), step);
+            dev.comm().enqueue([this, rk, &dev, step] {
+                comm_->all_reduce(dev.id(), rk->grads.data(), rk->grads.size(), step,
+                                  "cp gradients");
+            });
+            dev.compute().wait(dev.comm().record(), step);
+        }
+        TraceEvent ev;
+        ev.kind = EventKind::optimizer;
+        ev.step = step;
+        ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
+        dev.compute().launch(ev, [this, rk, &dev, step] {
+            dev.ops().optimizer_update(env_.optimizer, step + 1, rk->params.data(),
+                                       rk->grads.data(), rk->state.data(), rk->params.size());
+        });
+    }
+}
+
+double ContextParallel::step_loss() const {
+    double sum = 0.0;
+    for (const auto& r : ranks_) sum += r->loss.read();
+    return sum / env_.loss_count();
+}
+
+std::vector<float> ContextParallel::parameters() const {
+    return ranks_.front()->params.to_host();
+}
+
+}  // namespace pd

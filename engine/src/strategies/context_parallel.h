@@ -1,0 +1,44 @@
+// `cp`: context parallelism. Every device holds the whole model and every sequence of the
+// batch, but only its part of each sequence's tokens: the input projection, LayerNorms, MLPs
+// and head work on those tokens alone, and attention is ring attention (Liu et al. 2023):
+// keys and values pass round the devices on the comm stream, each block's transfer overlapped
+// with the attention of the block before it, combined by an online softmax. In backward the
+// blocks go round again, each carrying its key and value gradients back to its owner. The
+// parameter gradients, partial sums over each device's tokens, are all-reduced before the
+// update. With load balancing each device holds two mirrored chunks (Llama 3's), so causal
+// attention costs every device the same; without it the last device's queries see every key
+// and the first device's only its own.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/model_executor.h"
+#include "strategies/strategy.h"
+
+namespace pd {
+
+class ContextParallel : public Strategy {
+  public:
+    explicit ContextParallel(RunEnvironment& env);
+    ~ContextParallel() override;
+    void enqueue_setup() override;
+    void enqueue_step(int step) override;
+    double step_loss() const override;
+    std::vector<float> parameters() const override;
+
+    // The positions of device r's tokens in every sequence (ascending).
+    static std::vector<int> token_positions(int seq_len, int devices, int rank, bool balanced);
+
+  private:
+    struct Rank;
+    void enqueue_ring_forward(Rank& rank, int unit, int step);
+    void enqueue_ring_backward(Rank& rank, int unit, int step);
+
+    RunEnvironment& env_;
+    ModelShape local_shape_;  // seq_len = this device's tokens of each sequence
+    std::unique_ptr<Communicator> comm_;
+    std::vector<std::unique_ptr<Rank>> ranks_;
+};
+
+}  // namespace pd
