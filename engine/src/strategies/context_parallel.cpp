@@ -92,11 +92,13 @@ void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
     SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
     TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, 0);
     ev.label = "attention: q, k, v";
-    dev.compute().launch(ev, [rk, &saved, off, samples, unit] {
+    dev.compute().launch(ev, [rk, &saved, off, samples, unit, n_ = n] {
         rk->executor->ring_attention_begin(unit, rk->params.data() + off, std::move(rk->carry),
                                            samples, saved);
+        // Sized once: the comm stream fills slot i + 1 while compute reads slot i.
         rk->ring.clear();
-        rk->ring.push_back(rk->executor->ring_payload(saved, false));
+        rk->ring.resize(static_cast<std::size_t>(n_));
+        rk->ring[0] = rk->executor->ring_payload(saved, false);
     });
     for (int i = 0; i < n; ++i) {
         // Block i's transfer (it arrives from the previous device) runs on the comm stream
@@ -112,7 +114,7 @@ void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
                 comm_->recv(dev.id(), comm_->device_of(prev), in.data(), in.size(), step,
                             "k, v block " + std::to_string((rk->r + n - i - 1) % n), false,
                             kForwardTag);
-                rk->ring.push_back(std::move(in));
+                rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
             });
         }
         const int source = (rank.r + n - i) % n;
@@ -144,11 +146,12 @@ void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
     SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
     TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, 0);
     ev.label = "attention: output projection";
-    dev.compute().launch(ev, [rk, &saved, off, unit] {
+    dev.compute().launch(ev, [rk, &saved, off, unit, n_ = n] {
         rk->executor->ring_attention_backward_begin(
             unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry), saved);
         rk->ring.clear();
-        rk->ring.push_back(rk->executor->ring_payload(saved, true));
+        rk->ring.resize(static_cast<std::size_t>(n_));
+        rk->ring[0] = rk->executor->ring_payload(saved, true);
     });
     // n blocks visit this device; after each, its payload (with the gradients added here)
     // moves on, and the n-th move brings this device's own block back, complete.
@@ -174,7 +177,7 @@ void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
                         "k, v, dk, dv block " + std::to_string((rk->r + n - i - 1) % n), false,
                         kBackwardTag);
             if (i + 1 < n)
-                rk->ring.push_back(std::move(in));
+                rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
             else
                 rk->own = std::move(in);  // this device's block, back with every gradient
         });
