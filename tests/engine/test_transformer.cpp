@@ -121,16 +121,22 @@ class TestTransformer : public QObject {
     void context_parallel_equals_the_single_device_data() {
         QTest::addColumn<int>("devices");
         QTest::addColumn<bool>("balanced");
+        QTest::addColumn<int>("dp");
         for (int n : {2, 4})
             for (bool balanced : {false, true})
-                QTest::addRow("cp x%d%s", n, balanced ? " balanced" : "") << n << balanced;
+                QTest::addRow("cp x%d%s", n, balanced ? " balanced" : "") << n << balanced << 1;
+        QTest::addRow("dp2 x cp2 balanced") << 4 << true << 2;
+        QTest::addRow("dp2 x cp4") << 8 << false << 2;
     }
     void context_parallel_equals_the_single_device() {
         QFETCH(int, devices);
         QFETCH(bool, balanced);
+        QFETCH(int, dp);
         const RunResult expected = run_config(transformer_config(StrategyKind::single, 1));
         RunConfig c = transformer_config(StrategyKind::cp, devices);
         c.cp_load_balance = balanced;
+        c.mesh.dp = dp;
+        const int ring = devices / dp;
         const RunResult got = run_config(c);
         QVERIFY2(got.status == RunStatus::ok, got.error.c_str());
         const double err = relative_error(got.final_parameters, expected.final_parameters);
@@ -144,8 +150,8 @@ class TestTransformer : public QObject {
             forward += e.label.starts_with("k, v block");
             backward += e.label.starts_with("k, v, dk, dv block");
         }
-        QCOMPARE(forward, (devices - 1) * c.layers);
-        QCOMPARE(backward, devices * c.layers);
+        QCOMPARE(forward, (ring - 1) * c.layers);
+        QCOMPARE(backward, ring * c.layers);
         QCOMPARE(calls(got, "all_reduce"), 1);
     }
 

@@ -560,7 +560,7 @@ void WhatIfPanel::updateEnabled() {
     microbatches_->setEnabled(pipelined);
     chunks_->setEnabled(pipelined &&
                         schedule_->currentData().toString() == QStringLiteral("interleaved"));
-    dp_->setEnabled(hybrid);
+    dp_->setEnabled(hybrid || s == pd::StrategyKind::cp);
     pp_->setEnabled(hybrid);
     tp_->setEnabled(hybrid);
     overlap_->setEnabled(s == pd::StrategyKind::dp);

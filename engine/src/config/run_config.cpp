@@ -149,8 +149,8 @@ Mesh RunConfig::effective_mesh() const {
             return {1, 1, devices};
         case StrategyKind::hybrid:
             return mesh;
-        case StrategyKind::cp:  // every device holds the whole batch's sequences, in part
-            return {1, 1, 1};
+        case StrategyKind::cp:  // each replica's ring holds its slice's sequences, in part
+            return {std::max(1, mesh.dp), 1, 1};
     }
     return {1, 1, 1};
 }
@@ -191,7 +191,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return c.strategy == StrategyKind::dp;
     if (key == "schedule" || key == "microbatches") return pipelined;
     if (key == "chunks") return pipelined && c.schedule == PipelineSchedule::interleaved;
-    if (key == "dp" || key == "pp" || key == "tp") return c.strategy == StrategyKind::hybrid;
+    if (key == "dp") return c.strategy == StrategyKind::hybrid || c.strategy == StrategyKind::cp;
+    if (key == "pp" || key == "tp") return c.strategy == StrategyKind::hybrid;
     if (key == "accumulate") return accumulates(c.strategy);
     if (key == "reduce_every_microstep")
         return accumulates(c.strategy) && c.strategy != StrategyKind::single;
@@ -209,7 +210,8 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "schedule" || key == "microbatches")
         return "strategy 'pipeline' (or 'hybrid' with pp > 1)";
     if (key == "chunks") return "the interleaved schedule";
-    if (key == "dp" || key == "pp" || key == "tp") return "strategy 'hybrid'";
+    if (key == "dp") return "strategies 'hybrid' and 'cp'";
+    if (key == "pp" || key == "tp") return "strategy 'hybrid'";
     if (key == "accumulate") return "strategies single, dp, zero1, zero2 and zero3";
     if (key == "reduce_every_microstep") return "strategies dp, zero1, zero2 and zero3";
     if (key == "async") return "strategy 'ps'";
@@ -296,9 +298,13 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.strategy == StrategyKind::cp) {
         if (!transformer)
             fail("strategy", "'cp' splits sequences, so it needs model 'transformer'");
-        const int parts = c.cp_load_balance ? 2 * c.devices : c.devices;
+        if (c.mesh.dp < 1 || c.devices % c.mesh.dp != 0)
+            fail("dp", "the " + std::to_string(c.devices) + " devices do not split into " +
+                           std::to_string(c.mesh.dp) + " data-parallel rings");
+        const int ring = c.devices / c.mesh.dp;
+        const int parts = c.cp_load_balance ? 2 * ring : ring;
         if (c.seq_len % parts != 0)
-            fail("seq_len", "context parallelism over " + std::to_string(c.devices) +
+            fail("seq_len", "context parallelism over " + std::to_string(ring) +
                                 " devices cuts each sequence into " + std::to_string(parts) +
                                 (c.cp_load_balance ? " chunks (2 per device, load balanced)"
                                                    : " equal parts") +

@@ -268,6 +268,7 @@ std::string scenario_json(const RunConfig& c) {
         j["microbatches"] = c.effective_microbatches();
         if (c.schedule == PipelineSchedule::interleaved) j["chunks"] = c.chunks;
     }
+    if (c.strategy == StrategyKind::cp && c.mesh.dp > 1) j["dp"] = c.mesh.dp;
     if (c.strategy == StrategyKind::hybrid) {
         j["dp"] = c.mesh.dp;
         j["pp"] = c.mesh.pp;

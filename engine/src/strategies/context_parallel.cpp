@@ -6,7 +6,9 @@ namespace pd {
 
 struct ContextParallel::Rank {
     Device* device = nullptr;
-    int r = 0;
+    int r = 0;                      // this device's place in its ring (its context-parallel rank)
+    int replica = 0;                // its data-parallel replica (a slice of the batch)
+    Communicator* group = nullptr;  // its ring
     std::unique_ptr<ShardLayout> layout;
     std::unique_ptr<ModelExecutor> executor;
     Buffer params, grads, state;
@@ -39,21 +41,33 @@ std::vector<int> ContextParallel::token_positions(int seq_len, int devices, int 
 }
 
 ContextParallel::ContextParallel(RunEnvironment& env) : env_(env), local_shape_(env.shape) {
-    const int n = env.config.devices;
+    dp_ = std::max(1, env.config.mesh.dp);
+    cp_ = env.config.devices / dp_;
+    const int n = cp_;
     local_shape_.seq_len = env.shape.seq_len / n;
     std::vector<Device*> members;
     for (auto& d : env.devices) members.push_back(d.get());
+    // Every device's gradients are a partial sum (its batch slice, its tokens): one all-reduce
+    // over all of them gives the whole batch's. The rings are consecutive devices.
     comm_ = std::make_unique<Communicator>(env.transport, members, 1, env.dtype);
-    for (int r = 0; r < n; ++r) {
+    for (int g = 0; g < dp_; ++g)
+        rings_.push_back(std::make_unique<Communicator>(
+            env.transport,
+            std::vector<Device*>(members.begin() + g * cp_, members.begin() + (g + 1) * cp_),
+            static_cast<std::uint32_t>(2 + g), env.dtype));
+    for (int d = 0; d < env.config.devices; ++d) {
+        const int r = d % cp_;
         auto rank = std::make_unique<Rank>();
-        rank->device = members[static_cast<std::size_t>(r)];
+        rank->device = members[static_cast<std::size_t>(d)];
         rank->r = r;
+        rank->replica = d / cp_;
+        rank->group = rings_[static_cast<std::size_t>(rank->replica)].get();
         rank->layout =
             std::make_unique<ShardLayout>(local_shape_, env.layout, 0, env.layout.units, 0, 1);
         rank->executor =
             std::make_unique<ModelExecutor>(local_shape_, *rank->layout, rank->device->memory());
         rank->executor->set_positions(
-            token_positions(env.shape.seq_len, n, r, env.config.cp_load_balance));
+            token_positions(env.shape.seq_len, cp_, r, env.config.cp_load_balance));
         rank->saved.resize(static_cast<std::size_t>(env.layout.units));
         rank->loss = DeviceScalar(rank->device->ops());
         ranks_.push_back(std::move(rank));
@@ -84,9 +98,10 @@ void ContextParallel::enqueue_setup() {
 
 void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
     Device& dev = *rank.device;
-    const int n = static_cast<int>(ranks_.size());
+    const int n = cp_;
     const int next = (rank.r + 1) % n, prev = (rank.r + n - 1) % n;
-    const int samples = env_.config.batch;
+    const int samples = env_.config.batch / dp_;
+    Communicator* ring = rank.group;
     Rank* rk = &rank;
     const std::size_t off = env_.layout.unit_begin(unit);
     SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
@@ -106,21 +121,22 @@ void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
         // sends to exist.
         if (i + 1 < n) {
             dev.comm().wait(dev.compute().record(), step);
-            dev.comm().enqueue([this, rk, &dev, next, prev, step, i, n] {
+            dev.comm().enqueue([ring, rk, &dev, next, prev, step, i, n] {
                 const Buffer& out = rk->ring[static_cast<std::size_t>(i)];
-                comm_->send(dev.id(), comm_->device_of(next), out.data(), out.size(), step,
-                            "k, v block " + std::to_string((rk->r + n - i) % n), kForwardTag);
+                ring->send(dev.id(), ring->device_of(next), out.data(), out.size(), step,
+                           "k, v block " + std::to_string((rk->r + n - i) % n), kForwardTag);
                 Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
-                comm_->recv(dev.id(), comm_->device_of(prev), in.data(), in.size(), step,
-                            "k, v block " + std::to_string((rk->r + n - i - 1) % n), false,
-                            kForwardTag);
+                ring->recv(dev.id(), ring->device_of(prev), in.data(), in.size(), step,
+                           "k, v block " + std::to_string((rk->r + n - i - 1) % n), false,
+                           kForwardTag);
                 rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
             });
         }
         const int source = (rank.r + n - i) % n;
         TraceEvent block = unit_event(EventKind::forward, unit, env_.shape, step, 0);
-        block.label = "attention: block of device " + std::to_string(source);
-        block.peer = dev.id() == source ? -1 : source;
+        const int source_device = ring->device_of(source);
+        block.label = "attention: block of device " + std::to_string(source_device);
+        block.peer = dev.id() == source_device ? -1 : source_device;
         const std::vector<int> kv_pos =
             token_positions(env_.shape.seq_len, n, source, env_.config.cp_load_balance);
         dev.compute().launch(block, [rk, &saved, kv_pos, i] {
@@ -139,8 +155,9 @@ void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
 
 void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
     Device& dev = *rank.device;
-    const int n = static_cast<int>(ranks_.size());
+    const int n = cp_;
     const int next = (rank.r + 1) % n, prev = (rank.r + n - 1) % n;
+    Communicator* ring = rank.group;
     Rank* rk = &rank;
     const std::size_t off = env_.layout.unit_begin(unit);
     SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
@@ -158,8 +175,9 @@ void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
     for (int i = 0; i < n; ++i) {
         const int source = (rank.r + n - i) % n;
         TraceEvent block = unit_event(EventKind::backward, unit, env_.shape, step, 0);
-        block.label = "attention: block of device " + std::to_string(source);
-        block.peer = dev.id() == source ? -1 : source;
+        const int source_device = ring->device_of(source);
+        block.label = "attention: block of device " + std::to_string(source_device);
+        block.peer = dev.id() == source_device ? -1 : source_device;
         const std::vector<int> kv_pos =
             token_positions(env_.shape.seq_len, n, source, env_.config.cp_load_balance);
         dev.compute().launch(block, [rk, &saved, kv_pos, i] {
@@ -168,14 +186,14 @@ void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
         });
         if (n == 1) break;
         dev.comm().wait(dev.compute().record(), step);
-        dev.comm().enqueue([this, rk, &dev, next, prev, step, i, n] {
+        dev.comm().enqueue([ring, rk, &dev, next, prev, step, i, n] {
             Buffer out = std::move(rk->ring[static_cast<std::size_t>(i)]);
-            comm_->send(dev.id(), comm_->device_of(next), out.data(), out.size(), step,
-                        "k, v, dk, dv block " + std::to_string((rk->r + n - i) % n), kBackwardTag);
+            ring->send(dev.id(), ring->device_of(next), out.data(), out.size(), step,
+                       "k, v, dk, dv block " + std::to_string((rk->r + n - i) % n), kBackwardTag);
             Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
-            comm_->recv(dev.id(), comm_->device_of(prev), in.data(), in.size(), step,
-                        "k, v, dk, dv block " + std::to_string((rk->r + n - i - 1) % n), false,
-                        kBackwardTag);
+            ring->recv(dev.id(), ring->device_of(prev), in.data(), in.size(), step,
+                       "k, v, dk, dv block " + std::to_string((rk->r + n - i - 1) % n), false,
+                       kBackwardTag);
             if (i + 1 < n)
                 rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
             else
@@ -195,15 +213,18 @@ void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
 
 void ContextParallel::enqueue_step(int step) {
     const int n = static_cast<int>(ranks_.size());
+    const int rows = env_.config.batch / dp_;
     const int units = env_.layout.units;
     const int s = env_.shape.seq_len;
-    // The data loader gives every device its tokens of every sequence.
-    const std::shared_ptr<const HostBatch> full = env_.load_batch(step, 0, env_.config.batch);
+    // The data loader gives every device its tokens of each sequence of its replica's slice.
+    std::vector<std::shared_ptr<const HostBatch>> slices;
+    for (int g = 0; g < dp_; ++g) slices.push_back(env_.load_batch(step, g * rows, rows));
     for (auto& rank_ptr : ranks_) {
         Rank& rank = *rank_ptr;
         Device& dev = *rank.device;
+        const HostBatch* full = slices[static_cast<std::size_t>(rank.replica)].get();
         auto local = std::make_shared<HostBatch>();
-        local->rows = env_.config.batch;
+        local->rows = rows;
         const std::vector<int>& pos = rank.executor->positions();
         const std::size_t in = static_cast<std::size_t>(env_.shape.input_dim);
         for (int b = 0; b < local->rows; ++b)

@@ -7,7 +7,8 @@
 // parameter gradients, partial sums over each device's tokens, are all-reduced before the
 // update. With load balancing each device holds two mirrored chunks (Llama 3's), so causal
 // attention costs every device the same; without it the last device's queries see every key
-// and the first device's only its own.
+// and the first device's only its own. With `dp` replicas (a dp x cp mesh), devices
+// r x cp .. r x cp + cp - 1 form replica r's ring and take its slice of the batch.
 #pragma once
 
 #include <memory>
@@ -36,8 +37,10 @@ class ContextParallel : public Strategy {
     void enqueue_ring_backward(Rank& rank, int unit, int step);
 
     RunEnvironment& env_;
-    ModelShape local_shape_;  // seq_len = this device's tokens of each sequence
-    std::unique_ptr<Communicator> comm_;
+    ModelShape local_shape_;              // seq_len = this device's tokens of each sequence
+    int dp_ = 1, cp_ = 1;                 // data-parallel replicas x devices in each ring
+    std::unique_ptr<Communicator> comm_;  // all devices: the gradients
+    std::vector<std::unique_ptr<Communicator>> rings_;
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
 
