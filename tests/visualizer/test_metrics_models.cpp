@@ -87,6 +87,24 @@ class TestMetricsModels : public QObject {
                          result_->trace.clock == pd::ClockMode::device);
             }
         QVERIFY(labels.contains(QStringLiteral("Threads")));
+        // The MLP run has no activation count; a transformer run sets one beside its peak.
+        QVERIFY(!labels.contains(QStringLiteral("Activations (device 0)")));
+        pd::RunConfig t = config_;
+        t.model = pd::ModelKind::transformer;
+        t.heads = 4;
+        t.seq_len = 4;
+        const auto rt = test::run_engine(t);
+        QCOMPARE(rt->status, pd::RunStatus::ok);
+        const auto mt = pd::compute_metrics(rt->trace, t);
+        bool found = false;
+        for (const auto& l : summary_lines(t, *rt, mt))
+            if (l.label == QLatin1String("Activations (device 0)")) {
+                found = true;
+                QVERIFY2(l.value.contains(QStringLiteral(" peak · ")) &&
+                             l.value.endsWith(QStringLiteral(" analytic")),
+                         qPrintable(l.value));
+            }
+        QVERIFY(found);
     }
 
     // A run that stopped before its first step has nothing to time: no zeros presented as

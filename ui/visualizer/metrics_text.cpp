@@ -230,6 +230,19 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
              QStringLiteral("Parameters + gradients + optimizer state beside the ZeRO paper's "
                             "formula for this strategy (fp32)")});
     }
+    if (!m.stage_activations.empty() &&
+        m.stage_activations.front().analytic_activation_bytes >= 0) {
+        const auto& a = m.stage_activations.front();
+        out.push_back(
+            {QStringLiteral("Activations (device 0)"),
+             QStringLiteral("%1 peak · %2 analytic")
+                 .arg(bytes_text(static_cast<double>(a.peak_activation_bytes)),
+                      bytes_text(a.analytic_activation_bytes)),
+             QStringLiteral("The most activation bytes held, beside Korthikanti et al.'s count "
+                            "for one micro-batch in fp32 without dropout: s·b·h·(16 + 48/t + "
+                            "4·a·s/(h·t)) + 16·s·b a block (all over t with sequence "
+                            "parallelism), plus the inputs, the head's input and its gradient")});
+    }
     return out;
 }
 
