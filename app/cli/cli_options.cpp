@@ -142,28 +142,34 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         std::replace(flag.begin(), flag.end(), '_', '-');
         src[key] = flag;
     };
+    // A flag given sets `field` to `value`; it is named by its key, as set_int names.
+    auto set_flag = [&](bool given, bool& field, bool value, const char* key) {
+        if (!given) return;
+        field = value;
+        std::string flag = std::string("--") + key;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        src[key] = flag;
+    };
+    // A named value (--model, --recompute, --precision): unknown names list the known ones.
+    auto set_named = [&](const std::optional<std::string>& text, auto& field, auto from_name,
+                         const char* known, const char* key) {
+        if (!text) return;
+        const auto value = from_name(*text);
+        const std::string flag = std::string("--") + key;
+        if (!value)
+            throw BadInput(flag, "unknown value '" + *text + "' (available: " + known + ")",
+                           __FILE__, __LINE__);
+        field = *value;
+        src[key] = flag;
+    };
     set_int(devices, c.devices, "devices");
     set_int(layers, c.layers, "layers");
     set_int(width, c.width, "width");
     set_int(heads, c.heads, "heads");
     set_int(seq_len, c.seq_len, "seq_len");
-    if (cp_load_balance) {
-        c.cp_load_balance = true;
-        src["cp_load_balance"] = "--cp-load-balance";
-    }
-    if (sequence_parallel) {
-        c.sequence_parallel = true;
-        src["sequence_parallel"] = "--sequence-parallel";
-    }
-    if (model) {
-        const auto kind = model_from_name(*model);
-        if (!kind)
-            throw BadInput("--model",
-                           "unknown value '" + *model + "' (available: " + kModelNames + ")",
-                           __FILE__, __LINE__);
-        c.model = *kind;
-        src["model"] = "--model";
-    }
+    set_flag(cp_load_balance, c.cp_load_balance, true, "cp_load_balance");
+    set_flag(sequence_parallel, c.sequence_parallel, true, "sequence_parallel");
+    set_named(model, c.model, model_from_name, kModelNames, "model");
     set_int(batch, c.batch, "batch");
     set_int(steps, c.steps, "steps");
     set_int(microbatches, c.microbatches, "microbatches");
@@ -174,34 +180,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(threads, c.threads, "threads");
     set_int(accumulate, c.accumulate, "accumulate");
     set_int(max_staleness, c.max_staleness, "max_staleness");
-    if (reduce_every) {
-        c.reduce_every_microstep = true;
-        src["reduce_every_microstep"] = "--reduce-every-microstep";
-    }
-    if (async_updates) {
-        c.async_updates = true;
-        src["async"] = "--async";
-    }
-    if (recompute) {
-        const auto mode = recompute_from_name(*recompute);
-        if (!mode)
-            throw BadInput(
-                "--recompute",
-                "unknown value '" + *recompute + "' (available: " + kRecomputeNames + ")", __FILE__,
-                __LINE__);
-        c.recompute = *mode;
-        src["recompute"] = "--recompute";
-    }
-    if (precision) {
-        const auto p = precision_from_name(*precision);
-        if (!p)
-            throw BadInput(
-                "--precision",
-                "unknown value '" + *precision + "' (available: " + kPrecisionNames + ")", __FILE__,
-                __LINE__);
-        c.precision = *p;
-        src["precision"] = "--precision";
-    }
+    set_flag(reduce_every, c.reduce_every_microstep, true, "reduce_every_microstep");
+    set_flag(async_updates, c.async_updates, true, "async");
+    set_named(recompute, c.recompute, recompute_from_name, kRecomputeNames, "recompute");
+    set_named(precision, c.precision, precision_from_name, kPrecisionNames, "precision");
     if (seed) c.seed = *seed;
     if (optimizer) {
         choose("--optimizer", *optimizer, {"sgd", "adamw"});
@@ -222,10 +204,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.bucket_bytes = size_flag("--bucket-bytes", *bucket);
         src["bucket_bytes"] = "--bucket-bytes";
     }
-    if (no_overlap) {
-        c.overlap = false;
-        src["no_overlap"] = "--no-overlap";
-    }
+    set_flag(no_overlap, c.overlap, false, "no_overlap");
     if (capacity) {
         c.capacity_bytes = size_flag("--capacity", *capacity);
         src["capacity"] = "--capacity";
@@ -258,14 +237,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.backend = *backend_from_name(*backend);
         src["backend"] = "--backend";
     }
-    if (tf32) {
-        c.tf32 = true;
-        src["tf32"] = "--tf32";
-    }
-    if (native_collectives) {
-        c.native_collectives = true;
-        src["native_collectives"] = "--native-collectives";
-    }
+    set_flag(tf32, c.tf32, true, "tf32");
+    set_flag(native_collectives, c.native_collectives, true, "native_collectives");
     validate(c, src);
     if (const std::string why = backend_unavailable_reason(c.backend); !why.empty())
         throw BadInput(src.count("backend") ? src["backend"] : std::string("backend"),

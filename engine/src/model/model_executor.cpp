@@ -1,5 +1,6 @@
 #include "model/model_executor.h"
 
+#include "model/unit_tensors.h"
 #include "pd/error.h"
 
 namespace pd {
@@ -141,8 +142,9 @@ Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int
 }
 
 int ModelExecutor::output_bias_index(int unit) const {
-    if (!shape_.transformer) return 3;  // b2
-    return is_attention(unit) ? 8 : 5;  // bo, b2
+    if (!shape_.transformer) return unit_tensors::block_b2;
+    if (is_attention(unit)) return unit_tensors::bo;
+    return unit_tensors::b2;
 }
 
 Buffer ModelExecutor::forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved) {

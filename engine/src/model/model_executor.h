@@ -159,6 +159,12 @@ class ModelExecutor {
     Buffer transformer_mlp_forward_a(int unit, const float* params, Buffer input, SavedUnit& saved);
     Buffer transformer_mlp_backward_a(int unit, const float* params, float* grads, Buffer dout,
                                       SavedUnit& saved);
+    // An attention unit's q, k, v (this device's heads) from its LayerNorm output `normed`
+    // (saved.rows rows), into saved; and backward, the three projections' weight gradients and
+    // the sum of their input gradients (the LayerNorm output's, partial under tp).
+    void project_qkv(int unit, const float* params, const float* normed, SavedUnit& saved);
+    Buffer project_qkv_backward(int unit, const float* params, float* grads, const float* normed,
+                                int rows, const float* dq, const float* dk, const float* dv);
     // LayerNorm of a unit's input (`rows` tokens) into saved.normed (gain and bias are its
     // tensors 0 and 1).
     void layer_norm(int unit, const float* params, SavedUnit& saved, int rows);

@@ -6,12 +6,11 @@
 #include <cmath>
 
 #include "model/model_executor.h"
+#include "model/unit_tensors.h"
 
 namespace pd {
 
-namespace {
-enum AttentionTensor { ln_g, ln_b, wq, bq, wk, wv, bv, wo, bo };
-}  // namespace
+using namespace unit_tensors;
 
 void ModelExecutor::ring_attention_begin(int unit, const float* params, Buffer input, int samples,
                                          SavedUnit& saved) {
@@ -92,19 +91,11 @@ void ModelExecutor::ring_attention_backward_block(SavedUnit& saved, Buffer& payl
 
 Buffer ModelExecutor::ring_attention_backward_end(int unit, const float* params, float* grads,
                                                   const Buffer& own_payload, SavedUnit& saved) {
-    auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
-    auto grad = [&](int index) { return grads + layout_.tensor_offset(unit, index); };
-    const int h = shape_.width, rows = saved.rows;
     const std::size_t n = saved.k.size();
-    const float* dk = own_payload.data() + 2 * n;
-    const float* dv = own_payload.data() + 3 * n;
-    Buffer dnormed = make(MemoryCategory::workspace, n);
-    ops_.linear_backward(saved.normed.data(), param(wq), saved.dq.data(), rows, h, h, grad(wq),
-                         grad(bq), dnormed.data());
-    ops_.gemm(true, false, h, h, rows, 1.0f, saved.normed.data(), dk, 1.0f, grad(wk));
-    ops_.gemm(false, true, rows, h, h, 1.0f, dk, param(wk), 1.0f, dnormed.data());
-    ops_.linear_backward(saved.normed.data(), nullptr, dv, rows, h, h, grad(wv), grad(bv), nullptr);
-    ops_.gemm(false, true, rows, h, h, 1.0f, dv, param(wv), 1.0f, dnormed.data());
+    // This device's keys' and values' gradients came back round with its payload.
+    Buffer dnormed =
+        project_qkv_backward(unit, params, grads, saved.normed.data(), saved.rows, saved.dq.data(),
+                             own_payload.data() + 2 * n, own_payload.data() + 3 * n);
     for (Buffer* b : {&saved.q, &saved.k, &saved.v, &saved.attn, &saved.row_max, &saved.dattn,
                       &saved.dq, &saved.normed})
         b->reset();

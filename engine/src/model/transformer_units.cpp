@@ -4,14 +4,11 @@
 // partial is its heads' share of the output projection, and backward's partial is its share
 // of the LayerNorm output's gradient, each summed across the group between the phases.
 #include "model/model_executor.h"
+#include "model/unit_tensors.h"
 
 namespace pd {
 
-namespace {
-// Tensor indices within a unit (ParamLayout::build's order).
-enum AttentionTensor { ln_g, ln_b, wq, bq, wk, wv, bv, wo, bo };
-enum MlpTensor { mlp_ln_g, mlp_ln_b, w1, b1, w2, b2 };
-}  // namespace
+using namespace unit_tensors;
 
 void ModelExecutor::layer_norm(int unit, const float* params, SavedUnit& saved, int rows) {
     const std::size_t r = static_cast<std::size_t>(rows);
@@ -21,6 +18,41 @@ void ModelExecutor::layer_norm(int unit, const float* params, SavedUnit& saved, 
                             params + layout_.tensor_offset(unit, ln_b), rows, shape_.width,
                             saved.normed.data(), saved.stats.data());
     stored(saved.normed);
+}
+
+void ModelExecutor::project_qkv(int unit, const float* params, const float* normed,
+                                SavedUnit& saved) {
+    auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
+    const int h = shape_.width, hl = layout_.width_local(), rows = saved.rows;
+    for (Buffer* out : {&saved.q, &saved.k, &saved.v})
+        *out = make(MemoryCategory::activations,
+                    static_cast<std::size_t>(rows) * static_cast<std::size_t>(hl));
+    ops_.linear_forward(normed, param(wq), param(bq), rows, h, hl, saved.q.data());
+    ops_.gemm(false, false, rows, hl, h, 1.0f, normed, param(wk), 0.0f, saved.k.data());
+    ops_.linear_forward(normed, param(wv), param(bv), rows, h, hl, saved.v.data());
+    for (Buffer* out : {&saved.q, &saved.k, &saved.v}) stored(*out);
+}
+
+// The LayerNorm output feeds all three projections: its gradient is their sum (partial, under
+// tensor parallelism: over this device's heads).
+Buffer ModelExecutor::project_qkv_backward(int unit, const float* params, float* grads,
+                                           const float* normed, int rows, const float* dq,
+                                           const float* dk, const float* dv) {
+    auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
+    auto grad = [&](int index) { return grads + layout_.tensor_offset(unit, index); };
+    const int h = shape_.width, hl = layout_.width_local();
+    Buffer partial = make(MemoryCategory::workspace,
+                          static_cast<std::size_t>(rows) * static_cast<std::size_t>(h));
+    ops_.linear_backward(normed, param(wq), dq, rows, h, hl, grad(wq), grad(bq), partial.data());
+    stored_linear_grads(grad(wq), grad(bq), h, hl);
+    ops_.gemm(true, false, h, hl, rows, 1.0f, normed, dk, 1.0f, grad(wk));  // no bias
+    stored(grad(wk), static_cast<std::size_t>(h) * static_cast<std::size_t>(hl));
+    ops_.gemm(false, true, rows, h, hl, 1.0f, dk, param(wk), 1.0f, partial.data());
+    ops_.linear_backward(normed, nullptr, dv, rows, h, hl, grad(wv), grad(bv), nullptr);
+    stored_linear_grads(grad(wv), grad(bv), h, hl);
+    ops_.gemm(false, true, rows, h, hl, 1.0f, dv, param(wv), 1.0f, partial.data());
+    stored(partial);
+    return partial;
 }
 
 Buffer ModelExecutor::attention_forward_a(int unit, const float* params, Buffer input,
@@ -38,15 +70,8 @@ Buffer ModelExecutor::attention_forward_a(int unit, const float* params, Buffer 
         saved.input = std::move(input);
         layer_norm(unit, params, saved, rows);
     }
-    const float* normed = sp_ ? gathered.data() : saved.normed.data();
     // Column-parallel projections: this device's heads' queries, keys and values.
-    // (Keys have no bias: see ParamLayout::build.)
-    for (Buffer* out : {&saved.q, &saved.k, &saved.v})
-        *out = make(MemoryCategory::activations, r * static_cast<std::size_t>(hl));
-    ops_.linear_forward(normed, param(wq), param(bq), rows, h, hl, saved.q.data());
-    ops_.gemm(false, false, rows, hl, h, 1.0f, normed, param(wk), 0.0f, saved.k.data());
-    ops_.linear_forward(normed, param(wv), param(bv), rows, h, hl, saved.v.data());
-    for (Buffer* out : {&saved.q, &saved.k, &saved.v}) stored(*out);
+    project_qkv(unit, params, sp_ ? gathered.data() : saved.normed.data(), saved);
     // The attention probabilities are activations too (Korthikanti et al.'s 2as^2b term).
     saved.probs =
         make(MemoryCategory::activations,
@@ -86,20 +111,10 @@ Buffer ModelExecutor::attention_backward_a(int unit, const float* params, float*
                             dattn.data(), seqs, s, layout_.heads_local(), shape_.head_dim(),
                             dq.data(), dk.data(), dv.data());
     dattn.reset();
-    // The LayerNorm output feeds all three projections: its gradient is their sum (partial:
-    // over this device's heads). Under sequence parallelism it was all-gathered again.
-    const float* normed = sp_ ? saved.gathered.data() : saved.normed.data();
-    Buffer partial = make(MemoryCategory::workspace, r * static_cast<std::size_t>(h));
-    ops_.linear_backward(normed, param(wq), dq.data(), rows, h, hl, grad(wq), grad(bq),
-                         partial.data());
-    stored_linear_grads(grad(wq), grad(bq), h, hl);
-    ops_.gemm(true, false, h, hl, rows, 1.0f, normed, dk.data(), 1.0f, grad(wk));  // no bias
-    stored(grad(wk), static_cast<std::size_t>(h) * static_cast<std::size_t>(hl));
-    ops_.gemm(false, true, rows, h, hl, 1.0f, dk.data(), param(wk), 1.0f, partial.data());
-    ops_.linear_backward(normed, nullptr, dv.data(), rows, h, hl, grad(wv), grad(bv), nullptr);
-    stored_linear_grads(grad(wv), grad(bv), h, hl);
-    ops_.gemm(false, true, rows, h, hl, 1.0f, dv.data(), param(wv), 1.0f, partial.data());
-    stored(partial);
+    // Under sequence parallelism the LayerNorm output was all-gathered again.
+    Buffer partial =
+        project_qkv_backward(unit, params, grads, sp_ ? saved.gathered.data() : saved.normed.data(),
+                             saved.rows, dq.data(), dk.data(), dv.data());
     saved.normed.reset();
     saved.gathered.reset();
     saved.q.reset();

@@ -96,55 +96,71 @@ void ContextParallel::enqueue_setup() {
     }
 }
 
+void ContextParallel::enqueue_ring_pass(Rank& rank, int step, int i, bool backward) {
+    Device& dev = *rank.device;
+    Communicator* ring = rank.group;
+    const int n = cp_;
+    const int next = ring->device_of((rank.r + 1) % n);
+    const int prev = ring->device_of((rank.r + n - 1) % n);
+    Rank* rk = &rank;
+    dev.comm().wait(dev.compute().record(), step);
+    dev.comm().enqueue([ring, rk, &dev, next, prev, step, i, n, backward] {
+        Buffer& out = rk->ring[static_cast<std::size_t>(i)];
+        const std::string what = backward ? "k, v, dk, dv block " : "k, v block ";
+        const std::uint32_t tag = backward ? kBackwardTag : kForwardTag;
+        ring->send(dev.id(), next, out.data(), out.size(), step,
+                   what + std::to_string((rk->r + n - i) % n), tag);
+        Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
+        ring->recv(dev.id(), prev, in.data(), in.size(), step,
+                   what + std::to_string((rk->r + n - i - 1) % n), false, tag);
+        // Backward, compute waits for this pass, so the block sent can go; forward, compute
+        // may still be reading it.
+        if (backward) out.reset();
+        if (i + 1 < n)
+            rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
+        else
+            rk->own = std::move(in);  // this device's block, back with every gradient
+    });
+}
+
+TraceEvent ContextParallel::block_event(const Rank& rank, EventKind kind, int unit, int step, int i,
+                                        std::vector<int>& kv_pos) const {
+    const int source = (rank.r + cp_ - i) % cp_;
+    const int source_device = rank.group->device_of(source);
+    TraceEvent block = unit_event(kind, unit, env_.shape, step, 0);
+    block.label = "attention: block of device " + std::to_string(source_device);
+    block.peer = rank.device->id() == source_device ? -1 : source_device;
+    kv_pos = token_positions(env_.shape.seq_len, cp_, source, env_.config.cp_load_balance);
+    return block;
+}
+
+// Slots are sized once per unit: the comm stream fills slot i + 1 while compute reads slot i.
 void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
     Device& dev = *rank.device;
     const int n = cp_;
-    const int next = (rank.r + 1) % n, prev = (rank.r + n - 1) % n;
     const int samples = env_.config.batch / dp_;
-    Communicator* ring = rank.group;
     Rank* rk = &rank;
     const std::size_t off = env_.layout.unit_begin(unit);
     SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
     TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, 0);
     ev.label = "attention: q, k, v";
-    dev.compute().launch(ev, [rk, &saved, off, samples, unit, n_ = n] {
+    dev.compute().launch(ev, [rk, &saved, off, samples, unit, n] {
         rk->executor->ring_attention_begin(unit, rk->params.data() + off, std::move(rk->carry),
                                            samples, saved);
-        // Sized once: the comm stream fills slot i + 1 while compute reads slot i.
         rk->ring.clear();
-        rk->ring.resize(static_cast<std::size_t>(n_));
+        rk->ring.resize(static_cast<std::size_t>(n));
         rk->ring[0] = rk->executor->ring_payload(saved, false);
     });
     for (int i = 0; i < n; ++i) {
-        // Block i's transfer (it arrives from the previous device) runs on the comm stream
-        // while compute works on block i - 1: the comm stream waits only for the payload it
-        // sends to exist.
-        if (i + 1 < n) {
-            dev.comm().wait(dev.compute().record(), step);
-            dev.comm().enqueue([ring, rk, &dev, next, prev, step, i, n] {
-                const Buffer& out = rk->ring[static_cast<std::size_t>(i)];
-                ring->send(dev.id(), ring->device_of(next), out.data(), out.size(), step,
-                           "k, v block " + std::to_string((rk->r + n - i) % n), kForwardTag);
-                Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
-                ring->recv(dev.id(), ring->device_of(prev), in.data(), in.size(), step,
-                           "k, v block " + std::to_string((rk->r + n - i - 1) % n), false,
-                           kForwardTag);
-                rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
-            });
-        }
-        const int source = (rank.r + n - i) % n;
-        TraceEvent block = unit_event(EventKind::forward, unit, env_.shape, step, 0);
-        const int source_device = ring->device_of(source);
-        block.label = "attention: block of device " + std::to_string(source_device);
-        block.peer = dev.id() == source_device ? -1 : source_device;
-        const std::vector<int> kv_pos =
-            token_positions(env_.shape.seq_len, n, source, env_.config.cp_load_balance);
+        // Block i + 1's transfer runs on the comm stream while compute works on block i.
+        if (i + 1 < n) enqueue_ring_pass(rank, step, i, false);
+        std::vector<int> kv_pos;
+        const TraceEvent block = block_event(rank, EventKind::forward, unit, step, i, kv_pos);
         dev.compute().launch(block, [rk, &saved, kv_pos, i] {
             rk->executor->ring_attention_block(saved, rk->ring[static_cast<std::size_t>(i)],
                                                kv_pos.data());
         });
-        // The next block must have arrived.
-        if (i + 1 < n) dev.compute().wait(dev.comm().record(), step);
+        if (i + 1 < n) dev.compute().wait(dev.comm().record(), step);  // block i + 1 is here
     }
     ev.label = "attention: output";
     dev.compute().launch(ev, [rk, &saved, off, unit] {
@@ -156,49 +172,29 @@ void ContextParallel::enqueue_ring_forward(Rank& rank, int unit, int step) {
 void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
     Device& dev = *rank.device;
     const int n = cp_;
-    const int next = (rank.r + 1) % n, prev = (rank.r + n - 1) % n;
-    Communicator* ring = rank.group;
     Rank* rk = &rank;
     const std::size_t off = env_.layout.unit_begin(unit);
     SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
     TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, 0);
     ev.label = "attention: output projection";
-    dev.compute().launch(ev, [rk, &saved, off, unit, n_ = n] {
+    dev.compute().launch(ev, [rk, &saved, off, unit, n] {
         rk->executor->ring_attention_backward_begin(
             unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry), saved);
         rk->ring.clear();
-        rk->ring.resize(static_cast<std::size_t>(n_));
+        rk->ring.resize(static_cast<std::size_t>(n));
         rk->ring[0] = rk->executor->ring_payload(saved, true);
     });
     // n blocks visit this device; after each, its payload (with the gradients added here)
     // moves on, and the n-th move brings this device's own block back, complete.
     for (int i = 0; i < n; ++i) {
-        const int source = (rank.r + n - i) % n;
-        TraceEvent block = unit_event(EventKind::backward, unit, env_.shape, step, 0);
-        const int source_device = ring->device_of(source);
-        block.label = "attention: block of device " + std::to_string(source_device);
-        block.peer = dev.id() == source_device ? -1 : source_device;
-        const std::vector<int> kv_pos =
-            token_positions(env_.shape.seq_len, n, source, env_.config.cp_load_balance);
+        std::vector<int> kv_pos;
+        const TraceEvent block = block_event(rank, EventKind::backward, unit, step, i, kv_pos);
         dev.compute().launch(block, [rk, &saved, kv_pos, i] {
             rk->executor->ring_attention_backward_block(
                 saved, rk->ring[static_cast<std::size_t>(i)], kv_pos.data());
         });
         if (n == 1) break;
-        dev.comm().wait(dev.compute().record(), step);
-        dev.comm().enqueue([ring, rk, &dev, next, prev, step, i, n] {
-            Buffer out = std::move(rk->ring[static_cast<std::size_t>(i)]);
-            ring->send(dev.id(), ring->device_of(next), out.data(), out.size(), step,
-                       "k, v, dk, dv block " + std::to_string((rk->r + n - i) % n), kBackwardTag);
-            Buffer in(dev.memory(), MemoryCategory::communication, out.size(), Fill::none);
-            ring->recv(dev.id(), ring->device_of(prev), in.data(), in.size(), step,
-                       "k, v, dk, dv block " + std::to_string((rk->r + n - i - 1) % n), false,
-                       kBackwardTag);
-            if (i + 1 < n)
-                rk->ring[static_cast<std::size_t>(i) + 1] = std::move(in);
-            else
-                rk->own = std::move(in);  // this device's block, back with every gradient
-        });
+        enqueue_ring_pass(rank, step, i, true);
         dev.compute().wait(dev.comm().record(), step);
     }
     ev.label = "attention: q, k, v projections";

@@ -35,6 +35,12 @@ class ContextParallel : public Strategy {
     struct Rank;
     void enqueue_ring_forward(Rank& rank, int unit, int step);
     void enqueue_ring_backward(Rank& rank, int unit, int step);
+    // Comm stream, after compute's work so far: sends ring slot i on to the next device and
+    // receives the previous device's block into slot i + 1 (past the last, into rank.own).
+    void enqueue_ring_pass(Rank& rank, int step, int i, bool backward);
+    // The compute event of ring step i, and the positions of the block it reads.
+    TraceEvent block_event(const Rank& rank, EventKind kind, int unit, int step, int i,
+                           std::vector<int>& kv_pos) const;
 
     RunEnvironment& env_;
     ModelShape local_shape_;              // seq_len = this device's tokens of each sequence

@@ -1,0 +1,12 @@
+// Tensor indices within a transformer unit, in ParamLayout::build's order, shared by every
+// file that indexes them (transformer_units.cpp, ring_attention.cpp, the executor).
+#pragma once
+
+namespace pd::unit_tensors {
+
+enum Attention { ln_g, ln_b, wq, bq, wk, wv, bv, wo, bo };  // keys have no bias
+enum TransformerMlp { mlp_ln_g, mlp_ln_b, w1, b1, w2, b2 };
+// The residual MLP model's block.
+enum MlpBlock { block_w1, block_b1, block_w2, block_b2 };
+
+}  // namespace pd::unit_tensors
