@@ -20,10 +20,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::string scenario;
     std::optional<std::string> strategy, optimizer, clock, capacity, bucket, backend, link_speed;
     std::optional<int> devices, layers, width, heads, seq_len, batch, steps, microbatches, chunks,
-        dp, pp, tp, threads, accumulate, max_staleness;
+        dp, pp, tp, threads, accumulate, max_staleness, experts, top_k;
     std::optional<std::string> schedule, recompute, precision, model;
     std::optional<std::uint64_t> seed;
-    std::optional<double> lr, latency, timeout;
+    std::optional<double> lr, latency, timeout, capacity_factor, aux_loss_weight;
     bool sequence_parallel = false, cp_load_balance = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
@@ -31,7 +31,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
 
     app.add_option("--scenario", scenario, "Scenario JSON file (same keys as the flags)");
     app.add_option("--strategy", strategy,
-                   "single | dp | ps | pipeline | tp | zero1 | zero2 | zero3 | hybrid | cp");
+                   "single | dp | ps | pipeline | tp | zero1 | zero2 | zero3 | hybrid | cp | ep");
     app.add_option("--devices", devices, "Number of devices (ps: server + workers)");
     app.add_option("--model", model,
                    "mlp (residual MLP blocks on samples) | transformer (pre-LayerNorm blocks: "
@@ -46,6 +46,14 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--cp-load-balance", cp_load_balance,
                  "cp: each device holds two mirrored chunks of every sequence (Llama 3's causal "
                  "load balancing)");
+    app.add_option("--experts", experts,
+                   "transformer: a mixture of this many experts in place of each MLP (0: dense)");
+    app.add_option("--top-k", top_k, "experts: the experts each token is routed to");
+    app.add_option("--capacity-factor", capacity_factor,
+                   "experts: each expert takes at most factor x top-k x seq-len / experts tokens "
+                   "of a sequence; the rest are dropped");
+    app.add_option("--aux-loss-weight", aux_loss_weight,
+                   "experts: weight of the load-balancing loss (default 0.01)");
     app.add_option("--batch", batch, "Global batch per step (transformer: sequences)");
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
@@ -79,7 +87,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "ps --async: how many versions a worker's parameters may lag the server");
     app.add_option("--microbatches", microbatches, "Micro-batches per step (pipeline)");
     app.add_option("--chunks", chunks, "Model chunks per device (interleaved)");
-    app.add_option("--dp", dp, "hybrid: data-parallel replicas");
+    app.add_option("--dp", dp,
+                   "hybrid, cp, ep: data-parallel replicas (of each ring or expert group)");
     app.add_option("--pp", pp, "hybrid: pipeline stages");
     app.add_option("--tp", tp, "hybrid: tensor-parallel shards");
     app.add_option("--timeout-s", timeout, "Seconds a collective waits for a peer");
@@ -170,6 +179,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_flag(cp_load_balance, c.cp_load_balance, true, "cp_load_balance");
     set_flag(sequence_parallel, c.sequence_parallel, true, "sequence_parallel");
     set_named(model, c.model, model_from_name, kModelNames, "model");
+    set_int(experts, c.experts, "experts");
+    set_int(top_k, c.top_k, "top_k");
+    if (capacity_factor) {
+        c.capacity_factor = *capacity_factor;
+        src["capacity_factor"] = "--capacity-factor";
+    }
+    if (aux_loss_weight) {
+        c.aux_loss_weight = *aux_loss_weight;
+        src["aux_loss_weight"] = "--aux-loss-weight";
+    }
     set_int(batch, c.batch, "batch");
     set_int(steps, c.steps, "steps");
     set_int(microbatches, c.microbatches, "microbatches");

@@ -135,6 +135,25 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
             out << " " << kind << " " << format_bytes(bytes);
         out << "\n";
     }
+    if (const ExpertRouting& r = result.trace.routing; r.experts > 0) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "\n  experts: %d, top-%d, room for %d tokens of a sequence each (capacity "
+                      "factor %.2f)\n  tokens kept per expert:",
+                      r.experts, r.top_k, r.capacity, r.capacity_factor);
+        out << line;
+        for (long long t : r.tokens_per_expert) out << " " << t;
+        std::snprintf(line, sizeof line, "\n  dropped %lld of %lld choices (%.1f%%)", r.dropped,
+                      r.assignments,
+                      r.assignments ? 100.0 * static_cast<double>(r.dropped) / r.assignments : 0.0);
+        out << line;
+        if (!r.aux_loss.empty()) {
+            std::snprintf(line, sizeof line, "; load-balancing loss %.5f -> %.5f",
+                          r.aux_loss.front(), r.aux_loss.back());
+            out << line;
+        }
+        out << "\n";
+    }
     if (!m.staleness_histogram.empty()) {
         out << "\n  applied gradients by staleness (versions behind the server):";
         for (const auto& [staleness, count] : m.staleness_histogram)

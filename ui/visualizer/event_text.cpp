@@ -37,6 +37,8 @@ QString kind_text(pd::EventKind kind) {
             return QStringLiteral("copy");
         case EventKind::collective:
             return QStringLiteral("collective (one NCCL call, phases not visible)");
+        case EventKind::all_to_all_step:
+            return QStringLiteral("all-to-all exchange");
     }
     return QStringLiteral("event");
 }
@@ -55,7 +57,10 @@ QString describe_event(const pd::TraceEvent& e, std::int64_t origin_ns) {
     QStringList what;
     if (e.microbatch >= 0) what << QStringLiteral("micro-batch %1").arg(e.microbatch);
     if (e.layer >= 0) what << QStringLiteral("layer %1").arg(e.layer);
-    if (e.step_index >= 0) what << QStringLiteral("ring step #%1").arg(e.step_index);
+    if (e.step_index >= 0)
+        what << (e.kind == pd::EventKind::all_to_all_step
+                     ? QStringLiteral("exchange #%1").arg(e.step_index)
+                     : QStringLiteral("ring step #%1").arg(e.step_index));
     if (e.chunk >= 0) what << QStringLiteral("chunk %1").arg(e.chunk);
     if (!what.isEmpty()) lines << what.join(QStringLiteral(" · "));
     lines << QStringLiteral("duration %1 (from %2 to %3)")

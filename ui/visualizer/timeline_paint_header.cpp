@@ -116,9 +116,8 @@ std::vector<TimelineLegendEntry> legend_entries(const TimelineData& data,
     };
     if (has(pd::EventKind::forward)) add(pal.forward, QStringLiteral("forward (micro-batch no.)"));
     if (has(pd::EventKind::backward))
-        add(pal.backward, has(pd::EventKind::backward_weight)
-                              ? QStringLiteral("B: input gradient")
-                              : QStringLiteral("backward"));
+        add(pal.backward, has(pd::EventKind::backward_weight) ? QStringLiteral("B: input gradient")
+                                                              : QStringLiteral("backward"));
     if (has(pd::EventKind::backward_weight))
         add(pal.backward_weight, QStringLiteral("W: weight gradient"));
     if (has(pd::EventKind::recompute))
@@ -137,6 +136,8 @@ std::vector<TimelineLegendEntry> legend_entries(const TimelineData& data,
         add(pal.all_gather, QStringLiteral("all-gather") + steps_hint);
     if (p2p) add(pal.p2p, QStringLiteral("send / recv"));
     if (has(pd::EventKind::broadcast)) add(pal.broadcast, QStringLiteral("broadcast"));
+    if (has(pd::EventKind::all_to_all_step))
+        add(pal.all_to_all, QStringLiteral("all-to-all (pairwise exchange #)"));
     if (has(pd::EventKind::collective)) add(pal.broadcast, QStringLiteral("NCCL collective"));
     if (has(pd::EventKind::copy)) add(pal.copy, QStringLiteral("copy"));
     add(pal.idle, QStringLiteral("idle / waiting"));

@@ -48,6 +48,9 @@ QString box_label(const TimelineBox& b, bool wide) {
                                               : QStringLiteral("recv");
         case EventKind::broadcast:
             return QStringLiteral("bcast");
+        case EventKind::all_to_all_step:
+            return wide ? QStringLiteral("A2A %1").arg(b.step_index)
+                        : QString::number(b.step_index);
         case EventKind::collective:
             return wide ? QStringLiteral("NCCL") : QStringLiteral("C");
         case EventKind::copy:

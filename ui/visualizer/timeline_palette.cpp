@@ -20,6 +20,7 @@ TimelinePalette TimelinePalette::light_theme() {
     p.all_gather = QColor(0x00, 0x72, 0xb2);
     p.p2p = QColor(0x56, 0xb4, 0xe9);
     p.broadcast = QColor(0xf0, 0xe4, 0x42);
+    p.all_to_all = QColor(0x88, 0x22, 0x55);
     p.copy = QColor(0x8c, 0x96, 0xa3);
     p.oom = QColor(0xc0, 0x1c, 0x00);
     p.flow = QColor(0x1f, 0x23, 0x28, 120);
@@ -47,6 +48,7 @@ TimelinePalette TimelinePalette::dark_theme() {
     p.all_gather = QColor(0x3f, 0x9a, 0xdc);
     p.p2p = QColor(0x80, 0xc8, 0xf0);
     p.broadcast = QColor(0xf0, 0xe4, 0x42);
+    p.all_to_all = QColor(0xc0, 0x55, 0x88);
     p.copy = QColor(0x7d, 0x87, 0x94);
     p.oom = QColor(0xff, 0x5a, 0x36);
     p.flow = QColor(0xe6, 0xe8, 0xeb, 130);
@@ -95,6 +97,8 @@ QColor TimelinePalette::color_of(pd::EventKind kind, pd::CollectivePhase phase) 
         case EventKind::broadcast:
         case EventKind::collective:  // a whole library collective: no phase to colour by
             return broadcast;
+        case EventKind::all_to_all_step:
+            return all_to_all;
         case EventKind::send:
         case EventKind::recv:
             // A send or recv inside a collective takes the collective's phase colour.

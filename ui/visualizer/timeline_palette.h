@@ -30,6 +30,7 @@ struct TimelinePalette {
     QColor all_gather;       // blue
     QColor p2p;              // send / recv: sky blue
     QColor broadcast;        // yellow
+    QColor all_to_all;       // expert dispatch / combine: wine (Tol)
     QColor copy;             // staging copies: neutral slate
     QColor oom;              // the out-of-memory marker
     QColor flow;             // send -> recv arrows

@@ -60,6 +60,12 @@ class Communicator {
                     const std::string& label = {});
     // Root's data ends on every member (a chain along the ring).
     void broadcast(int device_id, float* data, std::size_t count, int root_rank, int step);
+    // `send` holds one chunk of count / n elements per member, in rank order; member r's chunk
+    // for member j ends as chunk r of j's `recv` (its own chunk is copied). n - 1 pairwise
+    // exchanges, each a traced step: at step s member r sends to r + s and receives from r - s
+    // (the pairwise schedule of NCCL's and MPI's all-to-all). `count` must divide by n.
+    void all_to_all(int device_id, const float* send, float* recv, std::size_t count, int step,
+                    const std::string& label = {});
     // Point to point. `subtag` keeps independent message streams between the same two devices
     // apart (e.g. a pipeline's activations and gradients), so each stays in order.
     void send(int device_id, int peer_device, const float* data, std::size_t count, int step,

@@ -9,6 +9,13 @@
 // of h / heads), then MLP, x + W2·gelu(W1·LN2(x)). No position embedding (a causal model
 // tells positions apart by what it can attend to) and no final LayerNorm. The input
 // projection and the head act on every token; the loss is the mean over all tokens.
+// With experts (a mixture of experts, Switch Transformer / GShard) each block's MLP unit is a
+// MoE unit: x + sum over the token's top-k experts e of g_e · MLP_e(LN2(x)), g = the router's
+// softmax over LN2(x)·Wr (not renormalised over the top k, as Switch's top-1 and DeepSeek-V2's
+// top-k gates). Each expert takes at most `expert_capacity()` tokens of each sequence, first
+// come first served in GShard's order (every token's first choice, then the second choices);
+// a token an expert has no room for is dropped from that expert. The capacity is counted per
+// sequence so that every strategy, whatever slice of the batch a device holds, routes alike.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +28,7 @@ namespace pd {
 struct RunConfig;
 
 // What each unit of the model is (see ModelShape::unit_kind).
-enum class UnitKind { input, mlp, attention, head };
+enum class UnitKind { input, mlp, attention, moe, head };
 
 struct ModelShape {
     int input_dim = 32;
@@ -31,6 +38,14 @@ struct ModelShape {
     bool transformer = false;
     int heads = 1;    // transformer only
     int seq_len = 1;  // tokens per sample: 1 for the MLP
+    int experts = 0;  // transformer: 0 = dense MLPs; else each MLP is a mixture of experts
+    int top_k = 1;
+    double capacity_factor = 1.25;
+    double aux_loss_weight = 0.01;
+    bool moe() const { return transformer && experts > 0; }
+    // Tokens of one sequence each expert has room for: ceil(factor x top_k x seq_len /
+    // experts), at least 1 and at most seq_len (a token picks an expert once).
+    int expert_capacity() const;
     int hidden() const { return 4 * width; }
     int head_dim() const { return width / heads; }
     // Tokens in `samples` samples: the rows every linear layer sees.
@@ -41,7 +56,7 @@ struct ModelShape {
     UnitKind unit_kind(int unit) const;
     // The block a unit belongs to (0-based; -1 for the input projection and the head).
     int block_of(int unit) const;
-    // How the timeline names the unit: "input", "block", "attention", "MLP", "head".
+    // How the timeline names the unit: "input", "block", "attention", "MLP", "MoE", "head".
     const char* unit_name(int unit) const;
 };
 
@@ -54,7 +69,8 @@ struct TensorSpec {
     std::size_t count = 0;
     int rows = 0;  // weights are [rows, cols] row-major (in x out); biases have rows = 1
     int cols = 0;
-    int unit = 0;  // 0 = input projection, 1..units-2 = blocks (or sublayers), last = head
+    int unit = 0;     // 0 = input projection, 1..units-2 = blocks (or sublayers), last = head
+    int expert = -1;  // a MoE expert's tensor: which expert
 };
 
 // Units are the model's pieces in forward order: unit 0 is the input projection, then the
@@ -65,6 +81,7 @@ struct TensorSpec {
 //   mlp block:  w1 [h, 4h], b1, w2 [4h, h], b2
 //   attention:  ln1.g, ln1.b, wq [h, h], bq, wk (no bias), wv, bv, wo [h, h], bo
 //   transformer MLP: ln2.g, ln2.b, w1, b1, w2, b2
+//   MoE:        ln2.g, ln2.b, router [h, experts], then per expert e: w1, b1, w2, b2
 //   head:       w [h, classes], b
 struct ParamLayout {
     std::vector<TensorSpec> tensors;

@@ -15,7 +15,10 @@ namespace pd {
 
 // cp: context parallelism (transformer only): every device trains the whole model on its
 // part of each sequence, with ring attention passing keys and values round the devices.
-enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp };
+// ep: expert parallelism (a mixture of experts): each device holds experts / ep of every MoE
+// block's experts and its own slice of the batch; tokens travel to their experts and back by
+// all-to-all.
+enum class StrategyKind { single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp, ep };
 // zb_h1 and zb_v split each backward into B (input gradient) and W (weight gradient), as
 // Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024) do.
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
@@ -49,7 +52,7 @@ std::optional<BackendKind> backend_from_name(std::string_view name);
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
 inline constexpr const char* kStrategyNames =
-    "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp";
+    "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp, ep";
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
 inline constexpr const char* kRecomputeNames = "none, selective, full";
 inline constexpr const char* kPrecisionNames = "fp32, bf16-mixed";
@@ -101,6 +104,16 @@ struct RunConfig {
     // device r holds chunks r and 2 x devices - 1 - r, so every device has as many keys
     // in its queries' past. Off: device r holds the r-th contiguous part of each sequence.
     bool cp_load_balance = false;
+    // transformer: a mixture of experts in place of every block's MLP (Switch Transformer,
+    // GShard): a router picks each token's top_k of `experts` expert MLPs; each expert takes
+    // at most capacity_factor x top_k x seq_len / experts tokens of each sequence (rounded up)
+    // and the rest of its tokens are dropped (they pass by the residual alone); the
+    // load-balancing loss aux_loss_weight x experts x sum_e f_e P_e is added to the objective.
+    // 0 experts: the dense MLP.
+    int experts = 0;
+    int top_k = 1;
+    double capacity_factor = 1.25;
+    double aux_loss_weight = 0.01;
     int batch = 32;  // global batch per step (samples; sequences for the transformer)
     int steps = 10;
     std::uint64_t seed = 42;

@@ -33,6 +33,9 @@ enum class EventKind {
     // critical path, and this is W, the weight gradient, which may wait to fill a bubble.
     backward_weight,
     recompute,  // activation recomputation: a forward re-run inside the backward
+    // One pairwise exchange of an all-to-all (expert parallelism's dispatch and combine):
+    // this device's chunk for `peer` sent while another's chunk arrives.
+    all_to_all_step,
 };
 std::string_view name_of(EventKind k);
 bool is_compute(EventKind k);
@@ -84,6 +87,18 @@ struct CollectiveRecord {
     std::int64_t end_ns = 0;
 };
 
+// A mixture of experts' routing over the whole run, summed over devices and MoE layers.
+struct ExpertRouting {
+    int experts = 0;  // 0: no mixture of experts in this run
+    int top_k = 1;
+    int capacity = 0;  // tokens of one sequence each expert has room for, per layer
+    double capacity_factor = 0.0;
+    std::vector<long long> tokens_per_expert;  // kept choices, forward passes only
+    long long assignments = 0;                 // token-to-expert choices made
+    long long dropped = 0;                     // of those, the ones with no room left
+    std::vector<double> aux_loss;  // per step: the load-balancing loss added to the objective
+};
+
 struct StepRecord {
     int step = 0;
     double loss = 0.0;
@@ -119,6 +134,7 @@ struct Trace {
     std::vector<CollectiveRecord> collectives;
     std::vector<StepRecord> steps;
     std::vector<GradientUpdate> gradient_updates;  // ps only
+    ExpertRouting routing;                         // mixture of experts only
 };
 
 }  // namespace pd

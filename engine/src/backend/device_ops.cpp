@@ -43,4 +43,26 @@ void DeviceOps::attention_block_backward(const float*, const float*, const float
     no_kernel("ring attention backward");
 }
 
+void DeviceOps::moe_route(const float*, int, int, int, int, int, float, float*, float*, float*,
+                          double*) {
+    no_kernel("MoE routing");
+}
+void DeviceOps::moe_dispatch(const float*, const float*, int, int, int, float*) {
+    no_kernel("MoE dispatch");
+}
+void DeviceOps::moe_combine(const float*, const float*, int, int, int, float*) {
+    no_kernel("MoE combine");
+}
+void DeviceOps::moe_combine_backward(const float*, const float*, const float*, int, int, int,
+                                     float*, float*) {
+    no_kernel("MoE combine backward");
+}
+void DeviceOps::moe_dispatch_backward(const float*, const float*, int, int, int, float*) {
+    no_kernel("MoE dispatch backward");
+}
+void DeviceOps::moe_router_backward(const float*, const float*, const float*, const float*, int,
+                                    int, int, int, float, float*) {
+    no_kernel("MoE router backward");
+}
+
 }  // namespace pd

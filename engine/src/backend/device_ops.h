@@ -101,6 +101,36 @@ class DeviceOps {
                                           int seqs, int q_len, int kv_len, int heads, int head_dim,
                                           const int* q_pos, const int* kv_pos, float* dq, float* dk,
                                           float* dv);
+    // Mixture of experts (CPU only so far). Routing of `seqs` sequences of seq_len tokens:
+    // probs = softmax(logits) per token over `experts`; each token's top_k experts (ties to the
+    // lower index); slots per sequence in GShard's order (every token's first choice in token
+    // order, then the second choices, ...), at most `capacity` per expert and sequence.
+    // routes [tokens, top_k, 3]: expert, slot (a row of a dispatch buffer [experts, seqs,
+    // capacity], or -1 when dropped), gate (the probability). fractions [seqs, experts]: each
+    // expert's share of the sequence's top_k x seq_len choices. *aux_sum (unless null) +=
+    // aux_weight x experts x sum_e f_e P_e for every sequence (P_e: mean probability of e).
+    virtual void moe_route(const float* logits, int seqs, int seq_len, int experts, int top_k,
+                           int capacity, float aux_weight, float* probs, float* routes,
+                           float* fractions, double* aux_sum);
+    // dispatch[slot] = x[token] for every kept route (the caller zero-fills the rest).
+    virtual void moe_dispatch(const float* x, const float* routes, int tokens, int top_k, int width,
+                              float* dispatch);
+    // out[token] = sum of gate x y[slot] over the token's kept routes (overwritten).
+    virtual void moe_combine(const float* y, const float* routes, int tokens, int top_k, int width,
+                             float* out);
+    // dy[slot] = gate x dout[token] (the caller zero-fills the rest); dgate [tokens, top_k] =
+    // dout[token] . y[slot], 0 for a dropped route.
+    virtual void moe_combine_backward(const float* y, const float* routes, const float* dout,
+                                      int tokens, int top_k, int width, float* dy, float* dgate);
+    // dx[token] += ddispatch[slot] for every kept route.
+    virtual void moe_dispatch_backward(const float* ddispatch, const float* routes, int tokens,
+                                       int top_k, int width, float* dx);
+    // The router's logit gradient: dp = dgate on kept routes + aux_scale x f (the
+    // load-balancing loss's), through the softmax (overwritten).
+    virtual void moe_router_backward(const float* probs, const float* routes,
+                                     const float* fractions, const float* dgate, int seqs,
+                                     int seq_len, int experts, int top_k, float aux_scale,
+                                     float* dlogits);
     // One update at step t (1-based); `state` holds the optimizer's floats per parameter
     // (with master weights, the fp32 master copy last; `params` then get it rounded to bf16).
     virtual void optimizer_update(const OptimizerSettings& settings, int t, float* params,

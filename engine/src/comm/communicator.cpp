@@ -1,6 +1,7 @@
 #include "pd/communicator.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
 #include "backend/device_backend.h"
@@ -347,6 +348,57 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
         }
     }
     record(ring, "broadcast", count, step, start, {});
+}
+
+void Communicator::all_to_all(int device_id, const float* send, float* recv, std::size_t count,
+                              int step, const std::string& label) {
+    const Ring ring = ring_for(device_id, "all_to_all");
+    const std::size_t n = static_cast<std::size_t>(ring.n);
+    if (count % n != 0)
+        throw Error("all-to-all of " + std::to_string(count) + " elements over " +
+                        std::to_string(ring.n) + " devices: the chunks must be equal",
+                    __FILE__, __LINE__);
+    const std::size_t m = count / n;
+    auto chunk = [m](int rank) { return static_cast<std::size_t>(rank) * m; };
+    const std::int64_t start = ring.stream.now_ns();
+    ring.device.ops().copy(recv + chunk(ring.rank), send + chunk(ring.rank), m);
+    std::optional<StagingGuard> staging;
+    if (ring.n > 1 && !group_) staging.emplace(ring.device.memory(), bytes(m));
+    for (int s = 1; s < ring.n; ++s) {
+        const int to = wrap(ring.rank + s, ring.n), from = wrap(ring.rank - s, ring.n);
+        transport_.context().check_dead_peer(ring.self_device, ring.op, ring.call, s - 1);
+        TraceEvent event;
+        event.kind = EventKind::all_to_all_step;
+        event.label = label.empty() ? "all-to-all" : label;
+        event.step = step;
+        event.step_index = s - 1;
+        event.chunk = to;
+        event.peer = device_of(to);
+        event.bytes = bytes(m);
+        event.start_ns = ring.stream.now_ns();
+        if (group_) {
+            group_->exchange(ring.rank, send + chunk(to), m, to, recv + chunk(from), m, from);
+        } else {
+            transport_.send(ring.self_device, device_of(to), tag_, ring.device.ops(),
+                            send + chunk(to), m, ring.stream.now_ns(), 0);
+            const std::string what = "device " + std::to_string(ring.self_device) +
+                                     " all-to-all step " + std::to_string(s - 1) +
+                                     " receiving from device " + std::to_string(device_of(from));
+            Message message = transport_.recv(device_of(from), ring.self_device, tag_, what);
+            if (message.payload->count != m)
+                throw Error(what + ": received " + std::to_string(message.payload->count) +
+                                " elements, expected " + std::to_string(m),
+                            __FILE__, __LINE__);
+            ring.stream.advance_to(
+                message.sent_at_ns +
+                static_cast<std::int64_t>(transport_.context().link().transfer_ns(bytes(m))));
+            transport_.receive_into(device_of(from), ring.self_device, tag_, ring.device.ops(),
+                                    message, recv + chunk(from), false);
+        }
+        event.end_ns = ring.stream.now_ns();
+        ring.stream.add_event(std::move(event));
+    }
+    record(ring, "all_to_all", count, step, start, label);
 }
 
 void Communicator::send(int device_id, int peer_device, const float* data, std::size_t count,

@@ -1,5 +1,6 @@
 #include "pd/expectations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -167,14 +168,15 @@ std::vector<MetricDef> build_metrics() {
             return e.metrics.bubble ? std::optional<double>(e.metrics.bubble->theoretical)
                                     : std::nullopt;
         }));
-    for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "broadcast"}) {
+    for (const char* op :
+         {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"}) {
         const std::string o = op;
         v.push_back(run_wide(intern(o + "_per_step"),
                              "calls of this collective per device per step",
                              [o](const RunEvidence& e) { return calls_per_step(e, o); }));
     }
     for (const char* op :
-         {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"}) {
+         {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "send_recv"}) {
         const std::string o = op;
         v.push_back(run_wide(
             intern("comm_bytes_per_step." + o), "bytes each device hands to this kind per step",
@@ -183,6 +185,45 @@ std::vector<MetricDef> build_metrics() {
                 return it == e.metrics.comm_bytes_per_step.end() ? 0.0 : it->second;
             }));
     }
+    // A mixture of experts' routing (all devices and MoE layers, every step's forward).
+    v.push_back(run_wide("routing.dropped_fraction",
+                         "MoE: share of token-to-expert choices dropped for want of capacity",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const ExpertRouting& r = e.result.trace.routing;
+                             if (r.experts == 0 || r.assignments == 0) return std::nullopt;
+                             return static_cast<double>(r.dropped) / r.assignments;
+                         }));
+    v.push_back(run_wide("routing.load_imbalance",
+                         "MoE: tokens of the busiest expert over the mean expert's",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const ExpertRouting& r = e.result.trace.routing;
+                             if (r.experts == 0) return std::nullopt;
+                             long long most = 0, sum = 0;
+                             for (long long t : r.tokens_per_expert) {
+                                 most = std::max(most, t);
+                                 sum += t;
+                             }
+                             if (sum == 0) return std::nullopt;
+                             return static_cast<double>(most) * r.experts / sum;
+                         }));
+    v.push_back(run_wide("routing.capacity", "MoE: tokens of a sequence each expert has room for",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const ExpertRouting& r = e.result.trace.routing;
+                             if (r.experts == 0) return std::nullopt;
+                             return r.capacity;
+                         }));
+    v.push_back(run_wide("routing.aux_loss.first", "MoE: load-balancing loss of the first step",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& a = e.result.trace.routing.aux_loss;
+                             if (a.empty()) return std::nullopt;
+                             return a.front();
+                         }));
+    v.push_back(run_wide("routing.aux_loss.last", "MoE: load-balancing loss of the last step",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& a = e.result.trace.routing.aux_loss;
+                             if (a.empty()) return std::nullopt;
+                             return a.back();
+                         }));
     v.push_back(run_wide("staleness.max", "ps: most versions an applied gradient lagged the server",
                          [](const RunEvidence& e) -> std::optional<double> {
                              const auto& h = e.metrics.staleness_histogram;

@@ -15,7 +15,8 @@ constexpr std::pair<StrategyKind, std::string_view> kStrategies[] = {
     {StrategyKind::ps, "ps"},         {StrategyKind::pipeline, "pipeline"},
     {StrategyKind::tp, "tp"},         {StrategyKind::zero1, "zero1"},
     {StrategyKind::zero2, "zero2"},   {StrategyKind::zero3, "zero3"},
-    {StrategyKind::hybrid, "hybrid"}, {StrategyKind::cp, "cp"}};
+    {StrategyKind::hybrid, "hybrid"}, {StrategyKind::cp, "cp"},
+    {StrategyKind::ep, "ep"}};
 constexpr std::pair<PipelineSchedule, std::string_view> kSchedules[] = {
     {PipelineSchedule::gpipe, "gpipe"},
     {PipelineSchedule::one_f_one_b, "1f1b"},
@@ -151,6 +152,8 @@ Mesh RunConfig::effective_mesh() const {
             return mesh;
         case StrategyKind::cp:  // each replica's ring holds its slice's sequences, in part
             return {std::max(1, mesh.dp), 1, 1};
+        case StrategyKind::ep:  // every device trains on its own slice of the batch
+            return {devices, 1, 1};
     }
     return {1, 1, 1};
 }
@@ -191,7 +194,9 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return c.strategy == StrategyKind::dp;
     if (key == "schedule" || key == "microbatches") return pipelined;
     if (key == "chunks") return pipelined && c.schedule == PipelineSchedule::interleaved;
-    if (key == "dp") return c.strategy == StrategyKind::hybrid || c.strategy == StrategyKind::cp;
+    if (key == "dp")
+        return c.strategy == StrategyKind::hybrid || c.strategy == StrategyKind::cp ||
+               c.strategy == StrategyKind::ep;
     if (key == "pp" || key == "tp") return c.strategy == StrategyKind::hybrid;
     if (key == "accumulate") return accumulates(c.strategy);
     if (key == "reduce_every_microstep")
@@ -202,6 +207,9 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
     if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
+    if (key == "experts") return c.model == ModelKind::transformer;
+    if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
+        return c.model == ModelKind::transformer && c.experts > 0;
     return true;
 }
 
@@ -210,7 +218,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "schedule" || key == "microbatches")
         return "strategy 'pipeline' (or 'hybrid' with pp > 1)";
     if (key == "chunks") return "the interleaved schedule";
-    if (key == "dp") return "strategies 'hybrid' and 'cp'";
+    if (key == "dp") return "strategies 'hybrid', 'cp' and 'ep'";
     if (key == "pp" || key == "tp") return "strategy 'hybrid'";
     if (key == "accumulate") return "strategies single, dp, zero1, zero2 and zero3";
     if (key == "reduce_every_microstep") return "strategies dp, zero1, zero2 and zero3";
@@ -218,6 +226,9 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "cp_load_balance") return "strategy 'cp'";
+    if (key == "experts") return "model 'transformer'";
+    if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
+        return "a mixture of experts (model 'transformer' with experts)";
     if (key == "sequence_parallel")
         return "model 'transformer' with tensor parallelism (strategy 'tp', or 'hybrid' with tp > "
                "1)";
@@ -309,6 +320,44 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                                 (c.cp_load_balance ? " chunks (2 per device, load balanced)"
                                                    : " equal parts") +
                                 "; " + std::to_string(c.seq_len) + " tokens do not divide");
+    }
+    constexpr int kMaxExperts = 64;
+    if (c.experts != 0 && (c.experts < 2 || c.experts > kMaxExperts))
+        fail("experts", "must be 0 (a dense MLP) or between 2 and " + std::to_string(kMaxExperts) +
+                            " (got " + std::to_string(c.experts) + ")");
+    if (c.experts > 0) {
+        if (!transformer)
+            fail("experts",
+                 "a mixture of experts replaces the transformer's MLP; use model "
+                 "'transformer'");
+        if (c.top_k < 1 || c.top_k > c.experts)
+            fail("top_k", "must be between 1 and the " + std::to_string(c.experts) +
+                              " experts (got " + std::to_string(c.top_k) + ")");
+        if (!(c.capacity_factor > 0) || !(c.capacity_factor <= 64))
+            fail("capacity_factor", "must be more than 0 and at most 64");
+        if (!(c.aux_loss_weight >= 0) || !(c.aux_loss_weight <= 10))
+            fail("aux_loss_weight", "must be between 0 and 10");
+        if (mesh.tp > 1)
+            fail("experts",
+                 "tensor parallelism inside the experts is not modelled; spread the experts "
+                 "over devices with strategy 'ep' instead");
+        if (c.strategy == StrategyKind::cp)
+            fail("experts",
+                 "context parallelism with a mixture of experts is not modelled "
+                 "(each sequence's capacity is counted on one device)");
+    }
+    if (c.strategy == StrategyKind::ep) {
+        if (c.experts < 2)
+            fail("strategy",
+                 "'ep' spreads a mixture of experts over devices: set experts "
+                 "(at least 2)");
+        if (c.mesh.dp < 1 || c.devices % c.mesh.dp != 0)
+            fail("dp", "the " + std::to_string(c.devices) + " devices do not split into " +
+                           std::to_string(c.mesh.dp) + " expert-parallel groups");
+        const int group = c.devices / c.mesh.dp;
+        if (c.experts % group != 0)
+            fail("experts", std::to_string(c.experts) + " experts do not spread evenly over " +
+                                std::to_string(group) + " expert-parallel devices");
     }
     constexpr int kMaxSeqLen = 4096;
     if (transformer) {

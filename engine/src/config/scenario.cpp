@@ -112,6 +112,14 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.sequence_parallel = r.boolean();
         else if (key == "cp_load_balance")
             c.cp_load_balance = r.boolean();
+        else if (key == "experts")
+            c.experts = r.integer();
+        else if (key == "top_k")
+            c.top_k = r.integer();
+        else if (key == "capacity_factor")
+            c.capacity_factor = r.number();
+        else if (key == "aux_loss_weight")
+            c.aux_loss_weight = r.number();
         else if (key == "batch")
             c.batch = r.integer();
         else if (key == "steps")
@@ -207,7 +215,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         } else
             r.fail(
                 "is not a known setting (known: strategy, devices, model, layers, width, heads, "
-                "seq_len, sequence_parallel, cp_load_balance, batch, "
+                "seq_len, sequence_parallel, cp_load_balance, experts, top_k, capacity_factor, "
+                "aux_loss_weight, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
@@ -235,6 +244,12 @@ std::string scenario_json(const RunConfig& c) {
         j["seq_len"] = c.seq_len;
         if (c.sequence_parallel) j["sequence_parallel"] = true;
         if (c.strategy == StrategyKind::cp && c.cp_load_balance) j["cp_load_balance"] = true;
+        if (c.experts > 0) {
+            j["experts"] = c.experts;
+            j["top_k"] = c.top_k;
+            j["capacity_factor"] = c.capacity_factor;
+            j["aux_loss_weight"] = c.aux_loss_weight;
+        }
     }
     j["batch"] = c.batch;
     j["steps"] = c.steps;
@@ -268,7 +283,8 @@ std::string scenario_json(const RunConfig& c) {
         j["microbatches"] = c.effective_microbatches();
         if (c.schedule == PipelineSchedule::interleaved) j["chunks"] = c.chunks;
     }
-    if (c.strategy == StrategyKind::cp && c.mesh.dp > 1) j["dp"] = c.mesh.dp;
+    if ((c.strategy == StrategyKind::cp || c.strategy == StrategyKind::ep) && c.mesh.dp > 1)
+        j["dp"] = c.mesh.dp;
     if (c.strategy == StrategyKind::hybrid) {
         j["dp"] = c.mesh.dp;
         j["pp"] = c.mesh.pp;

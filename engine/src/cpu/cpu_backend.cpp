@@ -8,6 +8,7 @@
 #include "backend/device_backend.h"
 #include "cpu/elementwise.h"
 #include "cpu/kernels.h"
+#include "cpu/moe_kernels.h"
 #include "cpu/transformer_kernels.h"
 #include "pd/optimizer.h"
 
@@ -136,6 +137,34 @@ class CpuOps final : public DeviceOps {
                                   const int* kv_pos, float* dq, float* dk, float* dv) override {
         cpu::attention_block_backward(pool_, q, k, v, out, dout, lse, seqs, q_len, kv_len, heads,
                                       head_dim, q_pos, kv_pos, dq, dk, dv);
+    }
+    void moe_route(const float* logits, int seqs, int seq_len, int experts, int top_k, int capacity,
+                   float aux_weight, float* probs, float* routes, float* fractions,
+                   double* aux_sum) override {
+        cpu::moe_route(logits, seqs, seq_len, experts, top_k, capacity, aux_weight, probs, routes,
+                       fractions, aux_sum);
+    }
+    void moe_dispatch(const float* x, const float* routes, int tokens, int top_k, int width,
+                      float* dispatch) override {
+        cpu::moe_dispatch(x, routes, tokens, top_k, width, dispatch);
+    }
+    void moe_combine(const float* y, const float* routes, int tokens, int top_k, int width,
+                     float* out) override {
+        cpu::moe_combine(y, routes, tokens, top_k, width, out);
+    }
+    void moe_combine_backward(const float* y, const float* routes, const float* dout, int tokens,
+                              int top_k, int width, float* dy, float* dgate) override {
+        cpu::moe_combine_backward(y, routes, dout, tokens, top_k, width, dy, dgate);
+    }
+    void moe_dispatch_backward(const float* ddispatch, const float* routes, int tokens, int top_k,
+                               int width, float* dx) override {
+        cpu::moe_dispatch_backward(ddispatch, routes, tokens, top_k, width, dx);
+    }
+    void moe_router_backward(const float* probs, const float* routes, const float* fractions,
+                             const float* dgate, int seqs, int seq_len, int experts, int top_k,
+                             float aux_scale, float* dlogits) override {
+        cpu::moe_router_backward(probs, routes, fractions, dgate, seqs, seq_len, experts, top_k,
+                                 aux_scale, dlogits);
     }
     void optimizer_update(const OptimizerSettings& settings, int t, float* params,
                           const float* grads, float* state, std::size_t count) override {

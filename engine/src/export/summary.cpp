@@ -28,6 +28,14 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
                   {"width", config.width},
                   {"input_dim", config.input_dim},
                   {"classes", config.classes}};
+    if (config.model == ModelKind::transformer) {
+        j["model"]["kind"] = "transformer";
+        j["model"]["heads"] = config.heads;
+        j["model"]["seq_len"] = config.seq_len;
+        j["model"]["experts"] = config.experts;
+    } else {
+        j["model"]["kind"] = "mlp";
+    }
     j["batch"] = config.batch;
     j["optimizer"] = std::string(name_of(config.optimizer));
     j["lr"] = config.effective_lr();
@@ -98,6 +106,24 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
         j["chunks"] = config.effective_chunks();
         const Mesh mesh = config.effective_mesh();
         j["mesh"] = {{"dp", mesh.dp}, {"pp", mesh.pp}, {"tp", mesh.tp}};
+    }
+    if (const ExpertRouting& r = result.trace.routing; r.experts > 0) {
+        const auto a2a = metrics.comm_bytes_per_step.find("all_to_all");
+        j["routing"] = {{"experts", r.experts},
+                        {"top_k", r.top_k},
+                        {"capacity_factor", r.capacity_factor},
+                        {"capacity_per_sequence", r.capacity},
+                        {"tokens_per_expert", r.tokens_per_expert},
+                        {"assignments", r.assignments},
+                        {"dropped", r.dropped},
+                        {"dropped_fraction",
+                         r.assignments ? static_cast<double>(r.dropped) / r.assignments : 0.0},
+                        {"aux_loss", r.aux_loss},
+                        {"all_to_all_bytes_per_step_per_device",
+                         a2a == metrics.comm_bytes_per_step.end() ? 0.0 : a2a->second},
+                        {"counts",
+                         "token-to-expert choices over every step's forward, all devices and MoE "
+                         "layers"}};
     }
     // The steps busy, communication and bubble figures cover (0-based, inclusive).
     j["figure_steps"] = metrics.figure_steps.empty()

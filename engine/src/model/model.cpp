@@ -20,14 +20,27 @@ ModelShape model_shape(const RunConfig& c) {
     s.transformer = c.model == ModelKind::transformer;
     s.heads = s.transformer ? c.heads : 1;
     s.seq_len = c.tokens_per_sample();
+    if (s.transformer && c.experts > 0) {
+        s.experts = c.experts;
+        s.top_k = c.top_k;
+        s.capacity_factor = c.capacity_factor;
+        s.aux_loss_weight = c.aux_loss_weight;
+    }
     return s;
+}
+
+int ModelShape::expert_capacity() const {
+    if (!moe()) return 0;
+    const double room = std::ceil(capacity_factor * top_k * seq_len / experts - 1e-9);
+    return std::clamp(static_cast<int>(room), 1, seq_len);
 }
 
 UnitKind ModelShape::unit_kind(int unit) const {
     if (unit <= 0) return UnitKind::input;
     if (unit >= units() - 1) return UnitKind::head;
     if (!transformer) return UnitKind::mlp;
-    return unit % 2 == 1 ? UnitKind::attention : UnitKind::mlp;
+    if (unit % 2 == 1) return UnitKind::attention;
+    return experts > 0 ? UnitKind::moe : UnitKind::mlp;
 }
 
 int ModelShape::block_of(int unit) const {
@@ -45,13 +58,15 @@ const char* ModelShape::unit_name(int unit) const {
             return "attention";
         case UnitKind::mlp:
             return transformer ? "MLP" : "block";
+        case UnitKind::moe:
+            return "MoE";
     }
     return "?";
 }
 
 ParamLayout ParamLayout::build(const ModelShape& shape) {
     ParamLayout layout;
-    auto add = [&](std::string name, int rows, int cols, int unit) {
+    auto add = [&](std::string name, int rows, int cols, int unit, int expert = -1) {
         TensorSpec t;
         t.name = std::move(name);
         t.offset = layout.total;
@@ -59,6 +74,7 @@ ParamLayout ParamLayout::build(const ModelShape& shape) {
         t.cols = cols;
         t.count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
         t.unit = unit;
+        t.expert = expert;
         layout.total += t.count;
         layout.tensors.push_back(std::move(t));
     };
@@ -85,6 +101,17 @@ ParamLayout ParamLayout::build(const ModelShape& shape) {
             mlp_unit = 2 * l + 2;
             add(p + "ln2.g", 1, h, mlp_unit);
             add(p + "ln2.b", 1, h, mlp_unit);
+            if (shape.moe()) {
+                add(p + "router", h, shape.experts, mlp_unit);
+                for (int e = 0; e < shape.experts; ++e) {
+                    const std::string q = p + "expert" + std::to_string(e) + ".";
+                    add(q + "w1", h, shape.hidden(), mlp_unit, e);
+                    add(q + "b1", 1, shape.hidden(), mlp_unit, e);
+                    add(q + "w2", shape.hidden(), h, mlp_unit, e);
+                    add(q + "b2", 1, h, mlp_unit, e);
+                }
+                continue;
+            }
         }
         add(p + "w1", h, shape.hidden(), mlp_unit);
         add(p + "b1", 1, shape.hidden(), mlp_unit);

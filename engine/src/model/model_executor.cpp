@@ -7,7 +7,7 @@ namespace pd {
 
 ModelExecutor::ModelExecutor(const ModelShape& shape, const ShardLayout& layout,
                              MemoryTracker& memory, RecomputeMode recompute, DType dtype,
-                             bool sequence_parallel)
+                             bool sequence_parallel, RoutingCounters* routing)
     : shape_(shape),
       layout_(layout),
       memory_(memory),
@@ -15,7 +15,8 @@ ModelExecutor::ModelExecutor(const ModelShape& shape, const ShardLayout& layout,
       units_(shape.units()),
       recompute_(recompute),
       dtype_(dtype),
-      sp_(sequence_parallel && shape.transformer && layout.tp_size() > 1) {}
+      sp_(sequence_parallel && shape.transformer && layout.tp_size() > 1),
+      routing_(routing) {}
 
 Buffer ModelExecutor::make(MemoryCategory category, std::size_t count) const {
     return Buffer(memory_, category, count, Fill::none, dtype_);
@@ -90,6 +91,10 @@ Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int
     const int rows = is_block(unit) ? shape_.tokens(samples) : local_tokens(shape_.tokens(samples));
     const std::size_t r = static_cast<std::size_t>(rows);
     saved.rows = rows;
+    if (is_moe(unit)) {
+        Buffer slots = moe_dispatch(unit, params, std::move(input), samples, grad_scale, saved);
+        return moe_combine(moe_experts_forward(unit, params, std::move(slots), saved), saved);
+    }
     if (shape_.transformer && is_block(unit))
         return is_attention(unit)
                    ? attention_forward_a(unit, params, std::move(input), saved)
@@ -149,6 +154,10 @@ int ModelExecutor::output_bias_index(int unit) const {
 
 Buffer ModelExecutor::forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved) {
     if (!is_block(unit)) return reduced;
+    if (is_moe(unit)) {  // each expert added its own output bias
+        ops_.add(reduced.data(), saved.input.data(), reduced.size());
+        return reduced;
+    }
     const float* bias = params + layout_.tensor_offset(unit, output_bias_index(unit));
     // The bias once, after the reduction, then the residual.
     ops_.bias_residual(reduced.data(), bias, saved.input.data(), local_tokens(saved.rows),
@@ -164,6 +173,11 @@ Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Bu
     const int h = shape_.width;
     const int rows = saved.rows;
     const std::size_t r = static_cast<std::size_t>(rows);
+    if (is_moe(unit)) {
+        Buffer dslots = moe_backward_dispatch(unit, params, grads, std::move(dout), saved);
+        return moe_backward_combine(
+            moe_experts_backward(unit, params, grads, std::move(dslots), saved), saved);
+    }
     if (shape_.transformer && is_block(unit))
         return is_attention(unit)
                    ? attention_backward_a(unit, params, grads, std::move(dout), saved)

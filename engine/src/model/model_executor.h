@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/device_ops.h"
+#include "model/routing_counters.h"
 #include "model/shard_layout.h"
 #include "pd/device.h"
 #include "pd/model.h"
@@ -52,19 +53,27 @@ struct SavedUnit {
     // Ring attention: each query row's running max (then log-sum-exp) and sum, [seqs, heads,
     // q_len]; in backward the output's gradient and the queries' gradient.
     Buffer row_max, row_sum, dattn, dq;
-    int rows = 0;  // all the tokens of the micro-batch (also under sequence parallelism)
+    // MoE: the router's probabilities [rows, experts], routes [rows, top_k, 3] and load
+    // fractions [seqs, experts]; on the experts' side their input slots and pre/post-GELU;
+    // on the tokens' side the experts' outputs, back in this device's slots; in backward the
+    // LayerNorm output's gradient as it is summed.
+    Buffer router_probs, routes, fractions, expert_in, expert_pre, expert_post, expert_out, dnormed;
+    float grad_scale = 0;  // MoE: the loss gradient's scale, for the load-balancing loss
+    int rows = 0;          // all the tokens of the micro-batch (also under sequence parallelism)
 };
 
 class ModelExecutor {
   public:
     // `sequence_parallel`: see the sequence-parallel steps below (transformer, tp > 1 only).
+    // `routing` (MoE only) counts what this device's routers did.
     ModelExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
                   RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32,
-                  bool sequence_parallel = false);
+                  bool sequence_parallel = false, RoutingCounters* routing = nullptr);
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
     bool is_head(int unit) const { return unit == units_ - 1; }
     bool is_attention(int unit) const { return shape_.unit_kind(unit) == UnitKind::attention; }
+    bool is_moe(int unit) const { return shape_.unit_kind(unit) == UnitKind::moe; }
 
     // `params`/`grads` point at the unit's own local parameters (layout.unit_offset(unit)).
     // `rows` counts samples (sequences for the transformer).
@@ -141,6 +150,27 @@ class ModelExecutor {
     Buffer ring_attention_backward_end(int unit, const float* params, float* grads,
                                        const Buffer& own_payload, SavedUnit& saved);
 
+    // Mixture of experts (moe_units.cpp). Phase a of a MoE unit is three parts, and expert
+    // parallelism puts an all-to-all between each two: moe_dispatch (LayerNorm, router,
+    // routing; returns the dispatch buffer [experts, seqs, capacity, h], each expert's slots
+    // of each sequence, unused slots zero), moe_experts_forward on the slots of this device's
+    // experts as they arrived from every source ([sources, local experts, seqs, capacity, h];
+    // returns their outputs in the same layout), moe_combine on the outputs back in this
+    // device's slots (returns the gated sum per token; phase b adds the residual). Backward:
+    // moe_backward_dispatch (the slots' output gradients, and the router's own backward),
+    // moe_experts_backward (the slots' input gradients), moe_backward_combine (returns the
+    // LayerNorm output's gradient for phase b). Unused slots are computed as GShard's padded
+    // buffers are, and their zero gradients add nothing.
+    Buffer moe_dispatch(int unit, const float* params, Buffer input, int samples, float grad_scale,
+                        SavedUnit& saved);
+    Buffer moe_experts_forward(int unit, const float* params, Buffer received, SavedUnit& saved);
+    Buffer moe_combine(Buffer returned, SavedUnit& saved);
+    Buffer moe_backward_dispatch(int unit, const float* params, float* grads, Buffer dout,
+                                 SavedUnit& saved);
+    Buffer moe_experts_backward(int unit, const float* params, float* grads, Buffer dreceived,
+                                SavedUnit& saved);
+    Buffer moe_backward_combine(Buffer dreturned, SavedUnit& saved);
+
     // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                    const int* labels, float grad_scale, double* loss_sum);
@@ -192,6 +222,7 @@ class ModelExecutor {
     RecomputeMode recompute_;
     DType dtype_;
     bool sp_;
+    RoutingCounters* routing_;
     std::vector<int> positions_;  // ring attention: this device's token positions
 };
 

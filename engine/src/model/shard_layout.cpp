@@ -7,14 +7,18 @@
 namespace pd {
 
 ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int unit_begin,
-                         int unit_end, int tp_rank, int tp_size)
+                         int unit_end, int tp_rank, int tp_size, int ep_rank, int ep_size)
     : unit_begin_(unit_begin),
       unit_end_(unit_end),
       tp_rank_(tp_rank),
       tp_size_(tp_size),
       hidden_local_(shape.hidden() / tp_size),
       width_local_(shape.width / tp_size),
-      heads_local_(shape.heads / tp_size) {
+      heads_local_(shape.heads / tp_size),
+      experts_local_(shape.experts / ep_size),
+      first_expert_(ep_rank * (shape.experts / ep_size)) {
+    if (shape.experts % ep_size != 0)
+        throw Error("the experts must divide by the expert-parallel size", __FILE__, __LINE__);
     if (shape.hidden() % tp_size != 0)
         throw Error("4 x width must divide by the tensor-parallel size", __FILE__, __LINE__);
     if (shape.transformer && shape.heads % tp_size != 0)
@@ -28,6 +32,9 @@ ShardLayout::ShardLayout(const ModelShape& shape, const ParamLayout& full, int u
     const int last_unit = full.units - 1;
     for (const auto& t : full.tensors) {
         if (!holds(t.unit)) continue;
+        if (t.expert >= 0 &&
+            (t.expert < first_expert_ || t.expert >= first_expert_ + experts_local_))
+            continue;  // another device's expert
         Piece p;
         p.unit = t.unit;
         p.full_offset = t.offset;

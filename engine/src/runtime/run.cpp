@@ -75,6 +75,31 @@ void collect_trace(RunEnvironment& env, Trace& trace) {
     }
     std::stable_sort(trace.memory.begin(), trace.memory.end(),
                      [](const MemorySample& a, const MemorySample& b) { return a.t_ns < b.t_ns; });
+    if (!env.routing.empty()) {
+        ExpertRouting& r = trace.routing;
+        r.experts = env.shape.experts;
+        r.top_k = env.shape.top_k;
+        r.capacity = env.shape.expert_capacity();
+        r.capacity_factor = env.shape.capacity_factor;
+        r.tokens_per_expert.assign(static_cast<std::size_t>(r.experts), 0);
+        for (const auto& counters : env.routing) {
+            for (std::size_t e = 0; e < r.tokens_per_expert.size(); ++e)
+                r.tokens_per_expert[e] += counters->tokens_per_expert[e];
+            r.assignments += counters->assignments;
+            r.dropped += counters->dropped;
+        }
+    }
+}
+
+// The step's load-balancing loss: each device summed it over its sequences and MoE layers;
+// the objective adds its mean over the batch's sequences. Reset for the next step.
+double take_aux_loss(RunEnvironment& env) {
+    double sum = 0.0;
+    for (auto& counters : env.routing) {
+        sum += counters->aux.read();
+        counters->aux.zero();
+    }
+    return sum / env.config.batch;
 }
 
 void classify_failure(RunContext& ctx, RunResult& result) {
@@ -142,6 +167,8 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 if (ctx.aborted()) break;
                 const double loss = strategy->step_loss();
                 result.trace.steps.push_back({step, loss});
+                if (!env.routing.empty())
+                    result.trace.routing.aux_loss.push_back(take_aux_loss(env));
                 result.steps_completed = step + 1;
                 report(step + 1, loss, "training");
             }

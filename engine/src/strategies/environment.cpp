@@ -32,6 +32,9 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
     for (int d = 0; d < cfg.devices; ++d)
         devices.push_back(
             std::make_unique<Device>(d, cfg.capacity_bytes, context, backend->make_device(d)));
+    if (shape.moe())
+        for (auto& d : devices)
+            routing.push_back(std::make_unique<RoutingCounters>(d->ops(), shape.experts));
 }
 
 void RunEnvironment::upload_parameters(Device& device, float* params, const float* host,

@@ -1,5 +1,6 @@
 #include "strategies/context_parallel.h"
 #include "strategies/data_parallel.h"
+#include "strategies/expert_parallel.h"
 #include "strategies/mesh_parallel.h"
 #include "strategies/parameter_server.h"
 #include "strategies/single_device.h"
@@ -27,6 +28,8 @@ std::unique_ptr<Strategy> make_strategy(RunEnvironment& env) {
             return std::make_unique<Zero>(env, 3);
         case StrategyKind::cp:
             return std::make_unique<ContextParallel>(env);
+        case StrategyKind::ep:
+            return std::make_unique<ExpertParallel>(env);
     }
     return nullptr;
 }

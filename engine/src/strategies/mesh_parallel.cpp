@@ -63,7 +63,8 @@ MeshParallel::MeshParallel(RunEnvironment& env) : env_(env) {
             chunk.layout = std::make_unique<ShardLayout>(env.shape, env.layout, first, last,
                                                          rank->coord.tp, tp_);
             chunk.executor = std::make_unique<ModelExecutor>(
-                env.shape, *chunk.layout, device->memory(), env.config.recompute, env.dtype, sp_);
+                env.shape, *chunk.layout, device->memory(), env.config.recompute, env.dtype, sp_,
+                env.routing_of(device->id()));
             chunk.saved.resize(static_cast<std::size_t>(m_));
             for (auto& per_mb : chunk.saved) per_mb.resize(static_cast<std::size_t>(last - first));
             chunk.carry.resize(static_cast<std::size_t>(m_));

@@ -6,7 +6,8 @@ Replica::Replica(RunEnvironment& env, Device& device)
     : env_(env),
       device_(device),
       layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
-      executor_(env.shape, layout_, device.memory(), env.config.recompute, env.dtype),
+      executor_(env.shape, layout_, device.memory(), env.config.recompute, env.dtype, false,
+                env.routing_of(device.id())),
       loss_(device.ops()) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/device_backend.h"
+#include "model/routing_counters.h"
 #include "pd/communicator.h"
 #include "pd/device.h"
 #include "pd/model.h"
@@ -46,8 +47,14 @@ struct RunEnvironment {
     Transport transport;
     std::unique_ptr<RunBackend> backend;  // creates the devices; outlives them
     std::vector<std::unique_ptr<Device>> devices;
+    // A mixture of experts' routing counters, one per device (empty for a dense model);
+    // after `devices`, so they go before the devices whose memory holds their scalars.
+    std::vector<std::unique_ptr<RoutingCounters>> routing;
 
     Device& device(int i) { return *devices[static_cast<std::size_t>(i)]; }
+    RoutingCounters* routing_of(int i) {
+        return routing.empty() ? nullptr : routing[static_cast<std::size_t>(i)].get();
+    }
     // What a step's loss is the mean over: its samples' tokens (batch x seq_len), and the
     // scale of the loss gradient that follows.
     double loss_count() const {

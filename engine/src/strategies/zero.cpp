@@ -51,7 +51,8 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
             rank->layout =
                 std::make_unique<ShardLayout>(env.shape, env.layout, 0, env.layout.units, 0, 1);
             rank->executor = std::make_unique<ModelExecutor>(
-                env.shape, *rank->layout, rank->device->memory(), env.config.recompute, env.dtype);
+                env.shape, *rank->layout, rank->device->memory(), env.config.recompute, env.dtype,
+                false, env.routing_of(rank->device->id()));
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
             rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
             rank->saved.resize(static_cast<std::size_t>(env.layout.units));

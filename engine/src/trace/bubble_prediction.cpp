@@ -60,7 +60,8 @@ double median(std::vector<double> v) {
 
 bool is_collective(EventKind k) {
     return k == EventKind::reduce_scatter_step || k == EventKind::all_gather_step ||
-           k == EventKind::broadcast || k == EventKind::collective;
+           k == EventKind::broadcast || k == EventKind::collective ||
+           k == EventKind::all_to_all_step;
 }
 
 class Replay {

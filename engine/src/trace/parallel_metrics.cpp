@@ -69,9 +69,10 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
             : std::vector<int>{};
     // One micro-batch alive at a time when nothing is pipelined: its estimate is the peak's.
     double analytic = -1;
-    // (Ring attention keeps no probabilities: its count is another, left unknown here.)
+    // (Ring attention keeps no probabilities, and a mixture of experts keeps its dispatch
+    // buffers: their counts are others, left unknown here.)
     if (config.model == ModelKind::transformer && mesh.pp == 1 &&
-        config.strategy != StrategyKind::cp) {
+        config.strategy != StrategyKind::cp && config.experts == 0) {
         const int samples = config.batch / std::max(1, config.data_parallel_replicas()) /
                             std::max(1, config.accumulate);
         analytic = transformer_activation_bytes(model_shape(config), samples, mesh.tp,
@@ -190,6 +191,15 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
                                  element;
                 params = grads = local;
                 state = k * local;
+                break;
+            }
+            case StrategyKind::ep: {  // everything but the other devices' experts
+                const int group = config.devices / std::max(1, config.mesh.dp);
+                params = grads = static_cast<double>(ShardLayout(shape, layout, 0, layout.units, 0,
+                                                                 1, d % group, group)
+                                                         .size()) *
+                                 element;
+                state = k * params;
                 break;
             }
         }

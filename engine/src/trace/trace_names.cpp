@@ -32,6 +32,8 @@ std::string_view name_of(EventKind k) {
             return "backward_weight";
         case EventKind::recompute:
             return "recompute";
+        case EventKind::all_to_all_step:
+            return "all_to_all_step";
     }
     return "?";
 }
@@ -44,7 +46,7 @@ bool is_compute(EventKind k) {
 bool is_communication(EventKind k) {
     return k == EventKind::reduce_scatter_step || k == EventKind::all_gather_step ||
            k == EventKind::broadcast || k == EventKind::send || k == EventKind::recv ||
-           k == EventKind::collective;
+           k == EventKind::collective || k == EventKind::all_to_all_step;
 }
 
 std::string_view name_of(StreamKind s) {
