@@ -31,6 +31,13 @@ RunConfig tiny(StrategyKind strategy, int devices) {
     c.batch = 8;
     c.steps = 2;
     c.collective_timeout_s = 20.0;
+    if (strategy == StrategyKind::ep) {  // a mixture of experts, one expert per device
+        c.model = ModelKind::transformer;
+        c.layers = 1;
+        c.heads = 2;
+        c.seq_len = 4;
+        c.experts = devices;
+    }
     return c;
 }
 
@@ -39,7 +46,7 @@ std::vector<Case> every_strategy() {
         {"single", tiny(StrategyKind::single, 1)}, {"dp", tiny(StrategyKind::dp, 2)},
         {"ps", tiny(StrategyKind::ps, 3)},         {"tp", tiny(StrategyKind::tp, 2)},
         {"zero1", tiny(StrategyKind::zero1, 2)},   {"zero2", tiny(StrategyKind::zero2, 2)},
-        {"zero3", tiny(StrategyKind::zero3, 2)}};
+        {"zero3", tiny(StrategyKind::zero3, 2)},   {"ep", tiny(StrategyKind::ep, 2)}};
     for (PipelineSchedule s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
         RunConfig c = tiny(StrategyKind::pipeline, 2);
         c.schedule = s;
@@ -121,6 +128,11 @@ class TestFaultInjection : public QObject {
             // dp's broadcast of the initial weights from device 0: device d is hop d.
             add(QStringLiteral("broadcast d%1").arg(d), StrategyKind::dp, n, d, "broadcast", d);
         }
+        // Expert parallelism's dispatch and combine: n - 1 pairwise exchanges each.
+        for (int d = 0; d < n; ++d)
+            for (int s = 0; s < n - 1; ++s)
+                add(QStringLiteral("all_to_all d%1 s%2").arg(d).arg(s), StrategyKind::ep, n, d,
+                    "all_to_all", s);
         for (int d = 0; d < 2; ++d)
             for (const char* op : {"send", "recv"})
                 add(QStringLiteral("%1 d%2").arg(QLatin1String(op)).arg(d), StrategyKind::pipeline,

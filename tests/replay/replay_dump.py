@@ -8,7 +8,7 @@ A developer check, not a ctest test (nothing in the test suite needs torch):
     python3 tests/replay/replay_dump.py /tmp/dump /tmp/dump/summary.json
 
 A transformer dump (--model transformer) replays the manifest's model note with torch's
-layer_norm and softmax (transformer_forward).
+layer_norm and softmax (transformer_forward), and with --experts its moe_note (moe_forward).
 
 (Debian's python3-torch lives in /usr/bin/python3's packages; where another python3 comes first
 on PATH, e.g. a pyenv shim, run /usr/bin/python3.)
@@ -93,12 +93,14 @@ def make_optimizer(spec, params):
 def transformer_forward(params, model, x):
     """The manifest's pre-LayerNorm transformer on x [batch, seq, input_dim]: per-token
     logits [batch * seq, classes], written with torch's own modules' maths (layer_norm,
-    softmax) and nothing of the engine's."""
+    softmax) and nothing of the engine's, and the mixture of experts' load-balancing loss
+    (0 for dense MLPs)."""
     batch, seq, _ = x.shape
     width, heads = model["width"], model["heads"]
     d = width // heads
     causal = torch.ones(seq, seq, dtype=torch.bool).tril()
     h = x @ params["input.w"] + params["input.b"]  # [batch, seq, width]
+    aux = torch.zeros(())
     for l in range(model["layers"]):
         p = "block%d." % l
         a = F.layer_norm(h, (width,), params[p + "ln1.g"], params[p + "ln1.b"], eps=1e-5)
@@ -115,10 +117,51 @@ def transformer_forward(params, model, x):
         attn = attn.transpose(1, 2).reshape(batch, seq, width)
         h = h + (attn @ params[p + "wo"] + params[p + "bo"])
         m = F.layer_norm(h, (width,), params[p + "ln2.g"], params[p + "ln2.b"], eps=1e-5)
+        if model.get("experts", 0):
+            out, block_aux = moe_forward(params, model, p, m)
+            h = h + out
+            aux = aux + block_aux
+            continue
         inner = F.gelu(m @ params[p + "w1"] + params[p + "b1"], approximate="tanh")
         h = h + (inner @ params[p + "w2"] + params[p + "b2"])
     logits = h @ params["head.w"] + params["head.b"]
-    return logits.reshape(batch * seq, -1)
+    return logits.reshape(batch * seq, -1), aux
+
+
+def moe_forward(params, model, p, m):
+    """The manifest's moe_note on m [batch, seq, width]: the gated sum of each token's kept
+    experts, and the block's load-balancing loss (mean over sequences). The routing (which
+    choices are kept) is a discrete decision made from the probabilities, as in the engine."""
+    batch, seq, width = m.shape
+    experts, top_k, capacity = model["experts"], model["top_k"], model["capacity"]
+    probs = torch.softmax(m @ params[p + "router"], dim=-1)  # [batch, seq, experts]
+    # Top-k by probability, ties to the lower index (a stable descending sort).
+    order = torch.sort(probs.detach(), dim=-1, descending=True, stable=True).indices[..., :top_k]
+    kept = torch.zeros(batch, seq, top_k, dtype=torch.bool)
+    for b in range(batch):
+        filled = [0] * experts
+        for j in range(top_k):
+            for t in range(seq):
+                e = int(order[b, t, j])
+                if filled[e] < capacity:
+                    filled[e] += 1
+                    kept[b, t, j] = True
+    out = torch.zeros_like(m)
+    for e in range(experts):
+        q = p + "expert%d." % e
+        y = F.gelu(m @ params[q + "w1"] + params[q + "b1"], approximate="tanh")
+        y = y @ params[q + "w2"] + params[q + "b2"]
+        for j in range(top_k):
+            mask = (kept[..., j] & (order[..., j] == e)).unsqueeze(-1)
+            out = out + torch.where(mask, probs[..., e:e + 1] * y, torch.zeros_like(y))
+    # f_e: the share of the sequence's choices that picked e (a count: no gradient).
+    f = torch.zeros(batch, experts)
+    for j in range(top_k):
+        f += F.one_hot(order[..., j], experts).sum(dim=1).double()
+    f = f / (seq * top_k)
+    P = probs.mean(dim=1)  # [batch, experts]
+    aux = model["aux_loss_weight"] * experts * (f * P).sum(dim=-1).mean()
+    return out, aux
 
 
 def replay(dump_dir):
@@ -133,8 +176,9 @@ def replay(dump_dir):
     for batch in manifest["batches"]:
         x = read_npy(os.path.join(dump_dir, batch["x"])).double()
         y = read_npy(os.path.join(dump_dir, batch["y"])).long()
+        aux = 0.0
         if model.get("kind", "mlp") == "transformer":
-            logits = transformer_forward(params, model, x)
+            logits, aux = transformer_forward(params, model, x)
             y = y.reshape(-1)
         else:
             h = x @ params["input.w"] + params["input.b"]
@@ -146,7 +190,7 @@ def replay(dump_dir):
         loss = F.cross_entropy(logits, y)  # mean over the global batch (every token)
         losses.append(loss.item())
         optimizer.zero_grad()
-        loss.backward()
+        (loss + aux).backward()  # the reported loss is the cross-entropy alone
         optimizer.step()
     return manifest, losses
 

@@ -96,6 +96,26 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "(gelu_tanh(m @ w1 + b1) @ w2 + b2). LayerNorm: eps 1e-5, biased variance. No "
             "position embedding, no final LayerNorm. logits = h @ head.w + head.b per token; "
             "loss: mean cross-entropy over all batch x seq_len tokens.";
+        if (shape.moe()) {
+            manifest["model"]["experts"] = shape.experts;
+            manifest["model"]["top_k"] = shape.top_k;
+            manifest["model"]["capacity_factor"] = shape.capacity_factor;
+            manifest["model"]["capacity"] = shape.expert_capacity();
+            manifest["model"]["aux_loss_weight"] = shape.aux_loss_weight;
+            manifest["model"]["moe_note"] =
+                "Mixture of experts in place of every block's MLP: m = LN(h; ln2.g, ln2.b), p = "
+                "softmax(m @ router) per token over the experts; each token's top_k experts by "
+                "p (ties to the lower index). Per sequence, slots are given in order: every "
+                "token's first choice in token order, then every token's second choice, ...; an "
+                "expert that already has `capacity` tokens of this sequence drops the choice. "
+                "h = h + sum over kept choices e of p_e * (gelu_tanh(m @ expertE.w1 + "
+                "expertE.b1) @ expertE.w2 + expertE.b2) (gates not renormalised; a token with "
+                "no kept choice gets only the residual). Objective = mean cross-entropy + the "
+                "mean over the batch's sequences of sum over MoE blocks of aux_loss_weight x "
+                "experts x sum_e f_e P_e, with f_e the share of the sequence's seq_len x top_k "
+                "choices (before capacity) that picked e (no gradient) and P_e the mean of p_e "
+                "over its tokens. The reported loss is the cross-entropy alone.";
+        }
     }
     manifest["batch"] = config.batch;
     manifest["steps"] = config.steps;
