@@ -71,6 +71,40 @@ class TestWhatIfPanel : public QObject {
         }
     }
 
+    // A mixture of experts' knobs: the experts count, then top-k and the capacity factor only
+    // once there are experts; expert parallelism without experts is named as the problem.
+    void expert_knobs_follow_the_experts() {
+        WhatIfPanel panel;
+        pd::RunConfig c;
+        c.strategy = pd::StrategyKind::ep;
+        c.devices = 2;
+        c.model = pd::ModelKind::transformer;
+        c.heads = 2;
+        c.width = 32;
+        c.seq_len = 8;
+        c.batch = 8;
+        c.experts = 4;
+        c.top_k = 2;
+        c.capacity_factor = 1.5;
+        panel.setConfig(c);
+        QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+        const pd::RunConfig shown = panel.config();
+        QCOMPARE(shown.experts, 4);
+        QCOMPARE(shown.top_k, 2);
+        QCOMPARE(shown.capacity_factor, 1.5);
+        auto* experts = panel.findChild<QSpinBox*>(QStringLiteral("experts"));
+        auto* top_k = panel.findChild<QSpinBox*>(QStringLiteral("topK"));
+        auto* factor = panel.findChild<QDoubleSpinBox*>(QStringLiteral("expertCapacityFactor"));
+        QVERIFY(experts && top_k && factor);
+        QVERIFY(top_k->isEnabled() && factor->isEnabled());
+        experts->setValue(0);
+        QVERIFY(!top_k->isEnabled() && !factor->isEnabled());
+        QVERIFY2(panel.problem().contains(QStringLiteral("experts")), qPrintable(panel.problem()));
+        experts->setValue(3);  // 3 experts over 2 devices
+        QVERIFY2(panel.problem().contains(QStringLiteral("spread evenly")),
+                 qPrintable(panel.problem()));
+    }
+
     // The link knob reads and writes Gb/s, as links are quoted; the config keeps bytes per
     // ns. A scenario's link comes back unchanged, and a typed value means gigabits.
     void link_speed_round_trips_in_gbit() {
@@ -78,7 +112,7 @@ class TestWhatIfPanel : public QObject {
         pd::RunConfig c = pipeline_scenario();
         c.link.set_gbit_per_s(100);  // a card's "link_gbps": 100, or "12.5GB/s"
         panel.setConfig(c);
-        auto* link = panel.findChild<QDoubleSpinBox*>();
+        auto* link = panel.findChild<QDoubleSpinBox*>(QStringLiteral("linkBandwidth"));
         QVERIFY(link);
         QCOMPARE(link->suffix(), QStringLiteral(" Gb/s"));
         QCOMPARE(link->value(), 100.0);

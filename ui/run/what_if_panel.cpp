@@ -71,6 +71,7 @@ constexpr std::pair<const char*, const char*> kStrategyNames[] = {
     {"zero3", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-3 / FSDP: + parameters sharded")},
     {"hybrid", QT_TRANSLATE_NOOP("WhatIfPanel", "Hybrid mesh (dp × pp × tp)")},
     {"cp", QT_TRANSLATE_NOOP("WhatIfPanel", "Context parallel (ring attention)")},
+    {"ep", QT_TRANSLATE_NOOP("WhatIfPanel", "Expert parallel (MoE, all-to-all)")},
 };
 
 bool is_size_text(const QString& text) {
@@ -132,6 +133,23 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     sequence_parallel_->setToolTip(
         tr("With tensor parallelism: each device keeps 1/tp of the tokens between the split "
            "parts; all-reduces become reduce-scatter + all-gather"));
+    experts_ = spin(this, 0, 64);
+    experts_->setObjectName(QStringLiteral("experts"));
+    experts_->setToolTip(
+        tr("A mixture of experts in place of each block's MLP: a router sends each token to "
+           "its top-k experts (0: the dense MLP)"));
+    top_k_ = spin(this, 1, 64);
+    top_k_->setObjectName(QStringLiteral("topK"));
+    top_k_->setToolTip(tr("Experts each token is routed to (Switch: 1, GShard: 2)"));
+    capacity_factor_ = new QDoubleSpinBox(this);
+    capacity_factor_->setObjectName(QStringLiteral("expertCapacityFactor"));
+    capacity_factor_->setRange(0.05, 64.0);
+    capacity_factor_->setSingleStep(0.25);
+    capacity_factor_->setDecimals(2);
+    capacity_factor_->setKeyboardTracking(false);
+    capacity_factor_->setToolTip(
+        tr("Each expert takes at most factor x top-k x sequence length / experts tokens of a "
+           "sequence; the rest of its tokens are dropped (they keep only the residual)"));
     capacity_ = new QLineEdit(this);
     capacity_->setPlaceholderText(QStringLiteral("64MiB"));
     clock_ = new QComboBox(this);
@@ -157,6 +175,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     }
     // Gigabits per second, as links and NICs are quoted (the scenario key link_gbps too).
     link_gbps_ = new QDoubleSpinBox(this);
+    link_gbps_->setObjectName(QStringLiteral("linkBandwidth"));
     link_gbps_->setRange(0.001, 100000);
     link_gbps_->setDecimals(3);
     link_gbps_->setSuffix(QStringLiteral(" Gb/s"));
@@ -214,6 +233,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Se&quence length"), seq_len_);
     form->addRow(QString(), sequence_parallel_);
     form->addRow(QString(), cp_load_balance_);
+    form->addRow(tr("E&xperts"), experts_);
+    form->addRow(tr("Top-k experts"), top_k_);
+    form->addRow(tr("Expert capacity factor"), capacity_factor_);
     form->addRow(tr("&Capacity per device"), capacity_);
     form->addRow(tr("C&lock"), clock_);
     form->addRow(tr("Bac&kend"), backend_);
@@ -250,6 +272,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                      {QStringLiteral("seq_len"), seq_len_},
                      {QStringLiteral("sequence_parallel"), sequence_parallel_},
                      {QStringLiteral("cp_load_balance"), cp_load_balance_},
+                     {QStringLiteral("experts"), experts_},
+                     {QStringLiteral("top_k"), top_k_},
+                     {QStringLiteral("capacity_factor"), capacity_factor_},
                      {QStringLiteral("capacity"), capacity_},
                      {QStringLiteral("clock"), clock_},
                      {QStringLiteral("backend"), backend_},
@@ -294,7 +319,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(clock_, &QComboBox::currentIndexChanged, this, changed);
     connect(backend_, &QComboBox::currentIndexChanged, this, changed);
     for (QSpinBox* s : {devices_, microbatches_, chunks_, dp_, pp_, tp_, layers_, width_, batch_,
-                        heads_, seq_len_, accumulate_, staleness_})
+                        heads_, seq_len_, experts_, top_k_, accumulate_, staleness_})
         connect(s, &QSpinBox::valueChanged, this, changed);
     connect(recompute_, &QComboBox::currentIndexChanged, this, changed);
     connect(precision_, &QComboBox::currentIndexChanged, this, changed);
@@ -304,6 +329,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(sequence_parallel_, &QCheckBox::toggled, this, changed);
     connect(cp_load_balance_, &QCheckBox::toggled, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
+    connect(capacity_factor_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(overlap_, &QCheckBox::toggled, this, changed);
     connect(optimizer_, &QComboBox::currentIndexChanged, this, changed);
     connect(steps_, &QSpinBox::valueChanged, this, changed);
@@ -345,6 +371,9 @@ void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
     seq_len_->setValue(config.seq_len);
     sequence_parallel_->setChecked(config.sequence_parallel);
     cp_load_balance_->setChecked(config.cp_load_balance);
+    experts_->setValue(config.experts);
+    top_k_->setValue(config.top_k);
+    capacity_factor_->setValue(config.capacity_factor);
     capacity_->setText(bytes_text(config.capacity_bytes));
     clock_->setCurrentIndex(
         clock_->findData(QString::fromLatin1(pd::name_of(config.clock).data())));
@@ -411,6 +440,11 @@ pd::RunConfig WhatIfPanel::config() const {
     c.seq_len = seq_len_->value();
     c.sequence_parallel = sequence_parallel_->isEnabled() && sequence_parallel_->isChecked();
     c.cp_load_balance = cp_load_balance_->isEnabled() && cp_load_balance_->isChecked();
+    c.experts = experts_->isEnabled() ? experts_->value() : 0;
+    if (c.experts > 0) {
+        c.top_k = top_k_->value();
+        c.capacity_factor = capacity_factor_->value();
+    }
     if (auto b = pd::parse_byte_size(capacity_->text().toStdString()))
         c.capacity_bytes = *b;
     else
@@ -479,6 +513,9 @@ std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
                                 "seq_len",
                                 "sequence_parallel",
                                 "cp_load_balance",
+                                "experts",
+                                "top_k",
+                                "capacity_factor",
                                 "capacity",
                                 "clock",
                                 "link_gbps",
@@ -560,7 +597,7 @@ void WhatIfPanel::updateEnabled() {
     microbatches_->setEnabled(pipelined);
     chunks_->setEnabled(pipelined &&
                         schedule_->currentData().toString() == QStringLiteral("interleaved"));
-    dp_->setEnabled(hybrid || s == pd::StrategyKind::cp);
+    dp_->setEnabled(hybrid || s == pd::StrategyKind::cp || s == pd::StrategyKind::ep);
     pp_->setEnabled(hybrid);
     tp_->setEnabled(hybrid);
     overlap_->setEnabled(s == pd::StrategyKind::dp);
@@ -578,6 +615,9 @@ void WhatIfPanel::updateEnabled() {
     const bool tensor_parallel = s == pd::StrategyKind::tp || (hybrid && tp_->value() > 1);
     sequence_parallel_->setEnabled(transformer && tensor_parallel);
     cp_load_balance_->setEnabled(s == pd::StrategyKind::cp);
+    experts_->setEnabled(transformer);
+    top_k_->setEnabled(transformer && experts_->value() > 0);
+    capacity_factor_->setEnabled(transformer && experts_->value() > 0);
     staleness_->setEnabled(s == pd::StrategyKind::ps && async_->isChecked());
 }
 

@@ -71,6 +71,9 @@ class WhatIfPanel : public QWidget {
     QSpinBox* seq_len_;
     QCheckBox* sequence_parallel_;
     QCheckBox* cp_load_balance_;
+    QSpinBox* experts_;
+    QSpinBox* top_k_;
+    QDoubleSpinBox* capacity_factor_;
     QLineEdit* capacity_;
     QComboBox* clock_;
     QComboBox* backend_;

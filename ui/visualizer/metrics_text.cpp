@@ -243,6 +243,38 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                             "4·a·s/(h·t)) + 16·s·b a block (all over t with sequence "
                             "parallelism), plus the inputs, the head's input and its gradient")});
     }
+    if (const pd::ExpertRouting& r = result.trace.routing; r.experts > 0) {
+        QStringList kept;
+        for (long long t : r.tokens_per_expert) kept << QString::number(t);
+        out.push_back({QStringLiteral("Tokens per expert"), kept.join(QStringLiteral(" · ")),
+                       QStringLiteral("Token choices each expert kept, expert 0 first, over every "
+                                      "step's forward and every MoE block")});
+        const double share =
+            r.assignments ? static_cast<double>(r.dropped) / static_cast<double>(r.assignments)
+                          : 0.0;
+        out.push_back({QStringLiteral("Dropped"),
+                       QStringLiteral("%1 of %2 choices (%3%) · room for %4 of a sequence's "
+                                      "tokens per expert")
+                           .arg(r.dropped)
+                           .arg(r.assignments)
+                           .arg(100.0 * share, 0, 'f', 1)
+                           .arg(r.capacity),
+                       QStringLiteral("A choice is dropped when its expert already holds "
+                                      "capacity factor × top-k × sequence length / experts "
+                                      "tokens of that sequence (top-%1, factor %2); the token "
+                                      "then keeps only the residual")
+                           .arg(r.top_k)
+                           .arg(r.capacity_factor, 0, 'f', 2)});
+        if (!r.aux_loss.empty())
+            out.push_back(
+                {QStringLiteral("Load-balancing loss"),
+                 QStringLiteral("%1 → %2")
+                     .arg(r.aux_loss.front(), 0, 'f', 4)
+                     .arg(r.aux_loss.back(), 0, 'f', 4),
+                 QStringLiteral("First and last step: weight × experts × Σ f·P per MoE block, "
+                                "averaged over the sequences (Switch Transformer); it is the "
+                                "weight per block when routing is even")});
+    }
     return out;
 }
 
