@@ -2,6 +2,7 @@
 //   allreduce  nccl-tests-style rows for the ring all-reduce (CPU threads or CUDA virtual
 //              devices), the copy bandwidth measured in the same run, and busbw against the
 //              in-memory ring bound
+//   alltoall   the same for the all-to-all of expert parallelism (n - 1 pairwise exchanges)
 //   gemm       the engine's matrix products at the model's sizes vs one large reference
 //   overhead   step time with tracing on and off, side by side, and their ratio
 //   pipeline   measured and theoretical bubble fractions of each pipeline schedule, and each
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench_attention.h"
@@ -48,8 +50,9 @@ std::unique_ptr<pd::DeviceGroup> make_group(pd::RunConfig c, pd::RunContext& ctx
     return std::make_unique<pd::DeviceGroup>(c, ctx);
 }
 
-int bench_allreduce(pd::BackendKind backend, int devices, std::size_t min_bytes,
-                    std::size_t max_bytes, int iters_hint) {
+// `op`: "all_reduce" (in place) or "all_to_all" (from one buffer into another).
+int bench_collective(const std::string& op, pd::BackendKind backend, int devices,
+                     std::size_t min_bytes, std::size_t max_bytes, int iters_hint) {
     using namespace pd;
     RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
     RunConfig config;
@@ -59,13 +62,18 @@ int bench_allreduce(pd::BackendKind backend, int devices, std::size_t min_bytes,
     if (!group) return 2;
     Transport transport(ctx);
     Communicator comm(transport, group->members(), 1);
-    std::vector<Buffer> buffers(static_cast<std::size_t>(devices));
+    const bool all_to_all = op == "all_to_all";
+    std::vector<Buffer> buffers(static_cast<std::size_t>(devices)),
+        received(static_cast<std::size_t>(devices));
     const std::size_t max_count = std::max<std::size_t>(1, max_bytes / sizeof(float));
     for (int d = 0; d < devices; ++d) {  // zero-filled: the sums stay finite
         Device& dev = group->device(d);
-        dev.comm().enqueue([&buffers, &dev, d, max_count] {
+        dev.comm().enqueue([&buffers, &received, &dev, d, max_count, all_to_all] {
             buffers[static_cast<std::size_t>(d)] =
                 Buffer(dev.memory(), MemoryCategory::workspace, max_count);
+            if (all_to_all)
+                received[static_cast<std::size_t>(d)] =
+                    Buffer(dev.memory(), MemoryCategory::workspace, max_count);
         });
     }
     group->synchronize();
@@ -74,8 +82,13 @@ int bench_allreduce(pd::BackendKind backend, int devices, std::size_t min_bytes,
         for (int it = 0; it < iters; ++it)
             for (int d = 0; d < devices; ++d) {
                 float* data = buffers[static_cast<std::size_t>(d)].data();
-                group->device(d).comm().enqueue(
-                    [&comm, d, data, count] { comm.all_reduce(d, data, count, 0); });
+                float* into = received[static_cast<std::size_t>(d)].data();
+                group->device(d).comm().enqueue([&comm, d, data, into, count, all_to_all] {
+                    if (all_to_all)
+                        comm.all_to_all(d, data, into, count, 0);
+                    else
+                        comm.all_reduce(d, data, count, 0);
+                });
             }
         group->synchronize();
         return seconds_since(t0) / iters;
@@ -85,15 +98,21 @@ int bench_allreduce(pd::BackendKind backend, int devices, std::size_t min_bytes,
     const double copy_bw =
         measure_copy_bandwidth(group->device(0), std::max<std::size_t>(max_bytes, 64u << 20));
     const bool gpu = backend == BackendKind::cuda;
-    std::printf("# paralleldeck-bench allreduce: %d devices (%s), ring, float32 sum\n", devices,
+    std::printf("# paralleldeck-bench %s: %d devices (%s), %s\n",
+                all_to_all ? "alltoall" : "allreduce", devices,
                 gpu ? "virtual devices on the GPU(s), device-to-device copies + reduce kernels"
-                    : "threads in one process");
+                    : "threads in one process",
+                all_to_all ? "pairwise exchanges, float32" : "ring, float32 sum");
     std::printf("# %12s %12s %6s %12s %10s %10s\n", "size(B)", "count", "type", "time(us)", "algbw",
                 "busbw");
     double last_busbw = 0;
     std::size_t last_bytes = 0;
     for (std::size_t bytes = std::max<std::size_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
-        const std::size_t count = bytes / sizeof(float);
+        // An all-to-all sends every member an equal chunk.
+        const std::size_t count = all_to_all
+                                      ? std::max<std::size_t>(1, bytes / sizeof(float) / devices) *
+                                            static_cast<std::size_t>(devices)
+                                      : bytes / sizeof(float);
         const int iters = iters_hint > 0
                               ? iters_hint
                               : static_cast<int>(std::clamp<std::size_t>(
@@ -101,32 +120,38 @@ int bench_allreduce(pd::BackendKind backend, int devices, std::size_t min_bytes,
         run_once(count, 2);  // warm-up: channels, recycled payloads, page faults
         const double t = run_once(count, iters);
         const double algbw = static_cast<double>(count * sizeof(float)) / t / 1e9;
-        const double busbw = algbw * pd::bus_bandwidth_factor("all_reduce", devices);
+        const double busbw = algbw * pd::bus_bandwidth_factor(op, devices);
         std::printf("  %12zu %12zu %6s %12.1f %10.3f %10.3f\n", count * sizeof(float), count,
                     "float", t * 1e6, algbw, busbw);
         last_busbw = busbw;
         last_bytes = count * sizeof(float);
         if (ctx.aborted()) {
-            std::fprintf(stderr, "allreduce failed: %s\n", ctx.first_error_message().c_str());
+            std::fprintf(stderr, "%s failed: %s\n", op.c_str(), ctx.first_error_message().c_str());
             return 1;
         }
     }
     for (auto& b : buffers) b.reset();
+    for (auto& b : received) b.reset();
     transport.clear();
-    // Each ring step moves a chunk through memory about 5 times (copy out: read + write; reduce:
-    // two reads + one write) and n members share the same memory's bandwidth; a copy's rate
-    // counts one read and one write per byte, hence 2 * B_mem / (5 n).
-    const double bound = 2.0 * copy_bw / 1e9 / (5.0 * devices);
+    // All-reduce: each ring step moves a chunk through memory about 5 times (copy out: read +
+    // write; reduce: two reads + one write) and n members share the same memory's bandwidth;
+    // a copy's rate counts one read and one write per byte, hence 2 * B_mem / (5 n).
+    // All-to-all: each chunk sent is copied out and copied in (4 touches): B_mem / (2 n).
+    const double bound =
+        (all_to_all ? 1.0 / (2.0 * devices) : 2.0 / (5.0 * devices)) * copy_bw / 1e9;
     const double ratio = bound > 0 ? last_busbw / bound : 0.0;
     std::printf("# copy bandwidth (%s, same run): %.3f GB/s\n", gpu ? "device-to-device" : "memcpy",
                 copy_bw / 1e9);
-    std::printf("# in-memory ring bound 2*B_mem/(5n): %.3f GB/s\n", bound);
+    std::printf("# in-memory bound %s: %.3f GB/s\n", all_to_all ? "B_mem/(2n)" : "2*B_mem/(5n)",
+                bound);
+    std::printf("# (the copy rate is one thread's: members copying on several cores at once can "
+                "pass this bound)\n");
     std::printf("busbw_ratio_to_bound: %.3f\n", ratio);
     std::printf(
-        "RESULT allreduce backend=%s devices=%d bytes=%zu busbw_gbps=%.3f copy_gbps=%.3f "
+        "RESULT %s backend=%s devices=%d bytes=%zu busbw_gbps=%.3f copy_gbps=%.3f "
         "bound_gbps=%.3f ratio=%.3f\n",
-        std::string(name_of(backend)).c_str(), devices, last_bytes, last_busbw, copy_bw / 1e9,
-        bound, ratio);
+        all_to_all ? "alltoall" : "allreduce", std::string(name_of(backend)).c_str(), devices,
+        last_bytes, last_busbw, copy_bw / 1e9, bound, ratio);
     return 0;
 }
 
@@ -284,15 +309,19 @@ int main(int argc, char** argv) {
     CLI::App app{"paralleldeck-bench: engine benchmarks (figures and ratios, no assertions)"};
     app.require_subcommand(1);
     auto* allreduce = app.add_subcommand("allreduce", "Ring all-reduce bandwidth");
+    auto* alltoall =
+        app.add_subcommand("alltoall", "All-to-all bandwidth (expert parallelism's exchange)");
     int devices = 4, iters = 0;
     std::string min_bytes = "1KiB", max_bytes = "64MiB";
-    allreduce->add_option("--devices", devices, "Ring members")->check(CLI::Range(1, 64));
-    allreduce->add_option("--min-bytes", min_bytes, "Smallest size");
-    allreduce->add_option("--max-bytes", max_bytes, "Largest size");
-    allreduce->add_option("--iters", iters, "Timed iterations per size (0 = adaptive)");
     std::string backend_name = "cpu";
-    allreduce->add_option("--backend", backend_name, "cpu | cuda")
-        ->check(CLI::IsMember({"cpu", "cuda"}));
+    for (CLI::App* sub : {allreduce, alltoall}) {
+        sub->add_option("--devices", devices, "Group members")->check(CLI::Range(1, 64));
+        sub->add_option("--min-bytes", min_bytes, "Smallest size");
+        sub->add_option("--max-bytes", max_bytes, "Largest size");
+        sub->add_option("--iters", iters, "Timed iterations per size (0 = adaptive)");
+        sub->add_option("--backend", backend_name, "cpu | cuda")
+            ->check(CLI::IsMember({"cpu", "cuda"}));
+    }
     auto* gemm = app.add_subcommand("gemm", "Matrix products at the model's sizes vs a reference");
     int gemm_width = 1024, gemm_rows = 256;
     std::string gemm_backend = "cuda";
@@ -355,13 +384,14 @@ int main(int argc, char** argv) {
     if (*pipeline) return bench_pipeline(pipeline_steps);
     if (*gemm) return bench_gemm(*pd::backend_from_name(gemm_backend), gemm_width, gemm_rows);
 
-    if (*allreduce) {
+    if (*allreduce || *alltoall) {
         const auto lo = pd::parse_byte_size(min_bytes), hi = pd::parse_byte_size(max_bytes);
         if (!lo || !hi || *lo > *hi) {
             std::fprintf(stderr, "--min-bytes/--max-bytes: need two sizes with min <= max\n");
             return 2;
         }
-        return bench_allreduce(*pd::backend_from_name(backend_name), devices, *lo, *hi, iters);
+        return bench_collective(*alltoall ? "all_to_all" : "all_reduce",
+                                *pd::backend_from_name(backend_name), devices, *lo, *hi, iters);
     }
     return bench_overhead(rounds);
 }
