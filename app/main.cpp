@@ -107,7 +107,7 @@ int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardI
 }
 
 // `--check-deck FILE...`: the loader's own checks, engine scenario validation included.
-// Exit codes: 0 every deck valid, 1 a problem, 2 no file named.
+// Exit codes: 0 every deck valid, 2 a problem in one (or no file named): bad input.
 int checkDecks(const QStringList& files, bool lenient) {
     if (files.isEmpty()) {
         std::fprintf(stderr, "paralleldeck: --check-deck needs one or more deck files\n");
@@ -125,7 +125,7 @@ int checkDecks(const QStringList& files, bool lenient) {
                         files.size() == 1 ? "" : qPrintable(QStringLiteral(" (%1)").arg(path)));
         ok = ok && r.deck.has_value();
     }
-    return ok ? 0 : 1;
+    return ok ? 0 : 2;
 }
 
 }  // namespace

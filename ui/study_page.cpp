@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QButtonGroup>
 #include <QCheckBox>
+#include <QDesktopServices>
 #include <QEvent>
 #include <QFrame>
 #include <QHBoxLayout>
@@ -283,6 +284,18 @@ void StudyPage::buildQuestionView() {
     optionsLayout_->setSpacing(10);
     col->addLayout(optionsLayout_);
 
+    // After the answer: where the card's facts come from, each a link the system opens.
+    sourcesLabel_ = new QLabel(canvas);
+    sourcesLabel_->setObjectName(QStringLiteral("sources"));
+    sourcesLabel_->setWordWrap(true);
+    sourcesLabel_->setTextFormat(Qt::RichText);
+    sourcesLabel_->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    sourcesLabel_->setVisible(false);
+    connect(sourcesLabel_, &QLabel::linkActivated, this,
+            [](const QString& link) { QDesktopServices::openUrl(QUrl(link)); });
+    col->addSpacing(6);
+    col->addWidget(sourcesLabel_);
+
     col->addStretch(1);
 
     scroll_->setWidget(canvas);
@@ -443,6 +456,19 @@ QList<int> StudyPage::selectedOptions() const {
     return chosen;
 }
 
+void StudyPage::showSources(const study::Card& card) {
+    if (card.sources.isEmpty()) return;
+    QStringList items;
+    for (const study::Source& s : card.sources)
+        items << QStringLiteral("<a href=\"%1\">%2</a> \u2014 %3")
+                     .arg(s.url.toHtmlEscaped(), s.title.toHtmlEscaped(),
+                          s.locator.toHtmlEscaped());
+    sourcesLabel_->setText(
+        QStringLiteral("<b>%1</b><br>%2").arg(tr("Sources"), items.join(QStringLiteral("<br>"))));
+    sourcesLabel_->setToolTip(tr("Opens in your web browser"));
+    sourcesLabel_->setVisible(true);
+}
+
 void StudyPage::showCurrent() {
     revealed_ = false;
     confidence_.reset();
@@ -481,6 +507,8 @@ void StudyPage::showCurrent() {
     checkButton_->setEnabled(false);
     showMeNote_->clear();
     showMeNote_->setVisible(false);
+    sourcesLabel_->clear();
+    sourcesLabel_->setVisible(false);
     verdictBanner_->setVisible(false);
     gradeRow_->setVisible(false);
     nextButton_->setVisible(false);
@@ -585,6 +613,7 @@ void StudyPage::checkAnswer() {
             .arg(css(correct ? c.rightBackground : c.wrongBackground),
                  css(correct ? c.right : c.wrong)));
     verdictBanner_->setVisible(true);
+    showSources(card);
     confidenceRow_->setVisible(false);
     checkButton_->setVisible(false);
     hintLabel_->setVisible(false);

@@ -72,6 +72,7 @@ class StudyPage : public QWidget {
     void buildResultsView();
     void buildActionBar(QVBoxLayout* pageLayout);
     void showCurrent();
+    void showSources(const study::Card& card);
     void toggleOption(int position);
     void setConfidence(int level);
     void checkAnswer();
@@ -119,6 +120,7 @@ class StudyPage : public QWidget {
     QPushButton* nextButton_ = nullptr;
     QPushButton* showMeButton_ = nullptr;
     QLabel* showMeNote_ = nullptr;
+    QLabel* sourcesLabel_ = nullptr;
     study::Rating suggested_ = study::Rating::Good;  // what Enter accepts after the reveal
     QString deckId_;
     void requestShowMe();

@@ -3,7 +3,9 @@
 #include <QFile>
 #include <QRegularExpression>
 #include <QSet>
+#include <QUrl>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -32,8 +34,12 @@ const QStringList kConcepts = {
 
 const std::set<std::string> kTopKeys = {"format", "version", "id", "title", "description", "cards"};
 const std::vector<std::string> kTopRequired = {"cards", "format", "id", "title", "version"};
-const std::set<std::string> kCardKeys = {"id",         "prompt", "type",     "options",
-                                         "difficulty", "tags",   "scenario", "scenario_note"};
+const std::set<std::string> kCardKeys = {"id",       "prompt",        "type",
+                                         "options",  "difficulty",    "tags",
+                                         "scenario", "scenario_note", "sources"};
+const std::set<std::string> kSourceKeys = {"title", "url", "locator"};
+constexpr int kMaxSources = 3;
+constexpr int kMaxLocatorChars = 160;
 const std::vector<std::string> kCardRequired = {"difficulty", "id",   "options",
                                                 "prompt",     "tags", "type"};
 const std::vector<std::string> kOptionKeys = {"correct", "explanation", "text"};
@@ -45,11 +51,13 @@ constexpr int kShippedMaxLayers = 8;
 constexpr int kShippedMaxBatch = 256;
 constexpr int kShippedMinSteps = 2;
 constexpr int kShippedMaxSteps = 6;
-// Versions the loader reads: 2 requires `expect` on every scenario; 1 predates it.
-constexpr int kDeckVersion = 2;
+// Versions the loader reads: 3 requires `sources` on every card, 2 `expect` on every scenario;
+// 1 predates both.
+constexpr int kDeckVersion = 3;
+constexpr int kExpectVersion = 2;
 constexpr int kOldestDeckVersion = 1;
 constexpr int kMinExplanationChars = 40;
-constexpr double kMinScenarioShare = 0.75;
+constexpr double kMinScenarioShare = 0.5;
 constexpr int kMinCardsPerConcept = 5;
 
 QString q(const std::string& s) {
@@ -218,8 +226,66 @@ std::optional<Card> DeckValidator::checkCard(const QString& where, const json& c
         err(where + QStringLiteral(".scenario_note"),
             QStringLiteral("scenario_note without a scenario"));
     }
+    if (card.contains("sources"))
+        checkSources(where + QStringLiteral(".sources"), card["sources"], out);
+    else if (version >= kDeckVersion)
+        err(where, QStringLiteral("missing required key 'sources' (1 to %1 references: an "
+                                  "official docs page, a paper or a framework source file)")
+                       .arg(kMaxSources));
+    else
+        ++cardsWithoutSources;
     if (static_cast<int>(errors.size()) != before) return std::nullopt;
     return out;
+}
+
+// Each source: where a card's facts can be checked. A web address the study page can open
+// (https only) and a locator that says where on it.
+void DeckValidator::checkSources(const QString& where, const json& sources, Card& out) {
+    if (!sources.is_array() || sources.empty() || sources.size() > kMaxSources) {
+        err(where,
+            QStringLiteral("sources must be an array of 1 to %1 references").arg(kMaxSources));
+        return;
+    }
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        const json& s = sources[i];
+        const QString sw = QStringLiteral("%1[%2]").arg(where).arg(i);
+        if (!s.is_object()) {
+            err(sw, QStringLiteral("a source must be an object with title, url and locator"));
+            continue;
+        }
+        for (const auto& [key, value] : s.items())
+            if (!kSourceKeys.count(key)) err(sw, QStringLiteral("unknown key ") + quotedKey(key));
+        Source source;
+        for (const char* key : {"title", "url", "locator"}) {
+            if (!s.contains(key)) {
+                err(sw, QStringLiteral("missing required key ") + quotedKey(key));
+                continue;
+            }
+            if (!nonEmptyString(s[key])) {
+                err(sw + QLatin1Char('.') + QLatin1String(key),
+                    QStringLiteral("%1 must be a non-empty string").arg(QLatin1String(key)));
+                continue;
+            }
+            const QString value = q(s[key].get<std::string>()).trimmed();
+            if (!std::strcmp(key, "title")) source.title = value;
+            if (!std::strcmp(key, "url")) source.url = value;
+            if (!std::strcmp(key, "locator")) source.locator = value;
+        }
+        if (!source.url.isEmpty()) {
+            const QUrl url(source.url, QUrl::StrictMode);
+            if (!url.isValid() || url.scheme() != QStringLiteral("https") || url.host().isEmpty() ||
+                source.url.contains(QLatin1Char(' ')))
+                err(sw + QStringLiteral(".url"),
+                    QStringLiteral("url must be a web address starting with https:// (got '%1')")
+                        .arg(source.url));
+        }
+        if (source.locator.size() > kMaxLocatorChars)
+            err(sw + QStringLiteral(".locator"),
+                QStringLiteral("locator must be short (at most %1 characters): a section, table "
+                               "or function, not a quotation")
+                    .arg(kMaxLocatorChars));
+        out.sources.append(source);
+    }
 }
 
 void DeckValidator::checkOptions(const QString& where, const json& options,
@@ -384,7 +450,7 @@ void DeckValidator::checkScenario(const QString& where, const json& sc) {
         if (!sc.contains(key))
             err(where + QLatin1Char('.') + QLatin1String(key),
                 QStringLiteral("%1 is required").arg(QLatin1String(key)));
-    if (!sc.contains("expect") && version >= kDeckVersion)
+    if (!sc.contains("expect") && version >= kExpectVersion)
         err(where + QStringLiteral(".expect"),
             QStringLiteral("expect is required: the claims a run of this scenario must show "
                            "(resources/decks/README.md, \"Expectations\")"));
@@ -486,9 +552,10 @@ std::optional<Deck> DeckValidator::checkDeck(const json& deck) {
             version = v.get<int>();
         else
             err(dw + QStringLiteral(".version"),
-                QStringLiteral("version must be the integer %1 (or %2, read as %1 without "
-                               "expectations)")
+                QStringLiteral("version must be the integer %1 (or %2, read without sources, "
+                               "or %3, read without sources and expectations)")
                     .arg(kDeckVersion)
+                    .arg(kExpectVersion)
                     .arg(kOldestDeckVersion));
     }
 
@@ -555,20 +622,30 @@ std::optional<Deck> DeckValidator::checkDeck(const json& deck) {
                     .arg(kMinCardsPerConcept));
         }
     }
+    // An aim, not a rule: a card whose point no run can show has no scenario (no pretence).
     const double share = double(withScenario) / double(cards.size());
     if (share < kMinScenarioShare) {
-        deckRule(QStringLiteral("only %1 of %2 cards (%3%) have a scenario; at least %4% must")
+        warn(dw, QStringLiteral("only %1 of %2 cards (%3%) have a scenario; a deck should aim "
+                                "for %4% where the engine can show their point")
                      .arg(withScenario)
                      .arg(cards.size())
                      .arg(qRound(100 * share))
                      .arg(qRound(100 * kMinScenarioShare)));
     }
-    if (version < kDeckVersion && scenariosWithoutExpect > 0)
+    if (version < kExpectVersion && scenariosWithoutExpect > 0)
         warn(dw + QStringLiteral(".version"),
              QStringLiteral("version %1 deck: %2 scenario(s) carry no expectations, so nothing "
                             "checks what their runs show; add expect to each and set version %3")
                  .arg(version)
                  .arg(scenariosWithoutExpect)
+                 .arg(kExpectVersion));
+    if (version < kDeckVersion && cardsWithoutSources > 0)
+        warn(dw + QStringLiteral(".version"),
+             QStringLiteral("version %1 deck: %2 card(s) cite no sources, so a learner cannot "
+                            "check where their facts come from; add sources to each and set "
+                            "version %3")
+                 .arg(version)
+                 .arg(cardsWithoutSources)
                  .arg(kDeckVersion));
     if (!errors.isEmpty()) return std::nullopt;
     return out;
@@ -593,6 +670,14 @@ json cardToJson(const Card& card) {
     if (card.hasScenario()) {
         c["scenario"] = json::parse(card.scenarioJson.toStdString());
         c["scenario_note"] = card.scenarioNote.toStdString();
+    }
+    if (!card.sources.isEmpty()) {
+        json sources = json::array();
+        for (const Source& s : card.sources)
+            sources.push_back({{"title", s.title.toStdString()},
+                               {"url", s.url.toStdString()},
+                               {"locator", s.locator.toStdString()}});
+        c["sources"] = sources;
     }
     return c;
 }
@@ -678,12 +763,17 @@ DeckLoadResult loadDeckFile(const QString& path, DeckLoadOptions options) {
 QByteArray deckToJson(const Deck& deck) {
     json d = json::object();
     d["format"] = "paralleldeck-deck";
-    // Version 2 needs expectations on every scenario; a deck imported without them stays 1.
-    bool everyScenarioExpects = true;
-    for (const Card& c : deck.cards)
+    // Version 2 needs expectations on every scenario, 3 also sources on every card; a deck
+    // imported without them keeps the version it can be read as.
+    bool everyScenarioExpects = true, everyCardCites = true;
+    for (const Card& c : deck.cards) {
         if (c.hasScenario() && !json::parse(c.scenarioJson.toStdString()).contains("expect"))
             everyScenarioExpects = false;
-    d["version"] = everyScenarioExpects ? kDeckVersion : kOldestDeckVersion;
+        if (c.sources.isEmpty()) everyCardCites = false;
+    }
+    d["version"] = !everyScenarioExpects ? kOldestDeckVersion
+                   : everyCardCites      ? kDeckVersion
+                                         : kExpectVersion;
     d["id"] = deck.id.toStdString();
     d["title"] = deck.title.toStdString();
     if (!deck.description.isEmpty()) d["description"] = deck.description.toStdString();

@@ -20,6 +20,14 @@ struct Option {
     QString explanation;
 };
 
+// Where a card's facts can be checked: a docs page, a paper or a source file, and where on it.
+struct Source {
+    QString title;
+    QString url;
+    QString locator;  // "Section 2.1", "Table 3", "init_device_mesh"
+    bool operator==(const Source&) const = default;
+};
+
 struct Card {
     QString id;
     QString prompt;
@@ -31,6 +39,7 @@ struct Card {
     // expectations included); empty when the card has none.
     QString scenarioJson;
     QString scenarioNote;
+    QList<Source> sources;
 
     bool hasScenario() const { return !scenarioJson.isEmpty(); }
     int correctCount() const;

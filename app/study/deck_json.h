@@ -24,6 +24,7 @@ struct DeckValidator {
     // imports) are held to version 1: their scenarios may lack expect.
     int version = 1;
     int scenariosWithoutExpect = 0;
+    int cardsWithoutSources = 0;
     QList<DeckIssue> errors;
     QList<DeckIssue> warnings;
 
@@ -37,6 +38,7 @@ struct DeckValidator {
     void checkOptions(const QString& where, const nlohmann::json& options,
                       std::optional<CardType> type, std::optional<QString> prompt, Card& out);
     void checkTags(const QString& where, const nlohmann::json& tags, Card& out);
+    void checkSources(const QString& where, const nlohmann::json& sources, Card& out);
     void engineError(const QString& where, const pd::BadInput& e);
     void checkShippedLimits(const QString& where, const pd::RunConfig& config,
                             bool withWarnings = true);

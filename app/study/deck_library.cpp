@@ -18,7 +18,8 @@ bool sameOption(const Option& a, const Option& b) {
 bool sameCard(const Card& a, const Card& b) {
     return a.id == b.id && a.prompt == b.prompt && a.type == b.type &&
            a.difficulty == b.difficulty && a.tags == b.tags && a.scenarioJson == b.scenarioJson &&
-           a.scenarioNote == b.scenarioNote && a.options.size() == b.options.size() &&
+           a.scenarioNote == b.scenarioNote && a.sources == b.sources &&
+           a.options.size() == b.options.size() &&
            std::equal(a.options.begin(), a.options.end(), b.options.begin(), sameOption);
 }
 

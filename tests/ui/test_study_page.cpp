@@ -1,5 +1,7 @@
 // The study page driven by the keyboard, offscreen: answer, reveal, grade, undo; multiple
 // answers; practice and mock exam.
+#include <QDesktopServices>
+#include <QDesktopServices>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
@@ -36,6 +38,7 @@ class TestStudyPage : public QObject {
     void showMeOnScenarioCards();
     void showMeBeforeCheckingIsAnOptInHint();
     void keysScrollTheCardAndRevealScrollsToTheAnswer();
+    void sourcesAppearAfterTheAnswerAsLinks();
 
   private:
     // The display position (0-based) of the card's option `index`.
@@ -116,6 +119,45 @@ QString TestStudyPage::scenarioDeck() {
                   QStringLiteral("show.json"), {true});
     if (!parsed.deck || !library_->importDeck(*parsed.deck, nullptr)) return {};
     return QStringLiteral("show-deck");
+}
+
+// Opened links land here instead of in a browser (QDesktopServices' handler for https).
+class LinkCatcher : public QObject {
+    Q_OBJECT
+  public:
+    QList<QUrl> opened;
+  public slots:
+    void open(const QUrl& url) { opened.append(url); }
+};
+
+// A card's sources are hidden while the learner thinks, then listed as links after the
+// answer; activating one opens it through QDesktopServices.
+void TestStudyPage::sourcesAppearAfterTheAnswerAsLinks() {
+    QString card = pd::test::singleCard(QStringLiteral("cited"), QStringLiteral("gradient-sync"));
+    card.replace(QStringLiteral("\"tags\""),
+                 QStringLiteral("\"sources\": [{\"title\": \"ZeRO paper\", \"url\": "
+                                "\"https://arxiv.org/abs/1910.02054\", \"locator\": \"Section "
+                                "5\"}], \"tags\""));
+    const auto parsed = parseDeck(pd::test::deckJson({card}, QStringLiteral("cited-deck")),
+                                  QStringLiteral("cited.json"), {true});
+    QVERIFY2(parsed.deck, qPrintable(parsed.errorText()));
+    QVERIFY(library_->importDeck(*parsed.deck, nullptr));
+    QVERIFY(page_->start(QStringLiteral("cited-deck"), SessionOptions{}));
+    auto* sources = page_->findChild<QLabel*>(QStringLiteral("sources"));
+    QVERIFY(sources);
+    QVERIFY(!sources->isVisible());
+    press(Qt::Key_1 + positionOf(0));
+    press(Qt::Key_Return);
+    QVERIFY(page_->isRevealed());
+    QVERIFY(sources->isVisible());
+    QVERIFY(sources->text().contains(QStringLiteral("href=\"https://arxiv.org/abs/1910.02054\"")));
+    QVERIFY(sources->text().contains(QStringLiteral("ZeRO paper")));
+    QVERIFY(sources->text().contains(QStringLiteral("Section 5")));
+    LinkCatcher catcher;
+    QDesktopServices::setUrlHandler(QStringLiteral("https"), &catcher, "open");
+    emit sources->linkActivated(QStringLiteral("https://arxiv.org/abs/1910.02054"));
+    QDesktopServices::unsetUrlHandler(QStringLiteral("https"));
+    QCOMPARE(catcher.opened, QList<QUrl>{QUrl(QStringLiteral("https://arxiv.org/abs/1910.02054"))});
 }
 
 void TestStudyPage::answerRevealGradeUndo() {
