@@ -13,6 +13,7 @@
 #include "main_window.h"
 #include "pd/run.h"
 #include "scenario_config.h"
+#include "study/bundled_decks.h"
 #include "study/deck.h"
 #include "study/deck_library.h"
 #include "study/review_store.h"
@@ -181,10 +182,10 @@ int main(int argc, char** argv) {
             return 2;
         }
         pd::study::DeckLibrary library;
-        const QString problem =
-            library.addBundled(QStringLiteral(":/decks/distributed-training.json"));
-        if (!problem.isEmpty()) {
-            std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(problem));
+        const QStringList problems = pd::study::addBundledDecks(library, QStringLiteral(":/decks"));
+        if (!problems.isEmpty()) {
+            std::fprintf(stderr, "paralleldeck: %s\n",
+                         qPrintable(problems.join(QLatin1Char('\n'))));
             return 1;
         }
         return exportScreenshot(library, parser.value(QStringLiteral("card")),
@@ -206,12 +207,15 @@ int main(int argc, char** argv) {
     }
 
     pd::study::DeckLibrary library;
-    QStringList problems;
-    const QString bundled = library.addBundled(QStringLiteral(":/decks/distributed-training.json"));
-    if (!bundled.isEmpty()) problems.append(bundled);
+    QStringList problems = pd::study::addBundledDecks(library, QStringLiteral(":/decks"));
     const QString userDecks =
         QDir(QFileInfo(dbPath).absolutePath()).filePath(QStringLiteral("decks"));
     problems += library.loadUserDecks(userDecks);
+    // The review history of a bundled deck that was split moves to the decks now holding its
+    // cards, once.
+    if (const QString carried = pd::study::carryOverRetiredHistory(store, library);
+        !carried.isEmpty())
+        problems.append(carried);
 
     pd::ui::AppContext context;
     context.library = &library;

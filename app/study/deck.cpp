@@ -57,7 +57,7 @@ constexpr int kDeckVersion = 3;
 constexpr int kExpectVersion = 2;
 constexpr int kOldestDeckVersion = 1;
 constexpr int kMinExplanationChars = 40;
-constexpr double kMinScenarioShare = 0.5;
+constexpr double kMinScenarioShare = 0.4;
 constexpr int kMinCardsPerConcept = 5;
 
 QString q(const std::string& s) {

@@ -5,6 +5,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSet>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
@@ -481,6 +482,53 @@ bool ReviewStore::setSetting(const QString& key, const QString& value) {
         return false;
     }
     return true;
+}
+
+std::optional<int> ReviewStore::moveHistory(const QString& fromDeck,
+                                            const QList<DeckCards>& targets, QString* error) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) {
+        if (error) *error = db.lastError().text();
+        return std::nullopt;
+    }
+    QSet<QString> moved;
+    bool ok = true;
+    for (const DeckCards& target : targets) {
+        for (const QString& card : target.cardIds) {
+            QSqlQuery copy(db);
+            ok = ok && copy.prepare(QStringLiteral(
+                           "INSERT OR IGNORE INTO card_state (deck_id, card_id, schedule, due_ms, "
+                           "state) SELECT ?, card_id, schedule, due_ms, state FROM card_state "
+                           "WHERE deck_id = ? AND card_id = ?"));
+            copy.addBindValue(target.deckId);
+            copy.addBindValue(fromDeck);
+            copy.addBindValue(card);
+            ok = ok && exec(copy, error);
+            // The log goes once, to the first target: no review is counted twice.
+            QSqlQuery log(db);
+            ok = ok && log.prepare(QStringLiteral(
+                           "UPDATE review_log SET deck_id = ? WHERE deck_id = ? AND card_id = ?"));
+            log.addBindValue(target.deckId);
+            log.addBindValue(fromDeck);
+            log.addBindValue(card);
+            ok = ok && exec(log, error);
+            moved.insert(card);
+        }
+    }
+    for (const QString& card : moved) {
+        QSqlQuery drop(db);
+        ok = ok && drop.prepare(
+                       QStringLiteral("DELETE FROM card_state WHERE deck_id = ? AND card_id = ?"));
+        drop.addBindValue(fromDeck);
+        drop.addBindValue(card);
+        ok = ok && exec(drop, error);
+    }
+    if (!ok || !db.commit()) {
+        if (ok && error) *error = db.lastError().text();
+        db.rollback();
+        return std::nullopt;
+    }
+    return static_cast<int>(moved.size());
 }
 
 bool ReviewStore::resetDeck(const QString& deckId) {

@@ -82,7 +82,8 @@ class ReviewStore {
     // both in one transaction. Returns the new log id, or 0 on failure.
     qint64 recordReview(const ReviewEntry& entry, QString* error = nullptr);
     // Removes the most recent log entry and restores the schedule it replaced (one transaction).
-    // The log is otherwise never modified. Returns the undone entry.
+    // The log is otherwise never modified (moveHistory only relabels its deck). Returns the
+    // undone entry.
     std::optional<ReviewEntry> undoLastReview(QString* error = nullptr);
     std::optional<ReviewEntry> lastReview() const;
 
@@ -99,6 +100,18 @@ class ReviewStore {
 
     // Removes every schedule and log entry of a deck (e.g. when re-importing it).
     bool resetDeck(const QString& deckId);
+
+    // A deck split into others: each card's schedule under `fromDeck` is copied to every
+    // target deck that holds the card (a schedule it already has there is kept), its review
+    // log moves to the first such target, and the old rows go; a card no target holds keeps
+    // its rows under `fromDeck`. One transaction: all of it or nothing. Returns how many card ids
+    // the targets took over.
+    struct DeckCards {
+        QString deckId;
+        QStringList cardIds;
+    };
+    std::optional<int> moveHistory(const QString& fromDeck, const QList<DeckCards>& targets,
+                                   QString* error = nullptr);
 
   private:
     bool migrate(QString* error);

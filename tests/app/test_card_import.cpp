@@ -253,10 +253,10 @@ void TestCardImport::exportRoundTrip_data() {
 void TestCardImport::exportRoundTrip() {
     QFETCH(QChar, separator);
     const DeckLoadResult bundled =
-        loadDeckFile(QStringLiteral(PD_DECK_DIR "/distributed-training.json"));
+        loadDeckFile(QStringLiteral(PD_DECK_DIR "/ml-systems-parallelism.json"));
     QVERIFY(bundled.deck);
     const QByteArray text = exportDelimited(*bundled.deck, separator);
-    const ImportResult again = importDelimited(text, QStringLiteral("distributed-training.tsv"));
+    const ImportResult again = importDelimited(text, QStringLiteral("ml-systems-parallelism.tsv"));
     QVERIFY2(again.deck, qPrintable(again.errorText()));
     QCOMPARE(again.deck->cards.size(), bundled.deck->cards.size());
     for (int i = 0; i < bundled.deck->cards.size(); ++i) {

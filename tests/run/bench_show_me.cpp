@@ -16,7 +16,7 @@ class BenchShowMe : public QObject {
   private slots:
     void first_frame_per_bundled_scenario() {
         const auto loaded =
-            pd::study::loadDeckFile(QStringLiteral(PD_DECK_DIR "/distributed-training.json"));
+            pd::study::loadDeckFile(QStringLiteral(PD_DECK_DIR "/ml-systems-parallelism.json"));
         QVERIFY(loaded.deck.has_value());
         pd::ui::ShowMeWindow window;
         window.resize(1600, 900);

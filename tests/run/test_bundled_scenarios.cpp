@@ -1,13 +1,15 @@
-// Runs every scenario of the bundled deck on the CPU and checks each of its expectations, so a
+// Runs every scenario of the bundled decks on the CPU and checks each of its expectations, so a
 // card can only claim what its run shows. Prints one line per card and claim with the measured
 // value beside the claim. PD_CHECK_DECK=FILE checks another deck file instead (for authors
 // tuning a card).
+#include <QDir>
 #include <QTest>
 #include <cstdio>
 
 #include "pd/error.h"
 #include "pd/expectations.h"
 #include "pd/scenario.h"
+#include "study/bundled_decks.h"
 #include "study/deck.h"
 
 namespace {
@@ -25,14 +27,25 @@ constexpr bool kCheckTimedClaims = true;
 // so a timed claim gets up to five runs; a claim the engine contradicts fails all five.
 constexpr int kAttempts = 5;
 
+// Every card of the bundled decks once (a card shared by two decks is the same card).
 const pd::study::Deck& bundledDeck() {
     static const pd::study::Deck deck = [] {
         const QString other = qEnvironmentVariable("PD_CHECK_DECK");
-        const auto loaded = pd::study::loadDeckFile(
-            other.isEmpty() ? QStringLiteral(PD_DECK_DIR "/distributed-training.json") : other);
-        if (!loaded.deck)
-            qFatal("the bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
-        return *loaded.deck;
+        QStringList files;
+        if (!other.isEmpty())
+            files << other;
+        else
+            for (const QString& f : pd::study::bundledDeckFiles())
+                files << QDir(QStringLiteral(PD_DECK_DIR)).filePath(f);
+        pd::study::Deck all;
+        for (const QString& file : files) {
+            const auto loaded = pd::study::loadDeckFile(file);
+            if (!loaded.deck)
+                qFatal("a bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
+            for (const pd::study::Card& card : loaded.deck->cards)
+                if (!all.card(card.id)) all.cards.append(card);
+        }
+        return all;
     }();
     return deck;
 }

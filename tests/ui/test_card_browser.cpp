@@ -56,7 +56,7 @@ void TestCardBrowser::init() {
     QVERIFY(store_->open(dir_->filePath(QStringLiteral("b.sqlite")), nullptr));
     library_ = std::make_unique<DeckLibrary>();
     QVERIFY(
-        library_->addBundled(QStringLiteral(PD_DECK_DIR "/distributed-training.json")).isEmpty());
+        library_->addBundled(QStringLiteral(PD_DECK_DIR "/ml-systems-parallelism.json")).isEmpty());
     library_->loadUserDecks(dir_->filePath(QStringLiteral("decks")));
     QVERIFY(library_->importDeck(pd::test::smallDeck(), nullptr));
     context_ = std::make_unique<pd::ui::AppContext>();
@@ -80,7 +80,7 @@ void TestCardBrowser::modelIsConsistent() {
     QAbstractItemModelTester filterTester(&filter,
                                           QAbstractItemModelTester::FailureReportingMode::QtTest);
     QCOMPARE(model.rowCount(),
-             library_->deck(QStringLiteral("distributed-training"))->cards.size() + 4);
+             library_->deck(QStringLiteral("ml-systems-parallelism"))->cards.size() + 4);
     filter.setSearchText(QStringLiteral("all-reduce"));
     filter.setTag(QStringLiteral("concept::gradient-sync"));
     filter.sort(CardTableModel::DifficultyColumn);
@@ -229,7 +229,7 @@ void TestCardBrowser::showMeFromBrowse() {
     page.view()->setFocus();
     QTest::keyClick(page.view(), Qt::Key_M);
     QCOMPARE(spy.count(), 1);
-    QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("distributed-training"));
+    QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("ml-systems-parallelism"));
     QCOMPARE(spy.at(0).at(1).toString(), QStringLiteral("wmp-model-state-bytes"));
     QTest::mouseClick(page.showMeButton(), Qt::LeftButton);
     QCOMPARE(spy.count(), 2);
@@ -305,7 +305,7 @@ void TestCardBrowser::deckActionTexts() {
     QCOMPARE(q.acceptLabel, QStringLiteral("Update 'Test deck'"));
 
     // The bundled deck's own cards, unchanged: nothing to do, and no button that imports.
-    Deck copy = *library.deck(QStringLiteral("distributed-training"));
+    Deck copy = *library.deck(QStringLiteral("ml-systems-parallelism"));
     copy.id = QStringLiteral("copy");
     const ImportPlan same = library.planImport(copy);
     const pd::ui::ImportQuestion none =
@@ -392,13 +392,13 @@ void TestCardBrowser::deleteRemovesDeckAndHistory() {
     QCOMPARE(pd::ui::deleteDeckInteractively(*context_, QString(), nullptr),
              QStringLiteral("Deleted 'Test deck'."));
     QVERIFY(!library_->deck(QStringLiteral("test-deck")));
-    QVERIFY(library_->deck(QStringLiteral("distributed-training")));
+    QVERIFY(library_->deck(QStringLiteral("ml-systems-parallelism")));
     QCOMPARE(store_->deckReviewCount(QStringLiteral("test-deck")), 0);
     QVERIFY(!store_->schedule({QStringLiteral("test-deck"), QStringLiteral("card-one")}));
     // The browser no longer lists its cards.
     CardTableModel model(*context_);
     QCOMPARE(model.rowCount(),
-             library_->deck(QStringLiteral("distributed-training"))->cards.size());
+             library_->deck(QStringLiteral("ml-systems-parallelism"))->cards.size());
 }
 
 void TestCardBrowser::mainWindowRunsShowMeFromBrowse() {

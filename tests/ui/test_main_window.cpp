@@ -199,7 +199,7 @@ void TestMainWindow::savedGeometryIsKeptOnScreen() {
 
 void TestMainWindow::conceptFilterGivesThatConceptsCards() {
     QVERIFY(
-        library_->addBundled(QStringLiteral(PD_DECK_DIR "/distributed-training.json")).isEmpty());
+        library_->addBundled(QStringLiteral(PD_DECK_DIR "/ml-systems-parallelism.json")).isEmpty());
     MainWindow w(*context_);
     w.show();
     const QList<QComboBox*> boxes =
