@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config git file ca-certificates
           qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
           libopenblas-dev nlohmann-json3-dev libcli11-dev
-          fonts-dejavu-core fontconfig
+          fonts-dejavu-core fontconfig tzdata
           dpkg-dev appstream)
 
 install_missing() {

@@ -55,6 +55,24 @@ SettingsDialog::SettingsDialog(const study::StudySettings& settings, QWidget* pa
            "records the review as hinted and suggests Hard."));
     form->addRow(QString(), showMeBeforeCheck_);
 
+    ankiScheduling_ =
+        new QCheckBox(tr("Schedule as &Anki does (day boundary, interval order)"), this);
+    ankiScheduling_->setChecked(settings.ankiScheduling);
+    ankiScheduling_->setToolTip(
+        tr("A study day starts at the hour below, local time, and days since a review count "
+           "day rollovers; Good is always at least a day longer than Hard, Easy than Good. "
+           "Off: py-fsrs's rules (whole 24-hour periods, midnight days)."));
+    form->addRow(QString(), ankiScheduling_);
+    nextDayStartsAt_ = new QSpinBox(this);
+    nextDayStartsAt_->setRange(0, 23);
+    nextDayStartsAt_->setSuffix(tr(":00"));
+    nextDayStartsAt_->setValue(settings.nextDayStartsAt);
+    nextDayStartsAt_->setToolTip(tr("Reviews after midnight but before this hour still count "
+                                    "as the previous day's, as in Anki (default 4:00)"));
+    nextDayStartsAt_->setEnabled(settings.ankiScheduling);
+    connect(ankiScheduling_, &QCheckBox::toggled, nextDayStartsAt_, &QWidget::setEnabled);
+    form->addRow(tr("Next &day starts at:"), nextDayStartsAt_);
+
     theme_ = new QComboBox(this);
     theme_->addItem(tr("Follow the system"), QStringLiteral("system"));
     theme_->addItem(tr("Light"), QStringLiteral("light"));
@@ -85,6 +103,8 @@ study::StudySettings SettingsDialog::settings() const {
     s.fuzz = fuzz_->isChecked();
     s.showMeBeforeCheck = showMeBeforeCheck_->isChecked();
     s.theme = theme_->currentData().toString();
+    s.ankiScheduling = ankiScheduling_->isChecked();
+    s.nextDayStartsAt = nextDayStartsAt_->value();
     return s;
 }
 

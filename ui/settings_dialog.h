@@ -25,6 +25,8 @@ class SettingsDialog : public QDialog {
     QSpinBox* reviewsPerDay_ = nullptr;
     QCheckBox* fuzz_ = nullptr;
     QCheckBox* showMeBeforeCheck_ = nullptr;
+    QCheckBox* ankiScheduling_ = nullptr;
+    QSpinBox* nextDayStartsAt_ = nullptr;
     QComboBox* theme_ = nullptr;
 };
 

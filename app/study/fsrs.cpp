@@ -133,10 +133,16 @@ std::array<FsrsTimePoint, 4> FsrsScheduler::previewDue(const FsrsCard& card,
     return due;
 }
 
+long long FsrsScheduler::elapsedDays(const FsrsCard& card, FsrsTimePoint now) const {
+    if (!card.lastReview) return 0;
+    const long long days = dayCounter_ ? dayCounter_(now) - dayCounter_(*card.lastReview)
+                                       : wholeDays(now - *card.lastReview);
+    return std::max(0LL, days);
+}
+
 double FsrsScheduler::retrievability(const FsrsCard& card, FsrsTimePoint now) const {
     if (!card.lastReview || !card.stability) return 0.0;
-    const long long elapsedDays = std::max(0LL, wholeDays(now - *card.lastReview));
-    return forgettingCurve(static_cast<double>(elapsedDays), *card.stability);
+    return forgettingCurve(static_cast<double>(elapsedDays(card, now)), *card.stability);
 }
 
 double FsrsScheduler::forgettingCurve(double elapsedDays, double stability) const {
@@ -171,7 +177,7 @@ FsrsCard FsrsScheduler::reviewWith(const FsrsCard& input, Rating rating, FsrsTim
                                    Rng& rng) const {
     FsrsCard card = input;
     // py-fsrs: days_since_last_review < 1, in whole (floored) days; never true for a new card.
-    const bool sameDay = card.lastReview && wholeDays(now - *card.lastReview) < 1;
+    const bool sameDay = card.lastReview && elapsedDays(card, now) < 1;
     const bool passed = rating != Rating::Again;
 
     // Graduate into Review with an interval derived from the (new) stability.
@@ -181,6 +187,7 @@ FsrsCard FsrsScheduler::reviewWith(const FsrsCard& input, Rating rating, FsrsTim
         card.step.reset();
         nextInterval = std::chrono::days(nextIntervalDays(*card.stability));
     };
+    bool ordered_ = false;  // Anki's order: the interval is final, fuzz included
     // Stability/difficulty update for a card that already has a memory state.
     const auto updateMemory = [&] {
         if (sameDay) {
@@ -238,6 +245,16 @@ FsrsCard FsrsScheduler::reviewWith(const FsrsCard& input, Rating rating, FsrsTim
                 card.state = CardState::Relearning;
                 card.step = 0;
                 nextInterval = params_.relearningSteps[0];
+            } else if (params_.ankiIntervalOrder && rating != Rating::Again) {
+                // All three from the RNG state this review starts with, as preview shows them.
+                const std::array<int, 3> ordered = orderedReviewIntervals(input, now, rng);
+                const std::size_t i = ratingIndex(rating) - 1;
+                nextInterval = std::chrono::days(ordered[i]);
+                ordered_ = true;
+                // This review's fuzz draw, consumed when fuzz applied (at 3 days or more).
+                const int before = std::max(unfuzzedReviewIntervals(input, now)[i],
+                                            i == 0 ? 1 : ordered[i - 1] + 1);
+                if (params_.enableFuzzing && before >= 3) uniform01(rng);
             } else {
                 nextInterval = std::chrono::days(nextIntervalDays(*card.stability));
             }
@@ -249,13 +266,53 @@ FsrsCard FsrsScheduler::reviewWith(const FsrsCard& input, Rating rating, FsrsTim
             break;
     }
 
-    if (params_.enableFuzzing && card.state == CardState::Review) {
+    if (params_.enableFuzzing && card.state == CardState::Review && !ordered_) {
         nextInterval = fuzzedInterval(nextInterval, rng);
     }
 
     card.due = std::chrono::time_point_cast<FsrsClock::duration>(now + nextInterval);
     card.lastReview = now;
     return card;
+}
+
+// The stability a review card would have after a passing `rating` now (updateMemory's).
+double FsrsScheduler::nextMemoryStability(const FsrsCard& card, Rating rating,
+                                          FsrsTimePoint now) const {
+    if (card.lastReview && elapsedDays(card, now) < 1)
+        return shortTermStability(*card.stability, rating);
+    return nextStability(*card.difficulty, *card.stability, retrievability(card, now), rating);
+}
+
+// A review card's hard, good and easy intervals in days, before fuzz and order.
+std::array<int, 3> FsrsScheduler::unfuzzedReviewIntervals(const FsrsCard& card,
+                                                          FsrsTimePoint now) const {
+    std::array<int, 3> days{};
+    for (Rating r : {Rating::Hard, Rating::Good, Rating::Easy})
+        days[ratingIndex(r) - 1] = nextIntervalDays(nextMemoryStability(card, r, now));
+    return days;
+}
+
+// Anki (rslib scheduler/states/review.rs, passing_fsrs_review_intervals): hard, then good at
+// least hard + 1, then easy at least good + 1, fuzzed with one draw (Anki's one fuzz factor
+// per review) and kept in that order after fuzz, each within the maximum interval.
+std::array<int, 3> FsrsScheduler::orderedReviewIntervals(const FsrsCard& card, FsrsTimePoint now,
+                                                         const Rng& state) const {
+    const std::array<int, 3> raw = unfuzzedReviewIntervals(card, now);
+    std::array<int, 3> days{};
+    int floor = 1;
+    for (std::size_t i = 0; i < 3; ++i) {
+        int d = std::max(raw[i], floor);
+        if (params_.enableFuzzing) {
+            Rng draw = state;
+            d = static_cast<int>(
+                std::chrono::floor<std::chrono::days>(fuzzedInterval(std::chrono::days(d), draw))
+                    .count());
+        }
+        d = std::min(std::max(d, floor), params_.maximumInterval);
+        days[i] = d;
+        floor = d + 1;
+    }
+    return days;
 }
 
 std::chrono::microseconds FsrsScheduler::fuzzedInterval(microseconds interval, Rng& rng) const {

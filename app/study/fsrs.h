@@ -1,5 +1,10 @@
 // FSRS-6 spaced-repetition scheduler, ported from py-fsrs 6.3.1 (fsrs/scheduler.py).
 //
+// Two of Anki's rules can be switched on (StudySettings does by default; py-fsrs's behaviour,
+// and its published test vectors, stay the default here): days counted as local day rollovers
+// at a "next day starts at" hour (setDayCounter), and review intervals kept in order, good at
+// least hard + 1 day and easy at least good + 1 (FsrsParams::ankiIntervalOrder).
+//
 // Plain C++20 with no Qt dependency. All times are std::chrono::system_clock time points, which
 // are UTC. The scheduler reproduces py-fsrs 6.3.1's Scheduler.review_card, including its use of
 // whole elapsed days (Python's timedelta.days, i.e. floor) for retrievability and for choosing
@@ -10,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <utility>
@@ -54,6 +60,9 @@ struct FsrsParams {
     std::vector<std::chrono::seconds> relearningSteps = {std::chrono::minutes(10)};
     int maximumInterval = 36500;  // days
     bool enableFuzzing = true;
+    // Anki's order of a review card's passing intervals: good >= hard + 1, easy >= good + 1
+    // (days, before fuzz; fuzz never goes below them). Off: py-fsrs, where good may equal hard.
+    bool ankiIntervalOrder = false;
 
     bool operator==(const FsrsParams&) const = default;
 };
@@ -74,6 +83,10 @@ struct FsrsCard {
 // A never-reviewed card that is due at `due`.
 FsrsCard makeNewFsrsCard(FsrsTimePoint due);
 
+// The number of the day a time point falls in; elapsed days are then day(now) - day(last
+// review). Anki numbers local calendar days that start at its "next day starts at" hour.
+using FsrsDayCounter = std::function<long long(FsrsTimePoint)>;
+
 class FsrsScheduler {
   public:
     // Fuzz RNG seeded from std::random_device. Throws std::invalid_argument on invalid params
@@ -84,6 +97,11 @@ class FsrsScheduler {
 
     const FsrsParams& params() const { return params_; }
     void reseed(std::uint64_t seed) { rng_.seed(seed); }
+    // Days as `counter` numbers them; empty (the default, py-fsrs): whole 24-hour periods
+    // since the last review (timedelta.days).
+    void setDayCounter(FsrsDayCounter counter) { dayCounter_ = std::move(counter); }
+    // Days between the last review and `now` as the scheduler counts them (at least 0).
+    long long elapsedDays(const FsrsCard& card, FsrsTimePoint now) const;
 
     // py-fsrs Scheduler.review_card: the card after being graded `rating` at `now`. Advances the
     // fuzz RNG only when fuzz is applied (fuzzing on and the card lands in Review).
@@ -95,8 +113,8 @@ class FsrsScheduler {
     // Just the due times of preview(), e.g. for labelling the grade buttons.
     std::array<FsrsTimePoint, 4> previewDue(const FsrsCard& card, FsrsTimePoint now) const;
 
-    // py-fsrs get_card_retrievability: R with t = whole days since the last review (floored,
-    // at least 0); 0 for a card never reviewed.
+    // py-fsrs get_card_retrievability: R with t = elapsedDays (whole days since the last
+    // review, floored, at least 0); 0 for a card never reviewed.
     double retrievability(const FsrsCard& card, FsrsTimePoint now) const;
     // The FSRS-6 forgetting curve R(t, S) = (1 + F t / S)^(-w20), F = 0.9^(-1/w20) - 1, for any
     // (fractional) t in days.
@@ -113,6 +131,12 @@ class FsrsScheduler {
 
     FsrsCard reviewWith(const FsrsCard& card, Rating rating, FsrsTimePoint now, Rng& rng) const;
     std::chrono::microseconds fuzzedInterval(std::chrono::microseconds interval, Rng& rng) const;
+    // Anki's order (FsrsParams::ankiIntervalOrder): a review card's hard, good and easy
+    // intervals in days, fuzzed from the RNG state `state` and strictly increasing.
+    std::array<int, 3> orderedReviewIntervals(const FsrsCard& card, FsrsTimePoint now,
+                                              const Rng& state) const;
+    std::array<int, 3> unfuzzedReviewIntervals(const FsrsCard& card, FsrsTimePoint now) const;
+    double nextMemoryStability(const FsrsCard& card, Rating rating, FsrsTimePoint now) const;
 
     double initialStability(Rating rating) const;
     double initialDifficulty(Rating rating, bool clamp) const;
@@ -128,6 +152,7 @@ class FsrsScheduler {
     double decay_;   // -w20
     double factor_;  // 0.9^(1/decay) - 1
     Rng rng_;
+    FsrsDayCounter dayCounter_;
 };
 
 }  // namespace pd::study

@@ -28,10 +28,6 @@ void shuffle(QList<T>& list, quint64& state) {
     }
 }
 
-QDateTime startOfLocalDay(const QDateTime& now) {
-    return QDateTime(now.toLocalTime().date(), QTime(0, 0)).toUTC();
-}
-
 bool isDue(const CardSchedule& s, const QDateTime& now) {
     return toDateTime(s.fsrs.due) <= now;
 }
@@ -67,6 +63,10 @@ StudySettings StudySettings::load(const ReviewStore& store) {
         store.setting(QStringLiteral("show_me_before_check")) == QStringLiteral("1");
     const QString theme = store.setting(QStringLiteral("theme"));
     if (theme == QStringLiteral("light") || theme == QStringLiteral("dark")) s.theme = theme;
+    s.ankiScheduling = store.setting(QStringLiteral("anki_scheduling"), QStringLiteral("1")) !=
+                       QStringLiteral("0");
+    const int hour = store.setting(QStringLiteral("next_day_starts_at")).toInt(&ok);
+    if (ok && hour >= 0 && hour <= 23) s.nextDayStartsAt = hour;
     return s;
 }
 
@@ -79,14 +79,40 @@ bool StudySettings::save(ReviewStore& store) const {
                             fuzz ? QStringLiteral("1") : QStringLiteral("0")) &&
            store.setSetting(QStringLiteral("show_me_before_check"),
                             showMeBeforeCheck ? QStringLiteral("1") : QStringLiteral("0")) &&
-           store.setSetting(QStringLiteral("theme"), theme);
+           store.setSetting(QStringLiteral("theme"), theme) &&
+           store.setSetting(QStringLiteral("anki_scheduling"),
+                            ankiScheduling ? QStringLiteral("1") : QStringLiteral("0")) &&
+           store.setSetting(QStringLiteral("next_day_starts_at"), QString::number(nextDayStartsAt));
 }
 
 FsrsParams StudySettings::fsrsParams() const {
     FsrsParams p;
     p.desiredRetention = desiredRetention;
     p.enableFuzzing = fuzz;
+    p.ankiIntervalOrder = ankiScheduling;
     return p;
+}
+
+FsrsDayCounter ankiDayCounter(int startHour, const QTimeZone& zone) {
+    return [startHour, zone](FsrsTimePoint t) -> long long {
+        const QDateTime local = toDateTime(t).toTimeZone(zone);
+        const QDate date =
+            local.time().hour() < startHour ? local.date().addDays(-1) : local.date();
+        return date.toJulianDay();
+    };
+}
+
+FsrsDayCounter StudySettings::dayCounter(const QTimeZone& zone) const {
+    if (!ankiScheduling) return {};
+    return ankiDayCounter(nextDayStartsAt, zone);
+}
+
+QDateTime StudySettings::startOfStudyDay(const QDateTime& now, const QTimeZone& zone) const {
+    const QDateTime local = now.toTimeZone(zone);
+    if (!ankiScheduling) return QDateTime(local.date(), QTime(0, 0), zone).toUTC();
+    const QDate day =
+        local.time().hour() < nextDayStartsAt ? local.date().addDays(-1) : local.date();
+    return QDateTime(day, QTime(nextDayStartsAt, 0), zone).toUTC();
 }
 
 DeckCounts countDeck(const Deck& deck, const ReviewStore& store, const QDateTime& now) {
@@ -127,12 +153,13 @@ StudySession::StudySession(const Deck& deck, ReviewStore& store, const StudySett
       scheduler_(settings.fsrsParams(), options_.seed),
       rngState_(options_.seed != 0 ? options_.seed
                                    : static_cast<quint64>(now.toMSecsSinceEpoch())) {
+    scheduler_.setDayCounter(settings.dayCounter());
     if (options_.mode == StudyMode::Review) {
         const QHash<QString, CardSchedule> all = store.schedules(deck.id);
         // Today's work so far counts against the daily limits.
         int newToday = 0;
         int reviewsToday = 0;
-        for (const ReviewEntry& e : store.reviews(startOfLocalDay(now), now.addSecs(1))) {
+        for (const ReviewEntry& e : store.reviews(settings.startOfStudyDay(now), now.addSecs(1))) {
             if (e.mode != StudyMode::Review || e.card.deckId != deck.id) continue;
             if (e.before)
                 ++reviewsToday;

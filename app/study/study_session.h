@@ -7,6 +7,7 @@
 #include <QSet>
 #include <QString>
 #include <QStringList>
+#include <QTimeZone>
 #include <array>
 #include <optional>
 
@@ -24,12 +25,27 @@ struct StudySettings {
     // Show me before checking, as a hint (the review is then recorded as hinted).
     bool showMeBeforeCheck = false;
     QString theme = QStringLiteral("system");  // "light", "dark" or "system"
+    // Anki's scheduling rules (the default): a day starts at `nextDayStartsAt` o'clock local
+    // time, elapsed days count day rollovers, and review intervals keep good >= hard + 1 and
+    // easy >= good + 1. Off: py-fsrs's whole 24-hour periods, midnight days and its order.
+    bool ankiScheduling = true;
+    int nextDayStartsAt = 4;  // hour, 0 to 23
 
     static StudySettings load(const ReviewStore& store);
     bool save(ReviewStore& store) const;
     FsrsParams fsrsParams() const;
+    // How the scheduler numbers days in `zone` (empty: py-fsrs's 24-hour periods).
+    FsrsDayCounter dayCounter(const QTimeZone& zone = QTimeZone::systemTimeZone()) const;
+    // When the study day holding `now` began (Anki: the last `nextDayStartsAt` o'clock;
+    // otherwise local midnight), for the daily limits.
+    QDateTime startOfStudyDay(const QDateTime& now,
+                              const QTimeZone& zone = QTimeZone::systemTimeZone()) const;
     bool operator==(const StudySettings&) const = default;
 };
+
+// Anki's day number of a time point: its local date in `zone`, less one before `startHour`
+// o'clock (wall-clock time, so a DST change moves no boundary).
+FsrsDayCounter ankiDayCounter(int startHour, const QTimeZone& zone);
 
 // A short, human interval for grade buttons: "1m", "10m", "3h", "2d", "1.5mo", "2.1y".
 QString formatInterval(qint64 seconds);
