@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QButtonGroup>
 #include <QCloseEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QInputDialog>
@@ -28,6 +29,7 @@
 #include "show_me_window.h"
 #include "stats_page.h"
 #include "study/card_import.h"
+#include "study/revlog_csv.h"
 #include "study_page.h"
 #include "theme.h"
 
@@ -127,6 +129,8 @@ void MainWindow::buildMenus() {
                     &MainWindow::importDeck);
     file->addAction(tr("&Export Deck\u2026"), QKeySequence(tr("Ctrl+E")), this,
                     &MainWindow::exportDeck);
+    file->addAction(tr("Export Review &History\u2026"), this, &MainWindow::exportReviewHistory);
+    file->addAction(tr("Import Re&view History\u2026"), this, &MainWindow::importReviewHistory);
     file->addAction(tr("Re&name Deck\u2026"), this, &MainWindow::renameDeck);
     file->addAction(tr("&Delete Deck\u2026"), this, &MainWindow::deleteDeck);
     file->addSeparator();
@@ -322,6 +326,47 @@ void MainWindow::exportDeck() {
         tr("Exported %1 to %2.")
             .arg(counted(static_cast<int>(deck.cards.size()), tr("card"), tr("cards")), path),
         6000);
+}
+
+// The review log as fsrs-optimizer's revlog.csv, for the FSRS ecosystem's tools.
+void MainWindow::exportReviewHistory() {
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export Review History"),
+                                     QStringLiteral("revlog.csv"), tr("FSRS review log (*.csv)"));
+    if (path.isEmpty()) return;
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(study::exportRevlogCsv(*context_.store)) < 0 || !file.commit()) {
+        QMessageBox::warning(this, tr("Export failed"), file.errorString());
+        return;
+    }
+    statusBar()->showMessage(tr("Exported the review history to %1.").arg(path), 6000);
+}
+
+void MainWindow::importReviewHistory() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import Review History"), QString(),
+                                                      tr("FSRS review log (*.csv)"));
+    if (path.isEmpty()) return;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        QMessageBox::warning(this, tr("Import failed"), file.errorString());
+        return;
+    }
+    const study::RevlogImport r = study::importRevlogCsv(file.readAll(), path, *context_.store,
+                                                         *context_.library, context_.settings);
+    if (!r.errors.isEmpty()) {
+        QMessageBox::warning(
+            this, tr("Import failed"),
+            tr("Nothing was imported:\n\n%1").arg(r.errors.mid(0, 12).join(QLatin1Char('\n'))));
+        return;
+    }
+    QMessageBox::information(
+        this, tr("Review history imported"),
+        tr("%1 added, %2 already in the history; %3 rebuilt from their reviews.")
+            .arg(counted(r.added, tr("review"), tr("reviews")))
+            .arg(r.duplicates)
+            .arg(counted(r.cards, tr("card's schedule"), tr("cards' schedules"))));
+    refreshAll();
 }
 
 void MainWindow::openSettings() {

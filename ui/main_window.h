@@ -41,6 +41,8 @@ class MainWindow : public QMainWindow {
     void refreshAll();
     void importDeck();
     void exportDeck();
+    void exportReviewHistory();
+    void importReviewHistory();
     void renameDeck();
     void deleteDeck();
     void openSettings();

@@ -305,12 +305,9 @@ QHash<QString, CardSchedule> ReviewStore::schedules(const QString& deckId) const
     return out;
 }
 
-qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
-    QSqlDatabase db = QSqlDatabase::database(connection_);
-    if (!db.transaction()) {
-        if (error) *error = db.lastError().text();
-        return 0;
-    }
+namespace {
+
+bool insertLogRow(QSqlDatabase& db, const ReviewEntry& e, QString* error, qint64* id) {
     QSqlQuery q(db);
     q.prepare(QStringLiteral(
         "INSERT INTO review_log (deck_id, card_id, reviewed_ms, grade, chosen, correct, "
@@ -321,7 +318,9 @@ qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
     q.addBindValue(e.card.cardId);
     q.addBindValue(e.reviewedAt.toMSecsSinceEpoch());
     q.addBindValue(static_cast<int>(e.grade));
-    q.addBindValue(chosenToText(e.chosen));
+    // An empty list (an imported review) is "", not NULL: the column is NOT NULL.
+    const QString chosen = chosenToText(e.chosen);
+    q.addBindValue(chosen.isNull() ? QStringLiteral("") : chosen);
     q.addBindValue(e.correct ? 1 : 0);
     q.addBindValue(e.confidence ? QVariant(*e.confidence) : QVariant());
     q.addBindValue(e.durationMs);
@@ -330,20 +329,37 @@ qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
     q.addBindValue(review && e.after ? QVariant(scheduleToJson(e.after)) : QVariant());
     q.addBindValue(studyModeName(e.mode));
     q.addBindValue(e.hinted ? 1 : 0);
-    bool ok = exec(q, error);
-    const qint64 id = q.lastInsertId().toLongLong();
-    if (ok && review && e.after) {
-        QSqlQuery s(db);
-        s.prepare(
-            QStringLiteral("INSERT OR REPLACE INTO card_state (deck_id, card_id, schedule, "
-                           "due_ms, state) VALUES (?, ?, ?, ?, ?)"));
-        s.addBindValue(e.card.deckId);
-        s.addBindValue(e.card.cardId);
-        s.addBindValue(scheduleToJson(e.after));
-        s.addBindValue(toMs(e.after->fsrs.due));
-        s.addBindValue(static_cast<int>(e.after->fsrs.state));
-        ok = exec(s, error);
+    const bool ok = exec(q, error);
+    if (id) *id = q.lastInsertId().toLongLong();
+    return ok;
+}
+
+bool storeSchedule(QSqlDatabase& db, const CardKey& key, const CardSchedule& schedule,
+                   QString* error) {
+    QSqlQuery s(db);
+    s.prepare(
+        QStringLiteral("INSERT OR REPLACE INTO card_state (deck_id, card_id, schedule, "
+                       "due_ms, state) VALUES (?, ?, ?, ?, ?)"));
+    s.addBindValue(key.deckId);
+    s.addBindValue(key.cardId);
+    s.addBindValue(scheduleToJson(schedule));
+    s.addBindValue(toMs(schedule.fsrs.due));
+    s.addBindValue(static_cast<int>(schedule.fsrs.state));
+    return exec(s, error);
+}
+
+}  // namespace
+
+qint64 ReviewStore::recordReview(const ReviewEntry& e, QString* error) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) {
+        if (error) *error = db.lastError().text();
+        return 0;
     }
+    qint64 id = 0;
+    bool ok = insertLogRow(db, e, error, &id);
+    if (ok && e.mode == StudyMode::Review && e.after)
+        ok = storeSchedule(db, e.card, *e.after, error);
     if (!ok || !db.commit()) {
         if (error && error->isEmpty()) *error = db.lastError().text();
         db.rollback();
@@ -478,6 +494,26 @@ bool ReviewStore::setSetting(const QString& key, const QString& value) {
     q.addBindValue(key);
     q.addBindValue(value);
     if (!q.exec() || !db.commit()) {
+        db.rollback();
+        return false;
+    }
+    return true;
+}
+
+bool ReviewStore::addReviews(const QList<ReviewEntry>& entries,
+                             const QList<std::pair<CardKey, CardSchedule>>& schedules,
+                             QString* error) {
+    QSqlDatabase db = QSqlDatabase::database(connection_);
+    if (!db.transaction()) {
+        if (error) *error = db.lastError().text();
+        return false;
+    }
+    bool ok = true;
+    for (const ReviewEntry& e : entries) ok = ok && insertLogRow(db, e, error, nullptr);
+    for (const auto& [key, schedule] : schedules)
+        ok = ok && storeSchedule(db, key, schedule, error);
+    if (!ok || !db.commit()) {
+        if (ok && error) *error = db.lastError().text();
         db.rollback();
         return false;
     }

@@ -98,6 +98,12 @@ class ReviewStore {
     QString setting(const QString& key, const QString& fallback = {}) const;
     bool setSetting(const QString& key, const QString& value);
 
+    // Appends `entries` to the log and stores `schedules`, all in one transaction (a review
+    // history import). Returns false with *error, writing nothing, on failure.
+    bool addReviews(const QList<ReviewEntry>& entries,
+                    const QList<std::pair<CardKey, CardSchedule>>& schedules,
+                    QString* error = nullptr);
+
     // Removes every schedule and log entry of a deck (e.g. when re-importing it).
     bool resetDeck(const QString& deckId);
 

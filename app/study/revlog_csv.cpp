@@ -1,0 +1,214 @@
+#include "revlog_csv.h"
+
+#include <QHash>
+#include <QList>
+#include <QSet>
+#include <algorithm>
+
+#include "deck_library.h"
+#include "review_store.h"
+#include "study_session.h"
+
+namespace pd::study {
+
+namespace {
+
+const QStringList kColumns = {QStringLiteral("card_id"),         QStringLiteral("review_time"),
+                              QStringLiteral("review_rating"),   QStringLiteral("review_state"),
+                              QStringLiteral("review_duration"), QStringLiteral("deck_id"),
+                              QStringLiteral("card_key")};
+constexpr int kRequired = 5;  // fsrs-optimizer's columns; deck_id and card_key are ours
+
+int stateNumber(const ReviewEntry& e) {
+    return e.before ? static_cast<int>(e.before->fsrs.state) : 0;  // 0: new
+}
+
+bool isCardKey(const QString& s) {
+    return isKebabId(s);
+}
+
+}  // namespace
+
+qint64 revlogCardNumber(const QString& deckId, const QString& cardId) {
+    quint64 h = 14695981039346656037ULL;  // FNV-1a, 64 bits
+    for (const char c : (deckId + QLatin1Char('\n') + cardId).toUtf8()) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ULL;
+    }
+    return static_cast<qint64>(h >> 2);  // 62 bits: positive in every int64 column
+}
+
+QByteArray exportRevlogCsv(const ReviewStore& store) {
+    QByteArray out = kColumns.join(QLatin1Char(',')).toUtf8() + '\n';
+    QList<ReviewEntry> log = store.reviews();
+    std::stable_sort(log.begin(), log.end(), [](const ReviewEntry& a, const ReviewEntry& b) {
+        return a.reviewedAt < b.reviewedAt;  // the optimizer's order, whatever the log's
+    });
+    for (const ReviewEntry& e : log) {
+        if (e.mode != StudyMode::Review) continue;
+        out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+                   .arg(revlogCardNumber(e.card.deckId, e.card.cardId))
+                   .arg(e.reviewedAt.toMSecsSinceEpoch())
+                   .arg(static_cast<int>(e.grade))
+                   .arg(stateNumber(e))
+                   .arg(e.durationMs)
+                   .arg(e.card.deckId, e.card.cardId)
+                   .toUtf8();
+    }
+    return out;
+}
+
+RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, ReviewStore& store,
+                             const DeckLibrary& library, const StudySettings& settings) {
+    RevlogImport result;
+    auto fail = [&](int line, const QString& message) {
+        result.errors.append(QStringLiteral("%1: line %2: %3").arg(origin).arg(line).arg(message));
+    };
+    // card_id numbers of the library's cards, for files without deck_id and card_key.
+    QHash<qint64, CardKey> known;
+    for (const Deck& deck : library.decks())
+        for (const Card& card : deck.cards)
+            known.insert(revlogCardNumber(deck.id, card.id), CardKey{deck.id, card.id});
+
+    const QList<QByteArray> lines = csv.split('\n');
+    if (lines.isEmpty() || lines.front().trimmed().isEmpty()) {
+        fail(1, QStringLiteral("empty file: expected a header starting with %1")
+                    .arg(kColumns.mid(0, kRequired).join(QLatin1Char(','))));
+        return result;
+    }
+    QStringList header;
+    for (const QByteArray& h : lines.front().trimmed().split(','))
+        header.append(QString::fromUtf8(h.trimmed()));
+    QList<int> column;
+    for (const QString& name : kColumns) column.append(static_cast<int>(header.indexOf(name)));
+    for (int i = 0; i < kRequired; ++i)
+        if (column[i] < 0) fail(1, QStringLiteral("missing column '%1'").arg(kColumns[i]));
+    if (!result.errors.isEmpty()) return result;
+
+    QHash<CardKey, QList<ReviewEntry>> incoming;
+    for (int n = 1; n < lines.size(); ++n) {
+        const QByteArray line = lines[n].trimmed();
+        if (line.isEmpty()) continue;
+        const QList<QByteArray> f = line.split(',');
+        if (f.size() != header.size()) {
+            fail(n + 1,
+                 QStringLiteral("%1 fields, the header has %2").arg(f.size()).arg(header.size()));
+            continue;
+        }
+        auto field = [&](int c) { return QString::fromUtf8(f[column[c]].trimmed()); };
+        bool ok[5];
+        const qint64 number = field(0).toLongLong(&ok[0]);
+        const qint64 ms = field(1).toLongLong(&ok[1]);
+        const int rating = field(2).toInt(&ok[2]);
+        const int state = field(3).toInt(&ok[3]);
+        const qint64 duration = field(4).toLongLong(&ok[4]);
+        for (int i = 0; i < 5; ++i)
+            if (!ok[i]) fail(n + 1, QStringLiteral("%1 is not a whole number").arg(kColumns[i]));
+        if (!ok[0] || !ok[1] || !ok[2] || !ok[3] || !ok[4]) continue;
+        if (rating < 1 || rating > 4) {
+            fail(n + 1, QStringLiteral("review_rating %1 is not 1 to 4").arg(rating));
+            continue;
+        }
+        if (state < 0 || state > 3) {
+            fail(n + 1, QStringLiteral("review_state %1 is not 0 to 3").arg(state));
+            continue;
+        }
+        if (ms <= 0 || duration < 0) {
+            fail(n + 1, QStringLiteral("review_time and review_duration must be positive"));
+            continue;
+        }
+        CardKey key;
+        if (column[5] >= 0 && column[6] >= 0) {
+            key = {field(5), field(6)};
+            if (!isCardKey(key.deckId) || !isCardKey(key.cardId)) {
+                fail(n + 1, QStringLiteral("deck_id and card_key must be kebab-case ids"));
+                continue;
+            }
+            if (revlogCardNumber(key.deckId, key.cardId) != number) {
+                fail(n + 1, QStringLiteral("card_id %1 is not the number of %2/%3")
+                                .arg(number)
+                                .arg(key.deckId, key.cardId));
+                continue;
+            }
+        } else if (known.contains(number)) {
+            key = known.value(number);
+        } else {
+            fail(n + 1, QStringLiteral("card_id %1 is no card of the library, and the file has "
+                                       "no deck_id and card_key columns to name it")
+                            .arg(number));
+            continue;
+        }
+        const Deck* deck = library.deck(key.deckId);
+        if (!deck || !deck->card(key.cardId)) {
+            fail(n + 1, QStringLiteral("no deck holds card %1/%2").arg(key.deckId, key.cardId));
+            continue;
+        }
+        ReviewEntry e;
+        e.card = key;
+        e.reviewedAt = QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
+        e.grade = static_cast<Rating>(rating);
+        e.correct = rating > 1;
+        e.durationMs = duration;
+        e.mode = StudyMode::Review;
+        incoming[key].append(e);
+    }
+    if (!result.errors.isEmpty()) return result;
+
+    // Per card: its log with the new reviews, oldest first, replayed for the schedule.
+    QList<ReviewEntry> added;
+    QList<std::pair<CardKey, CardSchedule>> schedules;
+    for (auto it = incoming.begin(); it != incoming.end(); ++it) {
+        QList<ReviewEntry> log;
+        QSet<qint64> times;
+        for (const ReviewEntry& e : store.cardReviews(it.key()))
+            if (e.mode == StudyMode::Review) {
+                log.append(e);
+                times.insert(e.reviewedAt.toMSecsSinceEpoch());
+            }
+        QList<ReviewEntry> fresh;
+        for (const ReviewEntry& e : it.value()) {
+            if (times.contains(e.reviewedAt.toMSecsSinceEpoch())) {
+                ++result.duplicates;
+                continue;
+            }
+            times.insert(e.reviewedAt.toMSecsSinceEpoch());
+            fresh.append(e);
+        }
+        if (fresh.isEmpty()) continue;
+        log += fresh;
+        std::stable_sort(log.begin(), log.end(), [](const ReviewEntry& a, const ReviewEntry& b) {
+            return a.reviewedAt < b.reviewedAt;
+        });
+        FsrsScheduler scheduler(settings.fsrsParams(), static_cast<std::uint64_t>(revlogCardNumber(
+                                                           it.key().deckId, it.key().cardId)));
+        scheduler.setDayCounter(settings.dayCounter());
+        std::optional<CardSchedule> schedule;
+        for (ReviewEntry& e : log) {
+            CardSchedule next = schedule.value_or(CardSchedule{});
+            if (!schedule) next.fsrs = makeNewFsrsCard(toTimePoint(e.reviewedAt));
+            const bool lapse = schedule && schedule->fsrs.state == CardState::Review;
+            next.fsrs = scheduler.review(next.fsrs, e.grade, toTimePoint(e.reviewedAt));
+            next.reps += 1;
+            if (e.grade == Rating::Again && lapse) next.lapses += 1;  // as StudySession counts
+            e.before = schedule;
+            e.after = next;
+            schedule = next;
+        }
+        for (const ReviewEntry& e : log)
+            if (e.id == 0) added.append(e);  // the new ones, with their replayed schedules
+        schedules.append({it.key(), *schedule});
+    }
+    std::stable_sort(added.begin(), added.end(), [](const ReviewEntry& a, const ReviewEntry& b) {
+        return a.reviewedAt < b.reviewedAt;
+    });
+    QString error;
+    if (!store.addReviews(added, schedules, &error)) {
+        result.errors.append(QStringLiteral("%1: %2").arg(origin, error));
+        return result;
+    }
+    result.added = static_cast<int>(added.size());
+    result.cards = static_cast<int>(schedules.size());
+    return result;
+}
+
+}  // namespace pd::study

@@ -1,0 +1,155 @@
+// The review log as fsrs-optimizer's CSV: an export lists every scheduling review with the
+// ecosystem's five columns (and ParallelDeck's two), an import into a fresh database restores
+// the log and rebuilds the schedules, importing again adds nothing, a file of the five columns
+// alone imports for the library's cards, and a bad line is named while nothing is written.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app/study_test_support.h"
+#include "study/deck_library.h"
+#include "study/review_store.h"
+#include "study/revlog_csv.h"
+#include "study/study_session.h"
+
+using namespace pd::study;
+
+namespace {
+
+struct Fixture {
+    QTemporaryDir dir;
+    DeckLibrary library;
+    StudySettings settings;
+    Fixture() {
+        library.loadUserDecks(dir.filePath(QStringLiteral("decks")));
+        if (!library.importDeck(pd::test::smallDeck(), nullptr)) qFatal("no deck");
+        settings.fuzz = false;
+    }
+    std::unique_ptr<ReviewStore> store(const QString& name) {
+        auto s = std::make_unique<ReviewStore>();
+        QString error;
+        if (!s->open(dir.filePath(name), &error)) qFatal("%s", qPrintable(error));
+        return s;
+    }
+};
+
+// Three days of reviews of two cards through a real session's scheduler, and one practice
+// answer (which schedules nothing and is not exported).
+void review(ReviewStore& store, const StudySettings& settings) {
+    FsrsScheduler scheduler(settings.fsrsParams(), 1);
+    scheduler.setDayCounter(settings.dayCounter());
+    QDateTime t = pd::test::startTime();
+    for (const QString& card : {QStringLiteral("card-one"), QStringLiteral("card-two")}) {
+        std::optional<CardSchedule> schedule;
+        for (Rating r : {Rating::Good, Rating::Good, Rating::Again, Rating::Easy}) {
+            ReviewEntry e;
+            e.card = {QStringLiteral("test-deck"), card};
+            e.reviewedAt = t;
+            e.grade = r;
+            e.correct = r != Rating::Again;
+            e.durationMs = 4000;
+            e.before = schedule;
+            CardSchedule next =
+                schedule.value_or(CardSchedule{makeNewFsrsCard(toTimePoint(t)), 0, 0});
+            next.fsrs = scheduler.review(next.fsrs, r, toTimePoint(t));
+            ++next.reps;
+            if (r == Rating::Again && schedule && schedule->fsrs.state == CardState::Review)
+                ++next.lapses;  // as StudySession counts a lapse
+            e.after = next;
+            schedule = next;
+            QVERIFY(store.recordReview(e) > 0);
+            t = t.addSecs(26 * 3600);
+        }
+    }
+    ReviewEntry practice;
+    practice.card = {QStringLiteral("test-deck"), QStringLiteral("card-one")};
+    practice.reviewedAt = t;
+    practice.mode = StudyMode::Practice;
+    QVERIFY(store.recordReview(practice) > 0);
+}
+
+}  // namespace
+
+class TestRevlogCsv : public QObject {
+    Q_OBJECT
+  private slots:
+    void exportHasTheOptimizersColumns() {
+        Fixture f;
+        auto store = f.store(QStringLiteral("a.sqlite"));
+        review(*store, f.settings);
+        const QByteArray csv = exportRevlogCsv(*store);
+        const QList<QByteArray> lines = csv.trimmed().split('\n');
+        QCOMPARE(lines.front(), QByteArray("card_id,review_time,review_rating,review_state,"
+                                           "review_duration,deck_id,card_key"));
+        QCOMPARE(lines.size(), 1 + 8);  // the practice answer is not a scheduling review
+        const QList<QByteArray> first = lines[1].split(',');
+        QCOMPARE(first[0].toLongLong(),
+                 revlogCardNumber(QStringLiteral("test-deck"), QStringLiteral("card-one")));
+        QCOMPARE(first[1].toLongLong(), pd::test::startTime().toMSecsSinceEpoch());
+        QCOMPARE(first[2], QByteArray("3"));
+        QCOMPARE(first[3], QByteArray("0"));  // new before its first review
+        QCOMPARE(first[4], QByteArray("4000"));
+        QCOMPARE(lines[2].split(',')[3], QByteArray("1"));  // learning before the second
+    }
+
+    void roundTripRestoresTheLogAndSchedules() {
+        Fixture f;
+        auto source = f.store(QStringLiteral("a.sqlite"));
+        review(*source, f.settings);
+        const QByteArray csv = exportRevlogCsv(*source);
+        auto target = f.store(QStringLiteral("b.sqlite"));
+        const RevlogImport r =
+            importRevlogCsv(csv, QStringLiteral("revlog.csv"), *target, f.library, f.settings);
+        QVERIFY2(r.errors.isEmpty(), qPrintable(r.errors.join(QLatin1Char('\n'))));
+        QCOMPARE(r.added, 8);
+        QCOMPARE(r.cards, 2);
+        QCOMPARE(exportRevlogCsv(*target), csv);
+        // The replayed schedule is the one the reviews produced (same scheduler, no fuzz).
+        for (const QString& card : {QStringLiteral("card-one"), QStringLiteral("card-two")}) {
+            const CardKey key{QStringLiteral("test-deck"), card};
+            QCOMPARE(target->schedule(key), source->schedule(key));
+        }
+        const RevlogImport again =
+            importRevlogCsv(csv, QStringLiteral("revlog.csv"), *target, f.library, f.settings);
+        QCOMPARE(again.added, 0);
+        QCOMPARE(again.duplicates, 8);
+        QCOMPARE(target->reviewCount(), 8);
+    }
+
+    void theFiveColumnsAloneImportForKnownCards() {
+        Fixture f;
+        auto source = f.store(QStringLiteral("a.sqlite"));
+        review(*source, f.settings);
+        QByteArray five;
+        for (const QByteArray& line : exportRevlogCsv(*source).trimmed().split('\n')) {
+            QList<QByteArray> fields = line.split(',');
+            five += fields.mid(0, 5).join(',') + '\n';
+        }
+        auto target = f.store(QStringLiteral("b.sqlite"));
+        const RevlogImport r =
+            importRevlogCsv(five, QStringLiteral("five.csv"), *target, f.library, f.settings);
+        QVERIFY2(r.errors.isEmpty(), qPrintable(r.errors.join(QLatin1Char('\n'))));
+        QCOMPARE(r.added, 8);
+    }
+
+    void aBadLineIsNamedAndNothingIsWritten() {
+        Fixture f;
+        auto source = f.store(QStringLiteral("a.sqlite"));
+        review(*source, f.settings);
+        QByteArray csv = exportRevlogCsv(*source);
+        csv += "123,456,7,0,10,test-deck,card-one\n";  // rating 7, and a card_id that lies
+        auto target = f.store(QStringLiteral("b.sqlite"));
+        const RevlogImport r =
+            importRevlogCsv(csv, QStringLiteral("bad.csv"), *target, f.library, f.settings);
+        QVERIFY(!r.errors.isEmpty());
+        QVERIFY2(r.errors.front().startsWith(QStringLiteral("bad.csv: line 10: ")),
+                 qPrintable(r.errors.front()));
+        QCOMPARE(target->reviewCount(), 0);
+        const RevlogImport header = importRevlogCsv(
+            "card_id,review_time\n1,2\n", QStringLiteral("h.csv"), *target, f.library, f.settings);
+        QVERIFY(header.errors.join(QLatin1Char('\n'))
+                    .contains(QStringLiteral("missing column 'review_rating'")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRevlogCsv)
+#include "test_revlog_csv.moc"
