@@ -16,7 +16,10 @@
 #include "study/bundled_decks.h"
 #include "study/deck.h"
 #include "study/deck_library.h"
+#include "study/fsrs_history.h"
+#include "study/fsrs_optimizer.h"
 #include "study/review_store.h"
+#include "study/study_session.h"
 #include "theme.h"
 #include "visualizer/picture_export.h"
 
@@ -53,6 +56,10 @@ void addOptions(QCommandLineParser& parser) {
                       QStringLiteral("Check deck files (the following arguments) with the app's "
                                      "own rules and print 'OK N cards' or one line per problem; "
                                      "no display needed. With --lenient, deck-wide rules warn.")});
+    parser.addOption({QStringLiteral("optimize-fsrs"),
+                      QStringLiteral("Fit FSRS's weights to the review history (of --database), "
+                                     "print the default and fitted evaluations and the weights, "
+                                     "and keep the better; no display needed.")});
     parser.addOption({QStringLiteral("lenient"),
                       QStringLiteral("With --check-deck: deck-wide rules become warnings.")});
     parser.addOption({QStringLiteral("database"),
@@ -131,6 +138,42 @@ int checkDecks(const QStringList& files, bool lenient) {
 
 }  // namespace
 
+// `--optimize-fsrs [--database FILE]`: the optimizer on the learner's history, headless.
+// Exit codes: 0 done (also when the history is too short to fit), 1 the database failed.
+int optimizeFsrs(const QString& dbPath) {
+    pd::study::ReviewStore store;
+    QString error;
+    if (!store.open(dbPath, &error)) {
+        std::fprintf(stderr, "paralleldeck: %s: %s\n", qPrintable(dbPath), qPrintable(error));
+        return 1;
+    }
+    pd::study::StudySettings settings = pd::study::StudySettings::load(store);
+    const auto cards = pd::study::fsrsHistories(store);
+    pd::study::FsrsOptimizerOptions options;
+    options.dayCounter = settings.dayCounter();
+    const pd::study::FsrsOptimization r = pd::study::optimizeFsrs(cards, options);
+    std::printf("FSRS optimizer: %d reviews scored, %zu cards (%s)\n", r.defaults.predictions,
+                cards.size(), qPrintable(dbPath));
+    if (!r.offered) {
+        std::printf("not fitted: %s\n", r.message.c_str());
+        return 0;
+    }
+    std::printf("%-10s %10s %12s\n", "weights", "log loss", "RMSE(bins)");
+    std::printf("%-10s %10.4f %12.4f\n", "default", r.defaults.logLoss, r.defaults.rmseBins);
+    std::printf("%-10s %10.4f %12.4f\n", "fitted", r.fitted.logLoss, r.fitted.rmseBins);
+    std::printf("fitted weights:");
+    for (double w : r.weights) std::printf(" %.4f", w);
+    std::printf("\n%s\n", r.message.c_str());
+    settings.weights = r.fittedIsBetter ? std::optional(r.weights) : std::nullopt;
+    if (!settings.save(store)) {
+        std::fprintf(stderr, "paralleldeck: could not save the weights to %s\n",
+                     qPrintable(dbPath));
+        return 1;
+    }
+    std::printf("the scheduler now uses the %s weights\n", r.fittedIsBetter ? "fitted" : "default");
+    return 0;
+}
+
 int main(int argc, char** argv) {
     // --check-deck FILE... checks decks without a display.
     for (int i = 1; i < argc; ++i) {
@@ -146,6 +189,19 @@ int main(int argc, char** argv) {
                     files.append(QString::fromLocal8Bit(argv[k]));
             }
             return checkDecks(files, lenient);
+        }
+    }
+    // --optimize-fsrs [--database FILE] fits the scheduler without a display.
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--optimize-fsrs")) {
+            QCoreApplication core(argc, argv);
+            describe(core);
+            QCommandLineParser parser;
+            addOptions(parser);
+            parser.process(core);
+            return optimizeFsrs(parser.isSet(QStringLiteral("database"))
+                                    ? parser.value(QStringLiteral("database"))
+                                    : pd::study::ReviewStore::defaultPath());
         }
     }
     // --version and --help print and exit without needing a display.

@@ -95,6 +95,13 @@ void validate(const FsrsParams& params) {
 
 }  // namespace
 
+const FsrsWeights& fsrsLowerBounds() {
+    return kLowerBounds;
+}
+const FsrsWeights& fsrsUpperBounds() {
+    return kUpperBounds;
+}
+
 FsrsCard makeNewFsrsCard(FsrsTimePoint due) {
     FsrsCard card;
     card.due = due;

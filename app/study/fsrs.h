@@ -48,6 +48,10 @@ inline constexpr FsrsWeights kFsrsDefaultWeights = {
     0.212,  1.2931, 2.3065, 8.2956, 6.4133, 0.8334, 3.0194, 0.001,  1.8722, 0.1666, 0.796,
     1.4835, 0.0614, 0.2629, 1.6483, 0.6014, 1.8729, 0.5425, 0.0912, 0.0658, 0.1542};
 
+// The bounds py-fsrs (and fsrs-rs's clamps) hold every weight within.
+const FsrsWeights& fsrsLowerBounds();
+const FsrsWeights& fsrsUpperBounds();
+
 inline constexpr double kFsrsStabilityMin = 0.001;
 inline constexpr double kFsrsMinDifficulty = 1.0;
 inline constexpr double kFsrsMaxDifficulty = 10.0;

@@ -67,6 +67,18 @@ StudySettings StudySettings::load(const ReviewStore& store) {
                        QStringLiteral("0");
     const int hour = store.setting(QStringLiteral("next_day_starts_at")).toInt(&ok);
     if (ok && hour >= 0 && hour <= 23) s.nextDayStartsAt = hour;
+    // 21 numbers within their bounds, or the defaults (a damaged value is not half used).
+    const QStringList numbers =
+        store.setting(QStringLiteral("fsrs_weights")).split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    if (numbers.size() == static_cast<qsizetype>(kFsrsWeightCount)) {
+        FsrsWeights w{};
+        bool valid = true;
+        for (std::size_t i = 0; i < kFsrsWeightCount && valid; ++i) {
+            w[i] = numbers[static_cast<qsizetype>(i)].toDouble(&valid);
+            valid = valid && w[i] >= fsrsLowerBounds()[i] && w[i] <= fsrsUpperBounds()[i];
+        }
+        if (valid) s.weights = w;
+    }
     return s;
 }
 
@@ -82,7 +94,16 @@ bool StudySettings::save(ReviewStore& store) const {
            store.setSetting(QStringLiteral("theme"), theme) &&
            store.setSetting(QStringLiteral("anki_scheduling"),
                             ankiScheduling ? QStringLiteral("1") : QStringLiteral("0")) &&
-           store.setSetting(QStringLiteral("next_day_starts_at"), QString::number(nextDayStartsAt));
+           store.setSetting(QStringLiteral("next_day_starts_at"),
+                            QString::number(nextDayStartsAt)) &&
+           store.setSetting(QStringLiteral("fsrs_weights"), weightsText(weights));
+}
+
+QString weightsText(const std::optional<FsrsWeights>& weights) {
+    if (!weights) return QStringLiteral("");
+    QStringList numbers;
+    for (double w : *weights) numbers << QString::number(w, 'g', 8);
+    return numbers.join(QLatin1Char(' '));
 }
 
 FsrsParams StudySettings::fsrsParams() const {
@@ -90,6 +111,7 @@ FsrsParams StudySettings::fsrsParams() const {
     p.desiredRetention = desiredRetention;
     p.enableFuzzing = fuzz;
     p.ankiIntervalOrder = ankiScheduling;
+    if (weights) p.w = *weights;
     return p;
 }
 

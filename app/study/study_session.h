@@ -30,6 +30,8 @@ struct StudySettings {
     // easy >= good + 1. Off: py-fsrs's whole 24-hour periods, midnight days and its order.
     bool ankiScheduling = true;
     int nextDayStartsAt = 4;  // hour, 0 to 23
+    // Weights fitted to this learner's history (Optimize); empty: FSRS-6's defaults.
+    std::optional<FsrsWeights> weights;
 
     static StudySettings load(const ReviewStore& store);
     bool save(ReviewStore& store) const;
@@ -42,6 +44,9 @@ struct StudySettings {
                               const QTimeZone& zone = QTimeZone::systemTimeZone()) const;
     bool operator==(const StudySettings&) const = default;
 };
+
+// Weights as the settings keep them: 21 numbers, space-separated (empty: the defaults).
+QString weightsText(const std::optional<FsrsWeights>& weights);
 
 // Anki's day number of a time point: its local date in `zone`, less one before `startHour`
 // o'clock (wall-clock time, so a DST change moves no boundary).
