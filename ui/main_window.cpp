@@ -370,7 +370,7 @@ void MainWindow::importReviewHistory() {
 }
 
 void MainWindow::openSettings() {
-    SettingsDialog dialog(context_.settings, this);
+    SettingsDialog dialog(context_.settings, context_.store, this);
     if (dialog.exec() != QDialog::Accepted) return;
     const study::StudySettings updated = dialog.settings();
     const bool themeChanged = updated.theme != context_.settings.theme;

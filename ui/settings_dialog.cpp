@@ -2,17 +2,25 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QProgressDialog>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "study/fsrs_history.h"
+#include "study/fsrs_optimizer.h"
+
 namespace pd::ui {
 
-SettingsDialog::SettingsDialog(const study::StudySettings& settings, QWidget* parent)
-    : QDialog(parent), base_(settings) {
+SettingsDialog::SettingsDialog(const study::StudySettings& settings,
+                               const study::ReviewStore* store, QWidget* parent)
+    : QDialog(parent), base_(settings), store_(store), weights_(settings.weights) {
     setWindowTitle(tr("Settings"));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(20, 20, 20, 16);
@@ -67,8 +75,9 @@ SettingsDialog::SettingsDialog(const study::StudySettings& settings, QWidget* pa
     nextDayStartsAt_->setRange(0, 23);
     nextDayStartsAt_->setSuffix(tr(":00"));
     nextDayStartsAt_->setValue(settings.nextDayStartsAt);
-    nextDayStartsAt_->setToolTip(tr("Reviews after midnight but before this hour still count "
-                                    "as the previous day's, as in Anki (default 4:00)"));
+    nextDayStartsAt_->setToolTip(
+        tr("Reviews after midnight but before this hour still count "
+           "as the previous day's, as in Anki (default 4:00)"));
     nextDayStartsAt_->setEnabled(settings.ankiScheduling);
     connect(ankiScheduling_, &QCheckBox::toggled, nextDayStartsAt_, &QWidget::setEnabled);
     form->addRow(tr("Next &day starts at:"), nextDayStartsAt_);
@@ -81,8 +90,24 @@ SettingsDialog::SettingsDialog(const study::StudySettings& settings, QWidget* pa
     form->addRow(tr("&Theme:"), theme_);
     layout->addLayout(form);
 
-    auto* note = new QLabel(tr("Scheduling uses FSRS-6 with its default parameters; learning "
-                               "steps are 1 and 10 minutes, relearning 10 minutes."),
+    auto* optimizeRow = new QHBoxLayout;
+    optimize_ = new QPushButton(tr("&Optimize\u2026"), this);
+    optimize_->setObjectName(QStringLiteral("optimize"));
+    optimize_->setToolTip(
+        tr("Fit FSRS's 21 weights to your own review history (as Anki's "
+           "optimizer does) and keep them if they predict it better"));
+    optimize_->setEnabled(store_ != nullptr);
+    connect(optimize_, &QPushButton::clicked, this, &SettingsDialog::optimize);
+    weightsNote_ = new QLabel(this);
+    weightsNote_->setObjectName(QStringLiteral("weightsNote"));
+    weightsNote_->setWordWrap(true);
+    optimizeRow->addWidget(optimize_, 0, Qt::AlignTop);
+    optimizeRow->addWidget(weightsNote_, 1);
+    layout->addLayout(optimizeRow);
+    showWeights();
+
+    auto* note = new QLabel(tr("Scheduling uses FSRS-6; learning steps are 1 and 10 minutes, "
+                               "relearning 10 minutes."),
                             this);
     note->setWordWrap(true);
     note->setEnabled(false);
@@ -95,6 +120,50 @@ SettingsDialog::SettingsDialog(const study::StudySettings& settings, QWidget* pa
     setMinimumWidth(460);
 }
 
+void SettingsDialog::showWeights() {
+    weightsNote_->setText(weights_ ? tr("Weights fitted to your history are in use.")
+                                   : tr("FSRS-6's default weights are in use."));
+}
+
+void SettingsDialog::optimize() {
+    if (!store_) return;
+    const std::vector<study::FsrsCardHistory> cards = study::fsrsHistories(*store_);
+    QProgressDialog progress(tr("Fitting FSRS's weights to your reviews\u2026"), tr("Cancel"), 0, 1,
+                             this);
+    progress.setWindowTitle(tr("Optimize"));
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(0);
+    study::FsrsOptimizerOptions options;
+    options.dayCounter = settings().dayCounter();
+    options.progress = [&progress](int done, int total) {
+        progress.setMaximum(total);
+        progress.setValue(done);
+        QCoreApplication::processEvents();
+        return !progress.wasCanceled();
+    };
+    const study::FsrsOptimization r = study::optimizeFsrs(cards, options);
+    progress.reset();
+    if (r.cancelled) {
+        weightsNote_->setText(tr("Optimizing was cancelled; the weights are unchanged."));
+        return;
+    }
+    if (!r.offered) {
+        weightsNote_->setText(tr("Not yet: %1.").arg(QString::fromStdString(r.message)));
+        return;
+    }
+    if (r.fittedIsBetter) weights_ = r.weights;
+    weightsNote_->setText(
+        tr("%1 reviews scored. Log loss %2 with the default weights, %3 fitted; RMSE (bins) "
+           "%4 and %5. %6.")
+            .arg(r.defaults.predictions)
+            .arg(r.defaults.logLoss, 0, 'f', 4)
+            .arg(r.fitted.logLoss, 0, 'f', 4)
+            .arg(r.defaults.rmseBins, 0, 'f', 4)
+            .arg(r.fitted.rmseBins, 0, 'f', 4)
+            .arg(r.fittedIsBetter ? tr("The fitted weights are kept (applied with OK)")
+                                  : tr("The default weights predict it as well; they are kept")));
+}
+
 study::StudySettings SettingsDialog::settings() const {
     study::StudySettings s = base_;
     s.desiredRetention = retention_->value();
@@ -105,6 +174,7 @@ study::StudySettings SettingsDialog::settings() const {
     s.theme = theme_->currentData().toString();
     s.ankiScheduling = ankiScheduling_->isChecked();
     s.nextDayStartsAt = nextDayStartsAt_->value();
+    s.weights = weights_;
     return s;
 }
 

@@ -29,6 +29,7 @@ class TestMainWindow : public QObject {
     void enterStudiesAndMenuUndoes();
     void geometryIsRemembered();
     void settingsDialogRoundTrip();
+    void optimizeSaysWhyNotYet();
     void settingsMnemonicsAreUnique();
     void settingsMenuShowsCtrlComma();
     void savedGeometryIsKeptOnScreen();
@@ -138,10 +139,34 @@ void TestMainWindow::settingsDialogRoundTrip() {
     s.fuzz = false;
     s.showMeBeforeCheck = true;
     s.theme = QStringLiteral("dark");
+    s.ankiScheduling = false;
+    s.nextDayStartsAt = 6;
+    pd::study::FsrsWeights w = pd::study::kFsrsDefaultWeights;
+    w[20] = 0.3;
+    s.weights = w;
     pd::ui::SettingsDialog dialog(s);
     QCOMPARE(dialog.settings(), s);
     s.showMeBeforeCheck = false;
     QCOMPARE(pd::ui::SettingsDialog(s).settings(), s);
+}
+
+// Optimize on a history too short to fit says so and changes nothing.
+void TestMainWindow::optimizeSaysWhyNotYet() {
+    QTemporaryDir dir;
+    pd::study::ReviewStore store;
+    QString error;
+    QVERIFY2(store.open(dir.filePath(QStringLiteral("o.sqlite")), &error), qPrintable(error));
+    pd::ui::SettingsDialog dialog(StudySettings{}, &store);
+    auto* button = dialog.findChild<QPushButton*>(QStringLiteral("optimize"));
+    QVERIFY(button && button->isEnabled());
+    dialog.optimize();
+    auto* note = dialog.findChild<QLabel*>(QStringLiteral("weightsNote"));
+    QVERIFY(note);
+    QVERIFY2(note->text().contains(QStringLiteral("at least 400")), qPrintable(note->text()));
+    QVERIFY(!dialog.settings().weights);
+    // Without a store there is no history to fit.
+    pd::ui::SettingsDialog bare{StudySettings{}};
+    QVERIFY(!bare.findChild<QPushButton*>(QStringLiteral("optimize"))->isEnabled());
 }
 
 void TestMainWindow::settingsMnemonicsAreUnique() {
