@@ -241,8 +241,8 @@ StatsPage::StatsPage(AppContext& context, QWidget* parent) : QWidget(parent), co
 void StatsPage::refresh() {
     if (!context_.library || !context_.store) return;
     const QDateTime now = context_.now();
-    stats_ = study::computeStatistics(context_.library->decks(), *context_.store,
-                                      context_.settings.desiredRetention, now);
+    stats_ = study::computeStatistics(context_.library->decks(), *context_.store, context_.settings,
+                                      now);
     const ThemeColors c = themeColors();
     qDeleteAll(charts_);
     charts_.clear();

@@ -31,6 +31,15 @@ CountAxis countAxis(int maxValue) {
 
 StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
                                   double desiredRetention, const QDateTime& now) {
+    StudySettings pyFsrs;  // default weights, 24-hour days
+    pyFsrs.desiredRetention = desiredRetention;
+    pyFsrs.ankiScheduling = false;
+    return computeStatistics(decks, store, pyFsrs, now);
+}
+
+StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
+                                  const StudySettings& settings, const QDateTime& now) {
+    const double desiredRetention = settings.desiredRetention;
     StudyStatistics s;
     s.today = now.toLocalTime().date();
     s.desiredRetention = desiredRetention;
@@ -62,10 +71,10 @@ StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& s
     s.trueRetention = s.retentionReviews > 0 ? double(retained) / s.retentionReviews : 0.0;
     s.streak = studyStreak(s.reviewsByDate, s.today);
 
-    FsrsParams params;
-    params.desiredRetention = desiredRetention;
+    FsrsParams params = settings.fsrsParams();
     params.enableFuzzing = false;
-    const FsrsScheduler scheduler(params, 0);
+    FsrsScheduler scheduler(params, 0);
+    scheduler.setDayCounter(settings.dayCounter());
     const FsrsTimePoint nowTp = toTimePoint(now);
     QHash<QString, ConceptMastery> mastery;
     for (const Deck& deck : decks) {

@@ -10,6 +10,7 @@
 
 #include "deck.h"
 #include "review_store.h"
+#include "study_session.h"
 
 namespace pd::study {
 
@@ -53,6 +54,10 @@ CountAxis countAxis(int maxValue);
 
 StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
                                   double desiredRetention, const QDateTime& now);
+// The same with the learner's scheduler: its weights (fitted or default) and day counting
+// estimate each card's recall.
+StudyStatistics computeStatistics(const QList<Deck>& decks, const ReviewStore& store,
+                                  const StudySettings& settings, const QDateTime& now);
 
 // Consecutive days with at least one answer ending today, or ending yesterday when there is
 // none yet today (a streak is not lost until the day is over).
