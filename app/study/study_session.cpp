@@ -73,9 +73,11 @@ StudySettings StudySettings::load(const ReviewStore& store) {
     if (numbers.size() == static_cast<qsizetype>(kFsrsWeightCount)) {
         FsrsWeights w{};
         bool valid = true;
-        for (std::size_t i = 0; i < kFsrsWeightCount && valid; ++i) {
-            w[i] = numbers[static_cast<qsizetype>(i)].toDouble(&valid);
-            valid = valid && w[i] >= fsrsLowerBounds()[i] && w[i] <= fsrsUpperBounds()[i];
+        for (std::size_t i = 0; i < kFsrsWeightCount; ++i) {
+            bool isNumber = false;
+            w[i] = numbers[static_cast<qsizetype>(i)].toDouble(&isNumber);
+            valid =
+                valid && isNumber && w[i] >= fsrsLowerBounds()[i] && w[i] <= fsrsUpperBounds()[i];
         }
         if (valid) s.weights = w;
     }

@@ -171,6 +171,16 @@ class TestFsrsOptimizer : public QObject {
         for (std::size_t i = 0; i < kFsrsWeightCount; ++i)
             QVERIFY(std::abs((*again.weights)[i] - generatorWeights()[i]) < 1e-7);
         QCOMPARE(again.fsrsParams().w[20], generatorWeights()[20]);
+        // A damaged value (a word, or a weight out of bounds) reads as the defaults.
+        QString damaged = weightsText(generatorWeights());
+        QVERIFY(store.setSetting(
+            QStringLiteral("fsrs_weights"),
+            damaged.replace(0, damaged.indexOf(QLatin1Char(' ')), QStringLiteral("x"))));
+        QVERIFY(!StudySettings::load(store).weights);
+        FsrsWeights outOfBounds = generatorWeights();
+        outOfBounds[20] = 5.0;
+        QVERIFY(store.setSetting(QStringLiteral("fsrs_weights"), weightsText(outOfBounds)));
+        QVERIFY(!StudySettings::load(store).weights);
     }
 
     void cancelStopsTheFit() {

@@ -272,11 +272,7 @@ void ContextParallel::enqueue_step(int step) {
             });
             dev.compute().wait(dev.comm().record(), step);
         }
-        TraceEvent ev;
-        ev.kind = EventKind::optimizer;
-        ev.step = step;
-        ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
-        dev.compute().launch(ev, [this, rk, &dev, step] {
+        dev.compute().launch(optimizer_event(env_.optimizer, step), [this, rk, &dev, step] {
             dev.ops().optimizer_update(env_.optimizer, step + 1, rk->params.data(),
                                        rk->grads.data(), rk->state.data(), rk->params.size());
         });

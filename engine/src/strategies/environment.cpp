@@ -18,6 +18,15 @@ TraceEvent unit_event(EventKind kind, int unit, const ModelShape& shape, int ste
     return ev;
 }
 
+TraceEvent optimizer_event(const OptimizerSettings& optimizer, int step,
+                           const std::string& suffix) {
+    TraceEvent ev;
+    ev.kind = EventKind::optimizer;
+    ev.step = step;
+    ev.label = (optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW") + suffix;
+    return ev;
+}
+
 RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
     : config(cfg),
       ctx(context),

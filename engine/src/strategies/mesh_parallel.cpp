@@ -427,11 +427,8 @@ void MeshParallel::enqueue_step(int step) {
                                   "dp gradients chunk " + std::to_string(c.global));
             });
         }
-        TraceEvent ev;
-        ev.kind = EventKind::optimizer;
-        ev.step = step;
+        TraceEvent ev = optimizer_event(env_.optimizer, step);
         ev.stage = rank.coord.pp;
-        ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
         dev.compute().launch(ev, [this, &rank, &dev, step] {
             for (Chunk& c : rank.chunks)
                 dev.ops().optimizer_update(env_.optimizer, step + 1, c.params.data(),

@@ -83,11 +83,7 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
 }
 
 void Replica::enqueue_optimizer(int step) {
-    TraceEvent ev;
-    ev.kind = EventKind::optimizer;
-    ev.step = step;
-    ev.label = env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW";
-    device_.compute().launch(ev, [this, step] {
+    device_.compute().launch(optimizer_event(env_.optimizer, step), [this, step] {
         device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(),
                                        state_.data(), params_.size());
     });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/device_backend.h"
@@ -30,6 +31,10 @@ struct HostBatch {
 // labels its timeline the same way.
 TraceEvent unit_event(EventKind kind, int unit, const ModelShape& shape, int step, int microbatch,
                       int stage = -1);
+
+// The trace event of a device's optimizer step ("AdamW", "SGD momentum", then `suffix`).
+TraceEvent optimizer_event(const OptimizerSettings& optimizer, int step,
+                           const std::string& suffix = {});
 
 // Everything a strategy builds on, owned by the runner for the length of one run.
 struct RunEnvironment {

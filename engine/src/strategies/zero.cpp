@@ -119,26 +119,22 @@ void Zero::enqueue_step(int step) {
 }
 
 void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
-    TraceEvent ev;
-    ev.kind = EventKind::optimizer;
-    ev.step = step;
-    ev.label = std::string(env_.optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW") +
-               " (own shard)";
-    rank.device->compute().launch(ev, [this, &rank, step, full_grads] {
-        const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
-        for (std::size_t b = 0; b < buckets_.size(); ++b) {
-            const std::size_t begin = own_begin(buckets_[b], rank.r);
-            const std::size_t count = own_end(buckets_[b], rank.r) - begin;
-            const std::size_t off =
-                shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)];
-            float* params = rank.replica ? rank.replica->params().data() + begin
-                                         : rank.shard_params.data() + off;
-            const float* grads =
-                full_grads ? rank.replica->grads().data() + begin : rank.shard_grads.data() + off;
-            rank.device->ops().optimizer_update(env_.optimizer, step + 1, params, grads,
-                                                rank.state.data() + k * off, count);
-        }
-    });
+    rank.device->compute().launch(
+        optimizer_event(env_.optimizer, step, " (own shard)"), [this, &rank, step, full_grads] {
+            const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+            for (std::size_t b = 0; b < buckets_.size(); ++b) {
+                const std::size_t begin = own_begin(buckets_[b], rank.r);
+                const std::size_t count = own_end(buckets_[b], rank.r) - begin;
+                const std::size_t off = shard_offset_[b * static_cast<std::size_t>(n_) +
+                                                      static_cast<std::size_t>(rank.r)];
+                float* params = rank.replica ? rank.replica->params().data() + begin
+                                             : rank.shard_params.data() + off;
+                const float* grads = full_grads ? rank.replica->grads().data() + begin
+                                                : rank.shard_grads.data() + off;
+                rank.device->ops().optimizer_update(env_.optimizer, step + 1, params, grads,
+                                                    rank.state.data() + k * off, count);
+            }
+        });
 }
 
 void Zero::enqueue_step_stage12(Rank& rank, int step) {
