@@ -36,6 +36,7 @@ void RunController::start(const pd::RunConfig& config) {
         emit rejected(QString::fromStdString(e.what()));
         return;
     }
+    run->share_run_so_far(shareIntervalMs_);
     run_ = run;
     running_.store(true);
     const quint64 generation = generation_.load();
@@ -52,6 +53,7 @@ void RunController::start(const pd::RunConfig& config) {
         auto result = std::make_shared<pd::RunResult>(run->execute([&](const RunProgress& p) {
             const QString phase = QString::fromStdString(p.phase);
             post([this, p, phase] { emit progress(p.steps_done, p.steps_total, phase, p.loss); });
+            if (p.so_far) post([this, config, soFar = p.so_far] { emit partial(config, soFar); });
         }));
         post([this, config, result] {
             running_.store(false);

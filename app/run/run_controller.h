@@ -21,6 +21,9 @@ class RunController : public QObject {
     ~RunController() override;  // cancels the current run and waits for it
 
     bool isRunning() const { return running_.load(); }
+    // Runs started from now on post `partial` with the run so far after their first step,
+    // then at most every `intervalMs` (< 0: never). See Run::share_run_so_far.
+    void setShareRunSoFar(int intervalMs) { shareIntervalMs_ = intervalMs; }
 
   public slots:
     // Starts `config`; a run already going is cancelled first and its signals are dropped.
@@ -30,6 +33,8 @@ class RunController : public QObject {
   signals:
     void started(const pd::RunConfig& config);
     void progress(int stepsDone, int stepsTotal, const QString& phase, double loss);
+    // The run so far (RunResult::partial), while it goes on; `finished` still follows.
+    void partial(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> soFar);
     // Every run that got going ends here: ok, out of memory (the trace shows where) or failed.
     void finished(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
     void cancelled();
@@ -43,6 +48,7 @@ class RunController : public QObject {
     std::shared_ptr<pd::Run> run_;
     std::atomic<bool> running_{false};
     std::atomic<quint64> generation_{0};
+    int shareIntervalMs_ = -1;
 };
 
 }  // namespace pd::app

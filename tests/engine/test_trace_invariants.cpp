@@ -156,6 +156,72 @@ class TestTraceInvariants : public QObject {
                                 .arg(send->start_ns)
                                 .arg(link_ns)));
     }
+
+    // Run::share_run_so_far: progress carries copies of the run after steps 1 and 2 of 3,
+    // each exactly the beginning of what the finished run records, and the finished run is
+    // whole (the copies took nothing from it).
+    void run_so_far_is_the_beginning_of_the_run_data() {
+        QTest::addColumn<StrategyKind>("strategy");
+        QTest::addColumn<int>("devices");
+        QTest::addRow("dp2") << StrategyKind::dp << 2;
+        QTest::addRow("pipeline2") << StrategyKind::pipeline << 2;
+        QTest::addRow("zero3_2") << StrategyKind::zero3 << 2;
+    }
+    void run_so_far_is_the_beginning_of_the_run() {
+        QFETCH(StrategyKind, strategy);
+        QFETCH(int, devices);
+        RunConfig c = small_config(strategy, devices);
+        c.steps = 3;
+        Run run(c);
+        run.share_run_so_far(0);
+        std::vector<std::shared_ptr<const RunResult>> copies;
+        const RunResult r = run.execute([&](const RunProgress& p) {
+            if (p.so_far) {
+                QCOMPARE(p.so_far->steps_completed, p.steps_done);
+                copies.push_back(p.so_far);
+            }
+        });
+        QVERIFY2(r.status == RunStatus::ok, r.error.c_str());
+        QVERIFY(!r.partial);
+        QCOMPARE(copies.size(), std::size_t{2});  // none after the last step: the end follows
+        const std::size_t whole = run_config(c).trace.events.size();
+        QCOMPARE(r.trace.events.size(), whole);
+        for (std::size_t i = 0; i < copies.size(); ++i) {
+            const RunResult& so_far = *copies[i];
+            const int steps = static_cast<int>(i) + 1;
+            QVERIFY(so_far.partial);
+            QCOMPARE(so_far.steps_completed, steps);
+            QCOMPARE(so_far.trace.steps.size(), std::size_t(steps));
+            QVERIFY(so_far.final_parameters.empty());
+            QVERIFY(!so_far.trace.events.empty());
+            // Per device and stream, the copy's events are the first of the run's.
+            std::map<std::pair<int, int>, std::vector<const TraceEvent*>> all;
+            for (const auto& e : r.trace.events)
+                all[{e.device, static_cast<int>(e.stream)}].push_back(&e);
+            std::map<std::pair<int, int>, std::size_t> seen;
+            for (const auto& e : so_far.trace.events) {
+                QVERIFY2(e.step < steps, qPrintable(QStringLiteral("an event of step %1 in the "
+                                                                   "copy after %2 steps")
+                                                        .arg(e.step)
+                                                        .arg(steps)));
+                const auto key = std::make_pair(e.device, static_cast<int>(e.stream));
+                const std::size_t k = seen[key]++;
+                QVERIFY(k < all[key].size());
+                const TraceEvent& full = *all[key][k];
+                QCOMPARE(e.label, full.label);
+                QCOMPARE(e.start_ns, full.start_ns);
+                QCOMPARE(e.end_ns, full.end_ns);
+            }
+            // Everything up to those steps is in the copy.
+            for (const auto& [key, events] : all) {
+                std::size_t expected = 0;
+                for (const TraceEvent* e : events) expected += e->step < steps ? 1 : 0;
+                QCOMPARE(seen[key], expected);
+            }
+            QVERIFY(so_far.trace.memory.size() <= r.trace.memory.size());
+            QVERIFY(!so_far.trace.memory.empty());
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestTraceInvariants)

@@ -14,6 +14,7 @@
 #include "run_controller.h"
 #include "show_me_window.h"
 #include "visualizer/picture_export.h"
+#include "visualizer/timeline_data.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 #include "what_if_panel.h"
@@ -315,6 +316,75 @@ class TestShowMeWindow : public QObject {
         window.showScenario(QStringLiteral("bad"), QString(), c);
         QVERIFY2(window.status().contains(QStringLiteral("cannot run")),
                  qPrintable(window.status()));
+    }
+
+    // The first step is on screen while the others run: drawn, neither exported nor pinned
+    // until the run ends, and the finished run then replaces it whole.
+    void first_step_is_drawn_while_the_rest_runs() {
+        ShowMeWindow window;
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        pd::vis::VisualizerPanel* vis = window.visualizer();
+        int partials = 0;
+        int first_drawn = -1;
+        bool exports_off = false, pin_off = false, drawn_before_end = false;
+        connect(&window, &ShowMeWindow::partialShown, this, [&](const pd::RunConfig&, int drawn) {
+            if (partials++ == 0) first_drawn = drawn;
+            exports_off = !vis->exportScreenshotAction()->isEnabled() &&
+                          !vis->exportTraceAction()->isEnabled() &&
+                          !vis->copyImageAction()->isEnabled();
+            pin_off = !pinAction(window)->isEnabled();
+            drawn_before_end = shown.isEmpty() && window.showsPartialRun() &&
+                               vis->timeline()->data().step_count() == drawn;
+        });
+        window.showScenario(QStringLiteral("partial"), QString(), pipeline_scenario(20));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QCOMPARE(first_drawn, 1);
+        QVERIFY(drawn_before_end);
+        QVERIFY(exports_off);
+        QVERIFY(pin_off);
+        QVERIFY(!window.showsPartialRun());
+        QCOMPARE(vis->timeline()->data().step_count(), 20);
+        QVERIFY(vis->exportScreenshotAction()->isEnabled());
+        QVERIFY(pinAction(window)->isEnabled());
+        QVERIFY2(window.status().contains(QStringLiteral("20 steps measured")),
+                 qPrintable(window.status()));
+    }
+
+    // A run cancelled after its first steps were drawn gives the screen back to the last
+    // finished run (or to nothing), never leaves a stopped run's beginning there.
+    void cancel_after_the_first_steps_restores_the_finished_run() {
+        ShowMeWindow window;
+        QSignalSpy shown(&window, &ShowMeWindow::runShown);
+        QSignalSpy partial(&window, &ShowMeWindow::partialShown);
+        QSignalSpy cancelled(window.controller(), &pd::app::RunController::cancelled);
+        pd::vis::VisualizerPanel* vis = window.visualizer();
+        window.showScenario(QStringLiteral("cancel"), QString(), pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(partial.count() >= 1, 60000);
+        QVERIFY(window.showsPartialRun());
+        window.cancel();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 60000);
+        QVERIFY(!window.showsPartialRun());
+        QCOMPARE(vis->timeline()->data().step_count(), 0);
+        QVERIFY(!vis->exportScreenshotAction()->isEnabled());
+
+        window.run(pipeline_scenario(3));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        window.run(pipeline_scenario(100000));
+        QTRY_VERIFY_WITH_TIMEOUT(partial.count() >= 2 && window.showsPartialRun(), 60000);
+        window.cancel();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 2, 60000);
+        QVERIFY(!window.showsPartialRun());
+        QCOMPARE(vis->timeline()->data().step_count(), 3);
+        QVERIFY(vis->exportScreenshotAction()->isEnabled());
+        QVERIFY2(window.status().contains(QStringLiteral("previous run")),
+                 qPrintable(window.status()));
+    }
+
+  private:
+    static QAction* pinAction(ShowMeWindow& window) {
+        for (QAction* a : window.findChildren<QAction*>())
+            if (a->text().startsWith(QStringLiteral("&Pin"))) return a;
+        return nullptr;
     }
 };
 

@@ -161,6 +161,7 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
 
     connect(controller_, &pd::app::RunController::started, this, &ShowMeWindow::onStarted);
     connect(controller_, &pd::app::RunController::progress, this, &ShowMeWindow::onProgress);
+    connect(controller_, &pd::app::RunController::partial, this, &ShowMeWindow::onPartial);
     connect(controller_, &pd::app::RunController::finished, this, &ShowMeWindow::onFinished);
     connect(controller_, &pd::app::RunController::cancelled, this, &ShowMeWindow::onCancelled);
     connect(controller_, &pd::app::RunController::rejected, this, &ShowMeWindow::onRejected);
@@ -171,6 +172,8 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
             &ShowMeWindow::resetToCard);
     connect(visualizer_, &pd::vis::VisualizerPanel::message, this,
             [this](const QString& text) { setStatus(text, false); });
+    // The first step is drawn while the others run, and the picture grows every second.
+    controller_->setShareRunSoFar(1000);
     updateActions();
     resize(1400, 900);
 }
@@ -189,6 +192,8 @@ void ShowMeWindow::showScenario(const QString& title, const QString& note,
     card_config_ = config;
     what_if_->setConfig(config);
     pinned_.reset();
+    current_.reset();  // another card's run is no picture of this one
+    showCurrent();
     run(config);
     // Keys go to the timeline (Space plays, arrows pan), not to the first knob.
     visualizer_->timeline()->setFocus(Qt::OtherFocusReason);
@@ -320,14 +325,46 @@ QString ShowMeWindow::progressText() const {
     return progress_->format();
 }
 
+void ShowMeWindow::onPartial(const pd::RunConfig& config,
+                             std::shared_ptr<const pd::RunResult> so_far) {
+    // A stale run's signals are dropped: this is the run last started.
+    partial_on_screen_ = true;
+    shown_is_card_ = running_is_card_;
+    visualizer_->setRun(config, so_far);
+    visualizer_->setNoteDescribesRun(shown_is_card_);
+    if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
+    setStatus(tr("%1: step %2 of %3 drawn while the rest runs; the figures are final when it "
+                 "ends.")
+                  .arg(describe(config))
+                  .arg(so_far->steps_completed)
+                  .arg(config.steps),
+              false);
+    updateActions();
+    emit partialShown(config, so_far->steps_completed);
+}
+
+void ShowMeWindow::showCurrent() {
+    partial_on_screen_ = false;
+    if (!current_) {
+        visualizer_->setRun(card_config_, nullptr);
+    } else {
+        shown_is_card_ = current_->is_card;
+        visualizer_->setRun(current_->config, current_->result);
+        visualizer_->setNoteDescribesRun(shown_is_card_);
+        if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
+    }
+    updateActions();
+}
+
 void ShowMeWindow::onFinished(const pd::RunConfig& config,
                               std::shared_ptr<const pd::RunResult> result) {
     progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
-    current_ = Shown{config, result};
+    partial_on_screen_ = false;
     // A stale run's signals are dropped: this is the run last started.
     shown_is_card_ = running_is_card_;
+    current_ = Shown{config, result, shown_is_card_};
     visualizer_->setRun(config, result);
     visualizer_->setNoteDescribesRun(shown_is_card_);
     if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
@@ -359,8 +396,10 @@ void ShowMeWindow::onCancelled() {
     progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
-    // The knobs describe the picture again, not the run that was stopped.
+    // The knobs describe the picture again, not the run that was stopped; the stopped run's
+    // first steps make way for the last finished run.
     what_if_->showKnobs(current_ ? current_->config : card_config_);
+    if (partial_on_screen_) showCurrent();
     setStatus(current_ ? tr("Run cancelled. The picture shows the previous run.")
                        : tr("Run cancelled before it finished; nothing to show."),
               false);
@@ -389,7 +428,7 @@ void ShowMeWindow::onKnobProblem(const QString& problem) {
 }
 
 void ShowMeWindow::pinCurrentRun() {
-    if (!current_) return;
+    if (!current_ || partial_on_screen_) return;
     pinned_ = current_;
     visualizer_->setComparison(pinned_->config, pinned_->result);
     setStatus(tr("Pinned %1. Change a knob: the new run appears above it on the same time axis.")
@@ -405,7 +444,8 @@ void ShowMeWindow::clearPinnedRun() {
 }
 
 void ShowMeWindow::updateActions() {
-    pin_->setEnabled(current_.has_value());
+    // Only a finished run can be pinned: the comparison would miss the steps to come.
+    pin_->setEnabled(current_.has_value() && !partial_on_screen_);
     unpin_->setEnabled(pinned_.has_value());
 }
 

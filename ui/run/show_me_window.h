@@ -47,6 +47,8 @@ class ShowMeWindow : public QMainWindow {
     QAction* whatIfPanelAction() const { return show_knobs_; }
     // Whether the run on screen has the card's settings, so the card's note describes it.
     bool showsCardRun() const { return shown_is_card_; }
+    // Whether the picture is of a run still going (its first steps).
+    bool showsPartialRun() const { return partial_on_screen_; }
 
   public slots:
     void run(const pd::RunConfig& config);
@@ -63,17 +65,23 @@ class ShowMeWindow : public QMainWindow {
     void closeEvent(QCloseEvent* event) override;
 
   signals:
-    // A run's picture is on screen (the result of `config`).
+    // A run's picture is on screen (the result of `config`, finished).
     void runShown(const pd::RunConfig& config);
+    // The first steps of a run still going are on screen (the complete run follows).
+    void partialShown(const pd::RunConfig& config, int stepsDrawn);
 
   private:
     struct Shown {
         pd::RunConfig config;
         std::shared_ptr<const pd::RunResult> result;
+        bool is_card = true;  // has the card's settings
     };
     void onStarted(const pd::RunConfig& config);
     void onProgress(int done, int total, const QString& phase, double loss);
+    void onPartial(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> so_far);
     void onFinished(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
+    // Puts the last finished run (if any) back on screen, with the pinned one.
+    void showCurrent();
     void onCancelled();
     void onRejected(const QString& message);
     void setStatus(const QString& text, bool problem);
@@ -103,9 +111,10 @@ class ShowMeWindow : public QMainWindow {
     bool placed_ = false;
     std::optional<Shown> current_;
     std::optional<Shown> pinned_;
-    pd::RunConfig card_config_;    // what showScenario() was given
-    bool running_is_card_ = true;  // the run last started has the card's settings
-    bool shown_is_card_ = true;    // the run on screen has them
+    pd::RunConfig card_config_;       // what showScenario() was given
+    bool running_is_card_ = true;     // the run last started has the card's settings
+    bool shown_is_card_ = true;       // the run on screen has them
+    bool partial_on_screen_ = false;  // the picture is of the running run's first steps
 };
 
 }  // namespace pd::ui

@@ -93,7 +93,8 @@ QString bubble_note(const pd::RunMetrics& m) {
 std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::RunResult& result,
                                       const pd::RunMetrics& m) {
     std::vector<MetricLine> out;
-    QString status = qs(pd::name_of(result.status));
+    QString status =
+        result.partial ? QStringLiteral("running, drawn so far") : qs(pd::name_of(result.status));
     if (result.status != pd::RunStatus::ok && !result.error.empty())
         status += QStringLiteral(": ") + qs(result.error);
     out.push_back({QStringLiteral("Status"),

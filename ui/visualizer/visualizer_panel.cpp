@@ -276,8 +276,9 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
         runs_[0].reset();
     showRun(0);
     showRun(1);
+    // A run still going is drawn, not exported: its files would miss the steps to come.
     for (QAction* a : {export_screenshot_, export_trace_, copy_image_})
-        a->setEnabled(runs_[0].has_value());
+        a->setEnabled(runs_[0].has_value() && !result->partial);
     // The box counts steps from 1, as every label does; the views index them from 0.
     step_box_->setRange(1, std::max(1, timeline_->data().step_count()));
     step_box_->setValue(timeline_->defaultStep() + 1);

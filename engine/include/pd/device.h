@@ -60,6 +60,7 @@ class MemoryTracker {
     // Blocks the system really handed out (a cache hit asks for none).
     std::size_t system_allocations() const;
     std::vector<MemorySample> take_samples();
+    std::vector<MemorySample> samples_so_far() const;  // a copy, while the run goes on
     // Where this device's buffers live and its kernels run.
     DeviceOps& ops() const { return ops_; }
 

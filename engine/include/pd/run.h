@@ -36,6 +36,9 @@ struct RunResult {
     // parameters above are their bf16 rounding); empty otherwise.
     std::vector<float> final_master_parameters;
     int steps_completed = 0;
+    // A look at a run that is still going (RunProgress::so_far): the steps so far, no final
+    // parameters, and status ok until the run says otherwise.
+    bool partial = false;
 };
 
 struct RunProgress {
@@ -45,6 +48,9 @@ struct RunProgress {
     // "setup"; "training" (once with steps_done 0 when set-up ends, then after each step);
     // "done"
     std::string phase;
+    // Only when asked for (Run::share_run_so_far), on some "training" calls: what the run
+    // recorded up to this step, for a viewer to draw while the rest runs.
+    std::shared_ptr<const RunResult> so_far;
 };
 
 class Run {
@@ -60,6 +66,11 @@ class Run {
     RunResult execute(const std::function<void(const RunProgress&)>& on_progress = {});
     // Thread-safe; the run stops within a bounded time with status `cancelled`.
     void cancel();
+    // Progress calls carry a copy of the run so far (RunProgress::so_far) after its first
+    // step, then after any step that ends at least `interval_ms` after the last copy, so a
+    // viewer can draw the first step while the others run. CPU backend with tracing only (a
+    // GPU's times are queue marks until the run ends). Call before execute.
+    void share_run_so_far(int interval_ms) { share_interval_ms_ = interval_ms; }
 
     // Reliability tests: faults this run suffers (set before execute), and how many
     // allocations the last execute made (to sweep every point a failure can strike).
@@ -72,6 +83,7 @@ class Run {
     std::mutex ctx_mutex_;
     RunContext* ctx_ = nullptr;  // live while execute() runs
     FaultPlan faults_;
+    int share_interval_ms_ = -1;  // < 0: progress carries no copies
     std::size_t allocations_made_ = 0;
 };
 

@@ -92,6 +92,9 @@ class Stream {
     // After synchronize(): what this stream recorded.
     std::vector<TraceEvent> take_events();
     std::vector<CollectiveRecord> take_collectives();
+    // Copies, for a look at the run while it goes on (after synchronize(), between steps).
+    std::vector<TraceEvent> events_so_far() const;
+    std::vector<CollectiveRecord> collectives_so_far() const;
     void add_collective(CollectiveRecord record);
 
   private:
@@ -103,7 +106,7 @@ class Stream {
     RunContext& ctx_;
     std::unique_ptr<StreamBackend> backend_;
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable work_cv_;
     std::condition_variable idle_cv_;
     std::deque<Task> queue_;

@@ -203,6 +203,11 @@ std::vector<MemorySample> MemoryTracker::take_samples() {
     return std::move(samples_);
 }
 
+std::vector<MemorySample> MemoryTracker::samples_so_far() const {
+    std::lock_guard lock(mutex_);
+    return samples_;
+}
+
 Buffer::Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count, Fill fill,
                DType dtype)
     : category_(category), dtype_(dtype) {

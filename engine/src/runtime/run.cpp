@@ -1,7 +1,9 @@
 #include "pd/run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "backend/device_backend.h"
@@ -38,7 +40,12 @@ void Run::cancel() {
 
 namespace {
 
-void collect_trace(RunEnvironment& env, Trace& trace) {
+// What the devices recorded, gathered into `trace`. `Gather::take` empties the streams (the
+// run's end); `Gather::copy` leaves them as they are (a look while the run goes on).
+enum class Gather { take, copy };
+
+void collect_trace(RunEnvironment& env, Trace& trace, Gather gather = Gather::take) {
+    const bool take = gather == Gather::take;
     trace.clock = env.ctx.clock();
     trace.intra_op_threads =
         resolve_intra_op_threads(env.config, env.ctx.clock(), std::thread::hardware_concurrency());
@@ -54,14 +61,16 @@ void collect_trace(RunEnvironment& env, Trace& trace) {
         std::vector<TraceEvent> events;
         std::vector<CollectiveRecord> collectives;
         for (StreamKind kind : {StreamKind::compute, StreamKind::comm}) {
-            auto stream_events = d->stream(kind).take_events();
+            Stream& stream = d->stream(kind);
+            auto stream_events = take ? stream.take_events() : stream.events_so_far();
             events.insert(events.end(), std::make_move_iterator(stream_events.begin()),
                           std::make_move_iterator(stream_events.end()));
-            auto stream_collectives = d->stream(kind).take_collectives();
+            auto stream_collectives =
+                take ? stream.take_collectives() : stream.collectives_so_far();
             collectives.insert(collectives.end(), stream_collectives.begin(),
                                stream_collectives.end());
         }
-        auto samples = d->memory().take_samples();
+        auto samples = take ? d->memory().take_samples() : d->memory().samples_so_far();
         // A GPU's times are marks in its queues until now.
         d->backend().resolve_times(events, collectives, samples);
         std::stable_sort(
@@ -137,9 +146,13 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
         if (cancel_requested_.load())
             ctx.abort(std::make_exception_ptr(Cancelled("run cancelled", __FILE__, __LINE__)));
     }
-    auto report = [&](int done, double loss, const char* phase) {
-        if (on_progress) on_progress(RunProgress{done, config_.steps, loss, phase});
+    auto report = [&](int done, double loss, const char* phase,
+                      std::shared_ptr<const RunResult> so_far = {}) {
+        if (on_progress) on_progress(RunProgress{done, config_.steps, loss, phase, so_far});
     };
+    const bool share = on_progress && share_interval_ms_ >= 0 &&
+                       config_.backend == BackendKind::cpu && config_.trace_enabled;
+    std::optional<std::chrono::steady_clock::time_point> last_share;
 
     RunResult result;
     try {
@@ -170,7 +183,22 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 if (!env.routing.empty())
                     result.trace.routing.aux_loss.push_back(take_aux_loss(env));
                 result.steps_completed = step + 1;
-                report(step + 1, loss, "training");
+                std::shared_ptr<RunResult> so_far;
+                const auto now = std::chrono::steady_clock::now();
+                if (share && step + 1 < config_.steps &&
+                    (!last_share ||
+                     now - *last_share >= std::chrono::milliseconds(share_interval_ms_))) {
+                    // Every stream is idle between steps: their records can be copied.
+                    so_far = std::make_shared<RunResult>();
+                    so_far->partial = true;
+                    so_far->steps_completed = result.steps_completed;
+                    so_far->trace.steps = result.trace.steps;
+                    so_far->trace.routing.aux_loss = result.trace.routing.aux_loss;
+                    so_far->trace.gradient_updates = strategy->gradient_updates();
+                    collect_trace(env, so_far->trace, Gather::copy);
+                    last_share = now;
+                }
+                report(step + 1, loss, "training", std::move(so_far));
             }
             if (!ctx.aborted()) {
                 result.final_parameters = strategy->parameters();

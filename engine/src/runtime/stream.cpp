@@ -170,6 +170,16 @@ std::vector<CollectiveRecord> Stream::take_collectives() {
     return std::move(collectives_);
 }
 
+std::vector<TraceEvent> Stream::events_so_far() const {
+    std::lock_guard lock(mutex_);
+    return events_;
+}
+
+std::vector<CollectiveRecord> Stream::collectives_so_far() const {
+    std::lock_guard lock(mutex_);
+    return collectives_;
+}
+
 void Stream::run_loop() {
     tl_current_stream = this;
     if (backend_) {
