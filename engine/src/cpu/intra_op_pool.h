@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -59,11 +60,15 @@ class IntraOpPool {
     std::mutex run_mutex_;  // held by the kernel that has the workers
     std::condition_variable wake_;
     std::condition_variable done_;
+    // Written under mutex_, read under it: a kernel's parts and function.
     const std::function<void(int)>* part_ = nullptr;
     int parts_ = 0;
-    int pending_ = 0;
-    unsigned long long generation_ = 0;
-    bool stopping_ = false;
+    // Atomic so that a worker (and the caller) can spin on them a little before sleeping:
+    // a step's kernels follow each other within microseconds, and a wake-up through the
+    // condition variable costs as much as a small part's work.
+    std::atomic<int> pending_{0};
+    std::atomic<unsigned long long> generation_{0};
+    std::atomic<bool> stopping_{false};
     std::exception_ptr error_;
 };
 

@@ -12,8 +12,8 @@ namespace pd::cpu {
 namespace {
 
 // A product is split only where each part keeps a thread busy far longer than waking it
-// takes (tens of microseconds): at least 8 MFLOP a part.
-constexpr double kMinFlopsPerPart = 8e6;
+// takes: at least 2 MFLOP a part (some 20 microseconds; the pool spins between kernels).
+constexpr double kMinFlopsPerPart = 2e6;
 
 void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                int lda, const float* b, int ldb, float beta, float* c, int ldc) {
