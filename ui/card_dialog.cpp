@@ -23,12 +23,31 @@ QString cardHtml(const study::Deck& deck, const study::Card& card,
     QStringList chips;
     for (const QString& t : card.concepts()) chips.append(study::tagDisplayName(t));
     chips.append(study::difficultyDisplayName(card.difficulty));
-    chips.append(card.type == study::CardType::Single
+    chips.append(card.isNumeric() ? QObject::tr("predict, then run")
+                 : card.type == study::CardType::Single
                      ? QObject::tr("one answer")
                      : QObject::tr("%1 answers").arg(card.correctCount()));
     html += QStringLiteral("<p style='color:%1'><b>%2</b></p>")
                 .arg(css(c.muted), chips.join(QStringLiteral(" \u00b7 ")).toHtmlEscaped());
     html += QStringLiteral("<p style='font-size:large'>%1</p>").arg(card.prompt.toHtmlEscaped());
+    if (card.numeric) {
+        const study::NumericAnswer& a = *card.numeric;
+        const QString figure =
+            a.device >= 0 ? QObject::tr("%1 of device %2").arg(a.metric).arg(a.device) : a.metric;
+        html += QStringLiteral("<p>%1</p>")
+                    .arg(QObject::tr("Answered by the run's %1, in %2, within %3.")
+                             .arg(figure, study::answerUnitLabel(a.unit), study::toleranceText(a))
+                             .toHtmlEscaped());
+        if (a.textbook)
+            html += QStringLiteral("<p>%1</p>")
+                        .arg(QObject::tr("Textbook: %1 (%2).")
+                                 .arg(study::formatInUnit(
+                                          *a.textbook * study::answerUnitScale(a.unit), a.unit),
+                                      a.textbookFormula)
+                                 .toHtmlEscaped());
+        html += QStringLiteral("<p style='color:%1'>%2</p>")
+                    .arg(css(c.muted), a.explanation.toHtmlEscaped());
+    }
     for (const study::Option& o : card.options) {
         const QColor color = o.correct ? c.right : c.wrong;
         html +=

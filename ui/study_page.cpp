@@ -9,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QMouseEvent>
 #include <QPushButton>
@@ -21,6 +22,7 @@
 #include <QVBoxLayout>
 #include <functional>
 
+#include "numeric_answer_panel.h"
 #include "theme.h"
 
 namespace pd::ui {
@@ -284,6 +286,22 @@ void StudyPage::buildQuestionView() {
     optionsLayout_->setSpacing(10);
     col->addLayout(optionsLayout_);
 
+    numeric_ = new NumericAnswerPanel(column);
+    numeric_->setVisible(false);
+    col->addWidget(numeric_);
+    numericResult_ = new QLabel(column);
+    numericResult_->setObjectName(QStringLiteral("numericResult"));
+    numericResult_->setWordWrap(true);
+    numericResult_->setTextFormat(Qt::RichText);
+    numericResult_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    numericResult_->setVisible(false);
+    col->addWidget(numericResult_);
+    connect(numeric_, &NumericAnswerPanel::submitRequested, this, &StudyPage::checkAnswer);
+    connect(numeric_, &NumericAnswerPanel::graded, this,
+            [this](const study::NumericGrade& g) { revealNumeric(g, {}); });
+    connect(numeric_, &NumericAnswerPanel::measurementFailed, this,
+            [this](const QString& why) { revealNumeric(std::nullopt, why); });
+
     // After the answer: where the card's facts come from, each a link the system opens.
     sourcesLabel_ = new QLabel(canvas);
     sourcesLabel_->setObjectName(QStringLiteral("sources"));
@@ -437,8 +455,8 @@ bool StudyPage::start(const QString& deckId, const study::SessionOptions& option
         examTimer_->start();
     }
     timerLabel_->setVisible(options.mode == StudyMode::MockExam);
-    showCurrent();
     setFocus();
+    showCurrent();  // a numeric card then gives the focus to its field
     return true;
 }
 
@@ -490,6 +508,10 @@ void StudyPage::showCurrent() {
     chipsLabel_->setText(chips.join(QStringLiteral("  \u00b7  ")));
     promptLabel_->setText(card.prompt);
     const bool multiple = card.type == study::CardType::Multiple;
+    numericResult_->clear();
+    numericResult_->setVisible(false);
+    numeric_->setVisible(card.isNumeric());
+    if (card.isNumeric()) numeric_->setCard(card);
     updateChoiceHint();
     const QList<int>& order = session_->optionOrder();
     for (int pos = 0; pos < order.size(); ++pos) {
@@ -505,6 +527,11 @@ void StudyPage::showCurrent() {
     checkButton_->setText(session_->mode() == StudyMode::MockExam ? tr("Submit answer   Enter")
                                                                   : tr("Check answer   Enter"));
     checkButton_->setEnabled(false);
+    if (card.isNumeric()) {
+        checkButton_->setText(tr("Check: run and measure   Enter"));
+        checkButton_->setEnabled(true);
+        numeric_->input()->setFocus(Qt::OtherFocusReason);
+    }
     showMeNote_->clear();
     showMeNote_->setVisible(false);
     sourcesLabel_->clear();
@@ -542,6 +569,11 @@ bool StudyPage::choiceComplete() const {
 void StudyPage::updateChoiceHint() {
     if (!session_ || session_->finished()) return;
     const study::Card& card = *session_->current();
+    if (card.isNumeric()) {
+        hintLabel_->setText(tr("Predict, then run: type your number (%1), then press Enter.")
+                                .arg(study::answerUnitLabel(card.numeric->unit)));
+        return;
+    }
     const int options = static_cast<int>(card.options.size());
     if (card.type != study::CardType::Multiple) {
         hintLabel_->setText(
@@ -563,8 +595,18 @@ void StudyPage::setConfidence(int level) {
     for (int i = 0; i < 3; ++i) confidenceButtons_[i]->setChecked(confidence_ == i + 1);
 }
 
+bool StudyPage::currentIsNumeric() const {
+    return session_ && !session_->finished() && session_->current()->isNumeric();
+}
+
 void StudyPage::checkAnswer() {
     if (revealed_ || !session_ || session_->finished()) return;
+    if (currentIsNumeric()) {
+        if (numeric_->measuring()) return;
+        answerMs_ = answerTimer_.elapsed();  // the thinking, not the run
+        if (numeric_->submit()) checkButton_->setEnabled(false);
+        return;
+    }
     const QList<int> chosen = selectedOptions();
     if (chosen.isEmpty()) {
         hintLabel_->setText(tr("Choose an answer first (keys 1\u2013%1).").arg(optionRows_.size()));
@@ -618,11 +660,58 @@ void StudyPage::checkAnswer() {
     checkButton_->setVisible(false);
     hintLabel_->setVisible(false);
     updateShowMe();
+    suggested_ = session_->suggestedGradeFor(chosen, confidence_);
+    showGrades(correct);
+}
 
+void StudyPage::revealNumeric(const std::optional<study::NumericGrade>& grade,
+                              const QString& failure) {
+    if (revealed_ || !currentIsNumeric()) return;
+    revealed_ = true;
+    const study::Card& card = *session_->current();
+    numericCorrect_ = grade && grade->correct;
+    const ThemeColors c = themeColors();
+    verdictLabel_->setText(
+        !grade           ? QStringLiteral("✗  ") + tr("Not measured: %1").arg(failure)
+        : grade->correct ? QStringLiteral("✓  ") +
+                               tr("Right: the run measured %1")
+                                   .arg(study::formatInUnit(grade->measured, card.numeric->unit))
+                         : QStringLiteral("✗  ") +
+                               tr("Not quite: the run measured %1")
+                                   .arg(study::formatInUnit(grade->measured, card.numeric->unit)));
+    verdictBanner_->setStyleSheet(
+        QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
+                       "solid %2; } QLabel { color: %2; }")
+            .arg(css(numericCorrect_ ? c.rightBackground : c.wrongBackground),
+                 css(numericCorrect_ ? c.right : c.wrong)));
+    verdictBanner_->setVisible(true);
+    if (grade) {
+        numericResult_->setText(numeric_->resultHtml(*grade));
+        numericResult_->setVisible(true);
+    }
+    showSources(card);
+    confidenceRow_->setVisible(false);
+    checkButton_->setVisible(false);
+    hintLabel_->setVisible(false);
+    updateShowMe();
+    suggested_ = session_->suggestedGradeForNumeric(numericCorrect_, confidence_);
+    setFocus(Qt::OtherFocusReason);  // the grade keys 1-4 and Enter are the page's
+    showGrades(numericCorrect_);
+}
+
+QString StudyPage::verdictText() const {
+    return verdictBanner_->isVisible() ? verdictLabel_->text() : QString();
+}
+
+QString StudyPage::numericResultText() const {
+    return numericResult_->isVisible() ? numericResult_->text() : QString();
+}
+
+// After the reveal: the four grades with their next due times (review), or Next (practice).
+void StudyPage::showGrades(bool correct) {
     if (session_->mode() == StudyMode::Review) {
         const QDateTime now = context_.now();
         const std::array<QDateTime, 4> due = session_->previewDue(now);
-        suggested_ = session_->suggestedGradeFor(chosen, confidence_);
         for (int i = 0; i < 4; ++i) {
             const Rating rating = static_cast<Rating>(i + 1);
             QPushButton* b = gradeButtons_[i];
@@ -663,8 +752,12 @@ QString StudyPage::gradeAdvice(bool correct) const {
 void StudyPage::gradeAndContinue(Rating rating) {
     if (!revealed_ || !session_ || session_->mode() != StudyMode::Review) return;
     QString error;
-    if (!session_->answer(selectedOptions(), rating, confidence_, answerMs_, context_.now(),
-                          &error)) {
+    const bool saved = currentIsNumeric()
+                           ? session_->answerNumeric(numericCorrect_, rating, confidence_,
+                                                     answerMs_, context_.now(), &error)
+                           : session_->answer(selectedOptions(), rating, confidence_, answerMs_,
+                                              context_.now(), &error);
+    if (!saved) {
         gradeHint_->setText(tr("Could not save the review: %1").arg(error));
         return;
     }
@@ -675,8 +768,12 @@ void StudyPage::gradeAndContinue(Rating rating) {
 void StudyPage::continuePractice() {
     if (!revealed_ || !session_ || session_->mode() != StudyMode::Practice) return;
     QString error;
-    if (!session_->answer(selectedOptions(), std::nullopt, confidence_, answerMs_, context_.now(),
-                          &error)) {
+    const bool saved = currentIsNumeric()
+                           ? session_->answerNumeric(numericCorrect_, std::nullopt, confidence_,
+                                                     answerMs_, context_.now(), &error)
+                           : session_->answer(selectedOptions(), std::nullopt, confidence_,
+                                              answerMs_, context_.now(), &error);
+    if (!saved) {
         hintLabel_->setText(tr("Could not save the answer: %1").arg(error));
         return;
     }
@@ -862,9 +959,10 @@ void StudyPage::keyPressEvent(QKeyEvent* event) {
 // A run can give the answer away: it is offered after checking, or before as an opt-in hint
 // (Settings) that marks the review as hinted. A mock exam is an exam: no runs at all.
 bool StudyPage::showMeAvailable() const {
+    // A numeric card's run is its answer: shown after the prediction only.
     return session_ && !session_->finished() && session_->current()->hasScenario() &&
            session_->mode() != StudyMode::MockExam &&
-           (revealed_ || context_.settings.showMeBeforeCheck);
+           (revealed_ || (context_.settings.showMeBeforeCheck && !currentIsNumeric()));
 }
 
 void StudyPage::updateShowMe() {
@@ -940,6 +1038,7 @@ void StudyPage::scrollToRightAnswer() {
         if (!target && row->verdict() == OptionRow::Verdict::ChosenRight) target = row;
     }
     if (target) scroll_->ensureWidgetVisible(target, 0, 24);
+    if (numericResult_->isVisible()) scroll_->ensureWidgetVisible(numericResult_, 0, 24);
 }
 
 // Page Up/Down and the arrows scroll the card; the number keys and Enter keep their jobs.

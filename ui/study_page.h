@@ -32,6 +32,7 @@ class QVBoxLayout;
 namespace pd::ui {
 
 class OptionRow;
+class NumericAnswerPanel;
 
 class StudyPage : public QWidget {
     Q_OBJECT
@@ -48,6 +49,10 @@ class StudyPage : public QWidget {
     bool isRevealed() const { return revealed_; }
     bool isShowingResults() const;
     QList<int> selectedOptions() const;  // option indices in the card
+    // The answer area of a numeric card (hidden for multiple-choice cards).
+    NumericAnswerPanel* numericPanel() const { return numeric_; }
+    QString verdictText() const;
+    QString numericResultText() const;  // what the reveal of a numeric card says
     bool undo();
     void refreshTheme();
     // After Settings changed (e.g. whether Show me is offered before checking).
@@ -88,6 +93,10 @@ class StudyPage : public QWidget {
     QString progressText() const;
     bool showMeAvailable() const;
     void scrollToRightAnswer();
+    // A numeric card measured (grade) or could not be (message): the reveal.
+    void revealNumeric(const std::optional<study::NumericGrade>& grade, const QString& failure);
+    void showGrades(bool correct);
+    bool currentIsNumeric() const;
     bool scrollByKey(int key);
 
     AppContext& context_;
@@ -121,6 +130,9 @@ class StudyPage : public QWidget {
     QPushButton* showMeButton_ = nullptr;
     QLabel* showMeNote_ = nullptr;
     QLabel* sourcesLabel_ = nullptr;
+    NumericAnswerPanel* numeric_ = nullptr;
+    QLabel* numericResult_ = nullptr;
+    bool numericCorrect_ = false;                    // the revealed numeric card's grade
     study::Rating suggested_ = study::Rating::Good;  // what Enter accepts after the reveal
     QString deckId_;
     void requestShowMe();

@@ -439,7 +439,8 @@ ImportResult importFile(const QString& path) {
     return importDelimited(bytes, path);
 }
 
-QByteArray exportDelimited(const Deck& deck, QChar sep) {
+QByteArray exportDelimited(const Deck& deck, QChar sep, int* numericLeftOut) {
+    if (numericLeftOut) *numericLeftOut = 0;
     const QStringList columns = defaultColumns();
     QString out;
     out += QStringLiteral("#separator:%1\n")
@@ -448,6 +449,11 @@ QByteArray exportDelimited(const Deck& deck, QChar sep) {
     out += QStringLiteral("#columns:") + columns.join(sep) + QLatin1Char('\n');
     out += QStringLiteral("#tags column:%1\n").arg(columns.indexOf(QStringLiteral("tags")) + 1);
     for (const Card& c : deck.cards) {
+        // The columns hold options; a numeric card's answer is a metric of its run.
+        if (c.isNumeric()) {
+            if (numericLeftOut) ++*numericLeftOut;
+            continue;
+        }
         QStringList fields;
         QStringList correct;
         for (int i = 0; i < c.options.size(); ++i) {

@@ -35,7 +35,9 @@ ImportResult importDelimited(const QByteArray& bytes, const QString& origin);
 ImportResult importFile(const QString& path);
 
 // Writes Anki-style headers and one line per card. `separator` is ',' or '\t'.
-QByteArray exportDelimited(const Deck& deck, QChar separator);
+// Numeric cards have no options to put in the columns: they are left out, counted in
+// `numericLeftOut` when given.
+QByteArray exportDelimited(const Deck& deck, QChar separator, int* numericLeftOut = nullptr);
 
 // A kebab-case deck id derived from a file name ("My Cards (v2).csv" -> "my-cards-v2").
 QString deckIdFromFileName(const QString& fileName);

@@ -34,14 +34,18 @@ const QStringList kConcepts = {
 
 const std::set<std::string> kTopKeys = {"format", "version", "id", "title", "description", "cards"};
 const std::vector<std::string> kTopRequired = {"cards", "format", "id", "title", "version"};
-const std::set<std::string> kCardKeys = {"id",       "prompt",        "type",
-                                         "options",  "difficulty",    "tags",
-                                         "scenario", "scenario_note", "sources"};
+const std::set<std::string> kCardKeys = {
+    "id",         "prompt", "type",     "options",       "answer",
+    "difficulty", "tags",   "scenario", "scenario_note", "sources"};
+const std::set<std::string> kAnswerKeys = {
+    "metric",   "device",           "unit",       "tolerance", "relative_tolerance",
+    "textbook", "textbook_formula", "explanation"};
+constexpr double kMaxRelativeTolerance = 0.25;
 const std::set<std::string> kSourceKeys = {"title", "url", "locator"};
 constexpr int kMaxSources = 3;
 constexpr int kMaxLocatorChars = 160;
-const std::vector<std::string> kCardRequired = {"difficulty", "id",   "options",
-                                                "prompt",     "tags", "type"};
+// `options` for single and multiple, `answer` (and a scenario) for numeric cards.
+const std::vector<std::string> kCardRequired = {"difficulty", "id", "prompt", "tags", "type"};
 const std::vector<std::string> kOptionKeys = {"correct", "explanation", "text"};
 const std::set<std::string> kTagNamespaces = {"concept", "framework", "platform", "style", "topic"};
 // Shipped-deck policy for scenarios (see checkShippedLimits).
@@ -186,9 +190,11 @@ std::optional<Card> DeckValidator::checkCard(const QString& where, const json& c
             type = CardType::Single;
         } else if (t == "multiple") {
             type = CardType::Multiple;
+        } else if (t == "numeric") {
+            type = CardType::Numeric;
         } else {
             err(where + QStringLiteral(".type"),
-                QStringLiteral("type must be one of: multiple, single"));
+                QStringLiteral("type must be one of: multiple, numeric, single"));
         }
         if (type) out.type = *type;
     }
@@ -203,7 +209,28 @@ std::optional<Card> DeckValidator::checkCard(const QString& where, const json& c
                 QStringLiteral("difficulty must be one of: foundation, application, expert"));
         }
     }
-    if (card.contains("options")) checkOptions(where, card["options"], type, prompt, out);
+    if (type == CardType::Numeric) {
+        if (card.contains("options"))
+            err(where + QStringLiteral(".options"),
+                QStringLiteral("a numeric card has no options: its answer is measured by its "
+                               "scenario's run ('answer')"));
+        if (!card.contains("answer"))
+            err(where, QStringLiteral("missing required key 'answer' (type numeric)"));
+        else
+            checkNumericAnswer(where + QStringLiteral(".answer"), card["answer"], out);
+        if (!card.contains("scenario"))
+            err(where, QStringLiteral("missing required key 'scenario': a numeric card's answer "
+                                      "is measured on its run"));
+    } else {
+        if (card.contains("answer"))
+            err(where + QStringLiteral(".answer"),
+                QStringLiteral("'answer' belongs to numeric cards; this card's options say "
+                               "which are correct"));
+        if (!card.contains("options"))
+            err(where, QStringLiteral("missing required key 'options'"));
+        else
+            checkOptions(where, card["options"], type, prompt, out);
+    }
     if (card.contains("tags")) checkTags(where, card["tags"], out);
 
     if (card.contains("scenario")) {
@@ -236,6 +263,104 @@ std::optional<Card> DeckValidator::checkCard(const QString& where, const json& c
         ++cardsWithoutSources;
     if (static_cast<int>(errors.size()) != before) return std::nullopt;
     return out;
+}
+
+// A numeric card's answer: which metric of the run answers it, in which unit the learner
+// types it, and how close counts as right.
+void DeckValidator::checkNumericAnswer(const QString& where, const json& a, Card& out) {
+    if (!a.is_object()) {
+        err(where, QStringLiteral("answer must be an object with metric, unit, a tolerance and "
+                                  "an explanation"));
+        return;
+    }
+    for (const auto& [key, value] : a.items())
+        if (!kAnswerKeys.count(key)) err(where, QStringLiteral("unknown key ") + quotedKey(key));
+    for (const char* key : {"metric", "unit", "explanation"})
+        if (!a.contains(key))
+            err(where, QStringLiteral("missing required key '%1'").arg(QLatin1String(key)));
+    NumericAnswer n;
+    const pd::MetricInfo* info = nullptr;
+    if (a.contains("metric")) {
+        const std::string name = a["metric"].is_string() ? a["metric"].get<std::string>() : "";
+        for (const auto& m : pd::expectation_metrics())
+            if (m.name == name) info = &m;
+        if (!info)
+            err(where + QStringLiteral(".metric"),
+                QStringLiteral("metric must be one of the expectation metric names (README, "
+                               "Expectations), got %1")
+                    .arg(q(a["metric"].dump())));
+        else
+            n.metric = q(name);
+    }
+    if (info && info->per_device) {
+        if (!a.contains("device") || !isInt(a["device"]) || a["device"].get<long long>() < 0)
+            err(where + QStringLiteral(".device"),
+                QStringLiteral("metric '%1' is per device: device must be a device index")
+                    .arg(n.metric));
+        else
+            n.device = static_cast<int>(a["device"].get<long long>());
+    } else if (info && a.contains("device")) {
+        err(where + QStringLiteral(".device"),
+            QStringLiteral("metric '%1' is run-wide: it takes no device").arg(n.metric));
+    }
+    if (a.contains("unit")) {
+        const auto unit = a["unit"].is_string()
+                              ? answerUnitFromName(q(a["unit"].get<std::string>()))
+                              : std::nullopt;
+        if (!unit)
+            err(where + QStringLiteral(".unit"),
+                QStringLiteral("unit must be one of: percent, bytes, KiB, MiB, GiB, ms, s, "
+                               "count"));
+        else
+            n.unit = *unit;
+    }
+    const bool absolute = a.contains("tolerance"), relative = a.contains("relative_tolerance");
+    if (absolute == relative) {
+        err(where, QStringLiteral("give exactly one of 'tolerance' (in the unit) and "
+                                  "'relative_tolerance' (a fraction of the measured value)"));
+    } else {
+        const json& t = absolute ? a["tolerance"] : a["relative_tolerance"];
+        const QString tw = where + (absolute ? QStringLiteral(".tolerance")
+                                             : QStringLiteral(".relative_tolerance"));
+        const double v = t.is_number() ? t.get<double>() : -1.0;
+        if (!(v > 0) || (relative && v > kMaxRelativeTolerance))
+            err(tw, relative ? QStringLiteral("relative_tolerance must be a number above 0 and "
+                                              "at most %1")
+                                   .arg(kMaxRelativeTolerance)
+                             : QStringLiteral("tolerance must be a number above 0"));
+        n.tolerance = v;
+        n.toleranceIsRelative = relative;
+    }
+    if (a.contains("textbook")) {
+        if (!a["textbook"].is_number() || !std::isfinite(a["textbook"].get<double>()))
+            err(where + QStringLiteral(".textbook"), QStringLiteral("textbook must be a number"));
+        else
+            n.textbook = a["textbook"].get<double>();
+        if (!a.contains("textbook_formula") || !nonEmptyString(a["textbook_formula"]))
+            err(where + QStringLiteral(".textbook_formula"),
+                QStringLiteral("textbook_formula is required with textbook: say where the "
+                               "number comes from"));
+        else
+            n.textbookFormula = q(a["textbook_formula"].get<std::string>());
+    } else if (a.contains("textbook_formula")) {
+        err(where + QStringLiteral(".textbook_formula"),
+            QStringLiteral("textbook_formula without textbook"));
+    }
+    if (a.contains("explanation")) {
+        if (!a["explanation"].is_string()) {
+            err(where + QStringLiteral(".explanation"),
+                QStringLiteral("explanation must be a string"));
+        } else {
+            n.explanation = q(a["explanation"].get<std::string>());
+            if (n.explanation.trimmed().size() < kMinExplanationChars)
+                err(where + QStringLiteral(".explanation"),
+                    QStringLiteral("explanation is too short (%1 chars, minimum %2): say why the "
+                                   "run measures what it does")
+                        .arg(n.explanation.trimmed().size())
+                        .arg(kMinExplanationChars));
+        }
+    }
+    out.numeric = n;
 }
 
 // Each source: where a card's facts can be checked. A web address the study page can open
@@ -655,14 +780,30 @@ json cardToJson(const Card& card) {
     json c = json::object();
     c["id"] = card.id.toStdString();
     c["prompt"] = card.prompt.toStdString();
-    c["type"] = card.type == CardType::Single ? "single" : "multiple";
-    json opts = json::array();
-    for (const Option& o : card.options) {
-        opts.push_back({{"text", o.text.toStdString()},
-                        {"correct", o.correct},
-                        {"explanation", o.explanation.toStdString()}});
+    c["type"] = card.type == CardType::Single     ? "single"
+                : card.type == CardType::Multiple ? "multiple"
+                                                  : "numeric";
+    if (card.numeric) {
+        const NumericAnswer& n = *card.numeric;
+        json a = {{"metric", n.metric.toStdString()},
+                  {"unit", answerUnitName(n.unit).toStdString()},
+                  {n.toleranceIsRelative ? "relative_tolerance" : "tolerance", n.tolerance},
+                  {"explanation", n.explanation.toStdString()}};
+        if (n.device >= 0) a["device"] = n.device;
+        if (n.textbook) {
+            a["textbook"] = *n.textbook;
+            a["textbook_formula"] = n.textbookFormula.toStdString();
+        }
+        c["answer"] = a;
+    } else {
+        json opts = json::array();
+        for (const Option& o : card.options) {
+            opts.push_back({{"text", o.text.toStdString()},
+                            {"correct", o.correct},
+                            {"explanation", o.explanation.toStdString()}});
+        }
+        c["options"] = opts;
     }
-    c["options"] = opts;
     c["difficulty"] = difficultyName(card.difficulty).toStdString();
     json tags = json::array();
     for (const QString& t : card.tags) tags.push_back(t.toStdString());

@@ -9,9 +9,13 @@
 #include <QStringList>
 #include <optional>
 
+#include "numeric_answer.h"
+
 namespace pd::study {
 
-enum class CardType { Single, Multiple };
+// Numeric: "predict, then run" (numeric_answer.h): no options; the answer is measured on the
+// card's scenario run.
+enum class CardType { Single, Multiple, Numeric };
 enum class Difficulty { Foundation = 0, Application = 1, Expert = 2 };
 
 struct Option {
@@ -40,7 +44,9 @@ struct Card {
     QString scenarioJson;
     QString scenarioNote;
     QList<Source> sources;
+    std::optional<NumericAnswer> numeric;  // Numeric cards only
 
+    bool isNumeric() const { return type == CardType::Numeric; }
     bool hasScenario() const { return !scenarioJson.isEmpty(); }
     int correctCount() const;
     // The names of the card's concept:: tags, without the namespace.

@@ -38,6 +38,7 @@ struct DeckValidator {
     void checkOptions(const QString& where, const nlohmann::json& options,
                       std::optional<CardType> type, std::optional<QString> prompt, Card& out);
     void checkTags(const QString& where, const nlohmann::json& tags, Card& out);
+    void checkNumericAnswer(const QString& where, const nlohmann::json& answer, Card& out);
     void checkSources(const QString& where, const nlohmann::json& sources, Card& out);
     void engineError(const QString& where, const pd::BadInput& e);
     void checkShippedLimits(const QString& where, const pd::RunConfig& config,

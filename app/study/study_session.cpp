@@ -212,7 +212,11 @@ StudySession::StudySession(const Deck& deck, ReviewStore& store, const StudySett
     } else {
         QList<int> pool;
         for (int i = 0; i < deck.cards.size(); ++i) {
-            if (options_.filter.matches(deck.cards[i])) pool.append(i);
+            // An exam question is multiple choice, answered without a run to wait for.
+            const bool examable = !deck.cards[i].isNumeric();
+            if (options_.filter.matches(deck.cards[i]) &&
+                (options_.mode != StudyMode::MockExam || examable))
+                pool.append(i);
         }
         shuffle(pool, rngState_);
         if (options_.mode == StudyMode::Practice) {
@@ -309,7 +313,27 @@ bool StudySession::answer(const QList<int>& chosen, std::optional<Rating> chosen
         if (error) *error = QStringLiteral("the session has ended");
         return false;
     }
-    const bool correct = card->isCorrectAnswer(chosen);
+    return record(*card, card->isCorrectAnswer(chosen), chosen, chosenGrade, confidence, durationMs,
+                  now, error);
+}
+
+bool StudySession::answerNumeric(bool correct, std::optional<Rating> chosenGrade,
+                                 std::optional<int> confidence, qint64 durationMs,
+                                 const QDateTime& now, QString* error) {
+    const Card* card = current();
+    if (!card || !card->isNumeric()) {
+        if (error)
+            *error = card ? QStringLiteral("the current card is not a numeric card")
+                          : QStringLiteral("the session has ended");
+        return false;
+    }
+    return record(*card, correct, {}, chosenGrade, confidence, durationMs, now, error);
+}
+
+bool StudySession::record(const Card& cardRef, bool correct, const QList<int>& chosen,
+                          std::optional<Rating> chosenGrade, std::optional<int> confidence,
+                          qint64 durationMs, const QDateTime& now, QString* error) {
+    const Card* card = &cardRef;
     ReviewEntry e;
     e.card = {deck_->id, card->id};
     e.reviewedAt = now.toUTC();
@@ -381,6 +405,10 @@ Rating StudySession::suggestedGradeFor(const QList<int>& chosen,
                                        std::optional<int> confidence) const {
     const Card* card = current();
     return suggestedGrade(card && card->isCorrectAnswer(chosen), confidence, currentHinted_);
+}
+
+Rating StudySession::suggestedGradeForNumeric(bool correct, std::optional<int> confidence) const {
+    return suggestedGrade(correct, confidence, currentHinted_);
 }
 
 void StudySession::finishNow(Unanswered unanswered) {

@@ -123,11 +123,17 @@ class StudySession {
                 std::optional<int> confidence, qint64 durationMs, const QDateTime& now,
                 QString* error = nullptr);
 
+    // A numeric card's answer, graded against its run's measured figure (correct or not).
+    bool answerNumeric(bool correct, std::optional<Rating> chosenGrade,
+                       std::optional<int> confidence, qint64 durationMs, const QDateTime& now,
+                       QString* error = nullptr);
+
     // Show me ran on the current card before it was checked: its answer is recorded as hinted.
     void markCurrentHinted() { currentHinted_ = current_ >= 0; }
     bool currentHinted() const { return currentHinted_; }
     // The grade the current card would get for `chosen` with no grade picked.
     Rating suggestedGradeFor(const QList<int>& chosen, std::optional<int> confidence) const;
+    Rating suggestedGradeForNumeric(bool correct, std::optional<int> confidence) const;
 
     bool canUndo() const { return !history_.isEmpty(); }
     // Undoes this session's last answer in the store and shows that card again.
@@ -142,6 +148,9 @@ class StudySession {
     int unanswered() const { return unanswered_; }
 
   private:
+    bool record(const Card& card, bool correct, const QList<int>& chosen,
+                std::optional<Rating> chosenGrade, std::optional<int> confidence, qint64 durationMs,
+                const QDateTime& now, QString* error);
     void advance(const QDateTime& now);
     void show(int cardIndex);
 

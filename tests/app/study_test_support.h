@@ -37,6 +37,24 @@ inline QString multipleCard(const QString& id, const QString& conceptName) {
              option(QStringLiteral("C"), false), option(QStringLiteral("D"), false), conceptName);
 }
 
+// A numeric card on a small dp run: device 0's gradient bytes at the end, in KiB. `answer`
+// replaces the answer object (for the validator's tests).
+inline QString numericCard(const QString& id, const QString& answer = {}) {
+    const QString a =
+        !answer.isEmpty()
+            ? answer
+            : QStringLiteral(
+                  R"json({"metric": "model_state.gradients", "device": 0, "unit": "KiB",
+        "relative_tolerance": 0.05, "textbook": 49.5, "textbook_formula": "4 bytes x parameters",
+        "explanation": "Data parallelism keeps a whole gradient on every device, 4 bytes a parameter."})json");
+    return QString::fromUtf8(
+               R"json({"id": "%1", "prompt": "How many KiB of gradients does device 0 hold? (Answer in KiB.)",
+        "type": "numeric", "answer": %2, "difficulty": "application", "tags": ["concept::data-parallelism"],
+        "scenario": {"strategy": "dp", "devices": 2, "layers": 2, "width": 32, "batch": 16, "steps": 2},
+        "scenario_note": "Watch the gradients bar."})json")
+        .arg(id, a);
+}
+
 inline QByteArray deckJson(const QStringList& cards,
                            const QString& id = QStringLiteral("test-deck")) {
     return QString::fromUtf8(

@@ -73,8 +73,15 @@ void TestDeck::bundledDeckIsValid() {
             ++withScenario;
             QVERIFY(!card.scenarioNote.isEmpty());
         }
-        QVERIFY(card.options.size() >= 3 && card.options.size() <= 6);
-        for (const auto& o : card.options) QVERIFY(o.explanation.size() >= 40);
+        if (card.isNumeric()) {
+            // Predict, then run: no options; the answer is measured on the card's run.
+            QVERIFY(card.options.isEmpty());
+            QVERIFY(card.hasScenario());
+            QVERIFY(card.numeric && card.numeric->explanation.size() >= 40);
+        } else {
+            QVERIFY(card.options.size() >= 3 && card.options.size() <= 6);
+            for (const auto& o : card.options) QVERIFY(o.explanation.size() >= 40);
+        }
     }
     for (const QString& c : pd::study::conceptNames())
         QVERIFY2(perConcept.value(c) >= 5, qPrintable(c));
@@ -200,7 +207,7 @@ void TestDeck::brokenDecks_data() {
     QTest::newRow("bad type") << deckJson({card(QStringLiteral("\"type\": \"single\""),
                                                 QStringLiteral("\"type\": \"one\""))})
                               << QStringLiteral("cards[0] (good-card).type")
-                              << QStringLiteral("type must be one of: multiple, single");
+                              << QStringLiteral("type must be one of: multiple, numeric, single");
     QTest::newRow("choose on single")
         << deckJson(
                {card(QStringLiteral("Question good-card?"), QStringLiteral("Pick? (Choose two.)"))})

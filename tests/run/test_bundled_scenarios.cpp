@@ -4,7 +4,9 @@
 // tuning a card).
 #include <QDir>
 #include <QTest>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "pd/error.h"
 #include "pd/expectations.h"
@@ -89,6 +91,7 @@ class TestBundledScenarios : public QObject {
         // compare_with runs): a shared machine can slow one stream for a moment, but a claim
         // the run contradicts fails every time. Every attempt's measurement is printed.
         QStringList failed;
+        std::optional<pd::RunEvidence> last;
         for (int attempt = 1; attempt <= kAttempts; ++attempt) {
             std::vector<pd::RunEvidence> variants;
             try {
@@ -98,7 +101,7 @@ class TestBundledScenarios : public QObject {
             } catch (const pd::BadInput& e) {
                 QFAIL(e.what());
             }
-            const pd::RunEvidence run = pd::run_for_evidence(config);
+            const pd::RunEvidence& run = last.emplace(pd::run_for_evidence(config));
             QVERIFY2(run.result.status == pd::RunStatus::ok ||
                          run.result.status == pd::RunStatus::out_of_memory,
                      run.result.error.c_str());
@@ -127,6 +130,42 @@ class TestBundledScenarios : public QObject {
             if (failed.isEmpty() || !timed_failure_only) break;
         }
         QVERIFY2(failed.isEmpty(), qPrintable(failed.join(QStringLiteral("; "))));
+        if (card->isNumeric()) checkNumericAnswer(*card, *last);
+    }
+
+  private:
+    // A numeric card is graded against its run: the figure it names exists on the run, and
+    // where it is not a figure from clocks (and so is the same on every machine) the card's
+    // textbook value is right within the card's own tolerance.
+    static void checkNumericAnswer(const pd::study::Card& card, const pd::RunEvidence& run) {
+        const pd::study::NumericAnswer& a = *card.numeric;
+        const auto measured = pd::read_metric(a.metric.toStdString(), run, a.device);
+        QVERIFY2(measured && std::isfinite(*measured),
+                 qPrintable(QStringLiteral("the run has no figure '%1' (device %2) to grade the "
+                                           "answer against")
+                                .arg(a.metric)
+                                .arg(a.device)));
+        QVERIFY(pd::study::gradeNumeric(a, *measured, *measured).correct);
+        const bool timed = pd::is_timed_metric(a.metric.toStdString());
+        QString line = QStringLiteral("answer %1 measured %2")
+                           .arg(a.metric, pd::study::formatInUnit(*measured, a.unit));
+        if (a.textbook) {
+            const double textbook = *a.textbook * pd::study::answerUnitScale(a.unit);
+            const bool near = pd::study::withinTolerance(a, textbook, *measured);
+            line += QStringLiteral(", textbook %1 %2 %3")
+                        .arg(pd::study::formatInUnit(textbook, a.unit), pd::study::toleranceText(a),
+                             near    ? QStringLiteral("PASS")
+                             : timed ? QStringLiteral("(timed: printed only)")
+                                     : QStringLiteral("FAIL"));
+            std::printf("%-36s %s\n", qPrintable(card.id), qPrintable(line));
+            if (!timed)
+                QVERIFY2(near, qPrintable(QStringLiteral("textbook %1 is outside the card's "
+                                                         "tolerance of the measured %2")
+                                              .arg(pd::study::formatInUnit(textbook, a.unit),
+                                                   pd::study::formatInUnit(*measured, a.unit))));
+        } else {
+            std::printf("%-36s %s\n", qPrintable(card.id), qPrintable(line));
+        }
     }
 };
 

@@ -250,14 +250,15 @@ void TestMainWindow::conceptFilterGivesThatConceptsCards() {
                 QCOMPARE(w.currentPage(), MainWindow::Page::Study);
                 const StudySession* session = w.studyPage()->session();
                 int expected = 0;
+                const bool isExam = button == exam;
                 for (const Card& card : session->deck().cards) {
+                    if (isExam && card.isNumeric()) continue;  // exams are multiple choice
                     bool has = false;
                     for (const QString& c : card.concepts())
                         has = has || tagDisplayName(c) == shown;
                     expected += has ? 1 : 0;
                 }
                 QVERIFY2(expected > 0, qPrintable(shown));
-                const bool isExam = button == exam;
                 QCOMPARE(session->total(), isExam ? std::min(20, expected) : expected);
                 bool currentHas = false;
                 for (const QString& c : session->current()->concepts())

@@ -1,8 +1,8 @@
 // The study page driven by the keyboard, offscreen: answer, reveal, grade, undo; multiple
 // answers; practice and mock exam.
 #include <QDesktopServices>
-#include <QDesktopServices>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -12,6 +12,9 @@
 
 #include "app/study_test_support.h"
 #include "message_box_clicker.h"
+#include "numeric_answer_panel.h"
+#include "pd/expectations.h"
+#include "pd/scenario.h"
 #include "study_page.h"
 
 using namespace pd::study;
@@ -39,6 +42,8 @@ class TestStudyPage : public QObject {
     void showMeBeforeCheckingIsAnOptInHint();
     void keysScrollTheCardAndRevealScrollsToTheAnswer();
     void sourcesAppearAfterTheAnswerAsLinks();
+    void numericCardIsGradedByItsRun();
+    void numericCardRightAnswerAndNoExamQuestion();
 
   private:
     // The display position (0-based) of the card's option `index`.
@@ -47,6 +52,7 @@ class TestStudyPage : public QObject {
     QPushButton* buttonStartingWith(const QString& text) const;
     bool anyLabelContains(const QString& text) const;
     QString scenarioDeck();
+    QString numericDeck();
 
     std::unique_ptr<QTemporaryDir> dir_;
     std::unique_ptr<ReviewStore> store_;
@@ -119,6 +125,17 @@ QString TestStudyPage::scenarioDeck() {
                   QStringLiteral("show.json"), {true});
     if (!parsed.deck || !library_->importDeck(*parsed.deck, nullptr)) return {};
     return QStringLiteral("show-deck");
+}
+
+QString TestStudyPage::numericDeck() {
+    const auto parsed = parseDeck(
+        pd::test::deckJson(
+            {pd::test::numericCard(QStringLiteral("predict-grads")),
+             pd::test::singleCard(QStringLiteral("plain"), QStringLiteral("data-parallelism"))},
+            QStringLiteral("numeric-deck")),
+        QStringLiteral("numeric.json"), {true});
+    if (!parsed.deck || !library_->importDeck(*parsed.deck, nullptr)) return {};
+    return QStringLiteral("numeric-deck");
 }
 
 // Opened links land here instead of in a browser (QDesktopServices' handler for https).
@@ -540,6 +557,95 @@ void TestStudyPage::keysScrollTheCardAndRevealScrollsToTheAnswer() {
                             .arg(inViewport.bottom())
                             .arg(scroll->viewport()->height())));
     QVERIFY(bar->value() > 0);
+}
+
+// Predict, then run: a number typed in the field (the number keys type, they choose no
+// option), Enter runs the card's scenario, the verdict compares with the measured figure, and
+// the review is recorded as wrong with Again suggested.
+void TestStudyPage::numericCardIsGradedByItsRun() {
+    const QString deck = numericDeck();
+    QVERIFY(!deck.isEmpty());
+    SessionOptions options;
+    options.filter.tag = QStringLiteral("concept::data-parallelism");
+    QVERIFY(page_->start(deck, options));
+    while (!page_->session()->current()->isNumeric()) {  // the plain card may come first
+        press(Qt::Key_1 + positionOf(0));
+        press(Qt::Key_Return);
+        press(Qt::Key_Return);
+    }
+    auto* panel = page_->numericPanel();
+    QVERIFY(panel->isVisible());
+    auto* showMe = page_->findChild<QPushButton*>(QStringLiteral("showMe"));
+    QVERIFY(!showMe->isVisible());  // the run is the answer: not before the prediction
+    QLineEdit* input = panel->input();
+    QCOMPARE(page_->focusWidget(), input);  // the keys type the number
+    QTest::keyClicks(input, QStringLiteral("abc"));
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(!page_->isRevealed());
+    QVERIFY2(panel->statusText().contains(QStringLiteral("not a number")),
+             qPrintable(panel->statusText()));
+    input->clear();
+    QTest::keyClicks(input, QStringLiteral("1 GiB"));  // far too many gradient bytes
+    QTest::keyClick(input, Qt::Key_Return);
+    QVERIFY(panel->measuring());
+    QTRY_VERIFY_WITH_TIMEOUT(page_->isRevealed(), 60000);
+    QVERIFY2(page_->verdictText().contains(QStringLiteral("Not quite")),
+             qPrintable(page_->verdictText()));
+    QVERIFY(page_->numericResultText().contains(QStringLiteral("Measured on this run")));
+    QVERIFY(page_->numericResultText().contains(QStringLiteral("too high")));
+    QVERIFY(page_->numericResultText().contains(QStringLiteral("Textbook")));
+    QVERIFY(showMe->isVisible());
+    QVERIFY(buttonStartingWith(QStringLiteral("1  Again"))->objectName() ==
+            QStringLiteral("primary"));
+    const int before = store_->reviewCount();
+    press(Qt::Key_Return);  // accepts Again
+    QCOMPARE(store_->reviewCount(), before + 1);
+    const auto last = store_->lastReview();
+    QVERIFY(last);
+    QCOMPARE(last->card.cardId, QStringLiteral("predict-grads"));
+    QVERIFY(!last->correct);
+    QCOMPARE(last->grade, Rating::Again);
+    QVERIFY(last->chosen.isEmpty());
+}
+
+// The value the run measures, typed in another unit, is right; and a mock exam holds only
+// the multiple-choice card.
+void TestStudyPage::numericCardRightAnswerAndNoExamQuestion() {
+    const QString deck = numericDeck();
+    QVERIFY(!deck.isEmpty());
+    const Card& card = *library_->deck(deck)->card(QStringLiteral("predict-grads"));
+    pd::RunConfig config;
+    pd::ConfigSources sources;
+    pd::apply_scenario_json(card.scenarioJson.toStdString(), "test", config, sources);
+    pd::validate(config, sources);
+    const auto measured = pd::read_metric(card.numeric->metric.toStdString(),
+                                          pd::run_for_evidence(config), card.numeric->device);
+    QVERIFY(measured);
+    SessionOptions practice;
+    practice.mode = StudyMode::Practice;
+    practice.filter.tag = QStringLiteral("concept::data-parallelism");
+    QVERIFY(page_->start(deck, practice));
+    while (!page_->session()->current()->isNumeric()) {
+        press(Qt::Key_1 + positionOf(0));
+        press(Qt::Key_Return);
+        press(Qt::Key_Return);
+    }
+    QTest::keyClicks(page_->numericPanel()->input(),
+                     QStringLiteral("%1 bytes").arg(static_cast<qint64>(*measured)));
+    QTest::keyClick(page_->numericPanel()->input(), Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(page_->isRevealed(), 60000);
+    QVERIFY2(page_->verdictText().contains(QStringLiteral("Right")),
+             qPrintable(page_->verdictText()));
+    QVERIFY(page_->numericResultText().contains(QStringLiteral("within the tolerance")));
+    press(Qt::Key_Return);  // next
+    const auto last = store_->lastReview();
+    QVERIFY(last && last->correct);
+
+    SessionOptions exam;
+    exam.mode = StudyMode::MockExam;
+    QVERIFY(page_->start(deck, exam));
+    QCOMPARE(page_->session()->total(), 1);
+    QVERIFY(!page_->session()->current()->isNumeric());
 }
 
 QTEST_MAIN(TestStudyPage)

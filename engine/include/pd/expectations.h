@@ -96,6 +96,11 @@ struct MetricInfo {
 };
 const std::vector<MetricInfo>& expectation_metrics();
 
+// One named figure of a run, as claims read it (`device` for per-device metrics, ignored
+// otherwise); nothing when the name is unknown or the run lacks the figure. A numeric card's
+// measured answer is read here, so it and the card's claims never disagree.
+std::optional<double> read_metric(std::string_view name, const RunEvidence& run, int device);
+
 // Whether a metric is a figure from clocks (step time, busy, bubble, exposed communication).
 bool is_timed_metric(std::string_view name);
 

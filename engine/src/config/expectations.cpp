@@ -737,6 +737,12 @@ struct Checker {
 
 }  // namespace
 
+std::optional<double> read_metric(std::string_view name, const RunEvidence& run, int device) {
+    const MetricDef* def = find_metric(name);
+    if (!def) return std::nullopt;
+    return def->read(run, def->info.per_device ? device : -1);
+}
+
 bool is_timed_metric(std::string_view name) {
     for (std::string_view timed : {"step_time", "samples_per_s", "exposed_comm", "overlapped_comm",
                                    "bubble", "bubble.predicted", "busy_fraction", "busy", "idle",
