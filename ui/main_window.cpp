@@ -28,6 +28,7 @@
 #include "settings_dialog.h"
 #include "show_me_window.h"
 #include "stats_page.h"
+#include "study/apkg_export.h"
 #include "study/card_import.h"
 #include "study/revlog_csv.h"
 #include "study_page.h"
@@ -306,26 +307,53 @@ void MainWindow::exportDeck() {
     }
     const study::Deck& deck = decks[index];
     QString filter;
-    const QString path = QFileDialog::getSaveFileName(
+    const QString apkgFilter = tr("Anki package (*.apkg)");
+    QString path = QFileDialog::getSaveFileName(
         this, tr("Export Deck"), deck.id + QStringLiteral(".tsv"),
-        tr("Anki-style TSV (*.tsv);;Anki-style CSV (*.csv);;ParallelDeck deck (*.json)"), &filter);
+        tr("Anki-style TSV (*.tsv);;Anki-style CSV (*.csv);;ParallelDeck deck (*.json);;") +
+            apkgFilter,
+        &filter);
     if (path.isEmpty()) return;
+    const QString apkgSuffix = QStringLiteral(".apkg");
+    // The package filter means a package even when the name kept the suggested ".tsv".
+    if (filter == apkgFilter && !path.endsWith(apkgSuffix, Qt::CaseInsensitive)) {
+        path.remove(QRegularExpression(QStringLiteral("\\.(tsv|csv|json)$"),
+                                       QRegularExpression::CaseInsensitiveOption));
+        path += apkgSuffix;
+    }
+    if (path.endsWith(apkgSuffix, Qt::CaseInsensitive)) {
+        QString error;
+        if (!study::exportApkg(deck, path, &error)) {
+            QMessageBox::warning(this, tr("Export failed"), error);
+            return;
+        }
+        statusBar()->showMessage(
+            tr("Exported %1 to %2 as an Anki package.")
+                .arg(counted(static_cast<int>(deck.cards.size()), tr("card"), tr("cards")), path),
+            6000);
+        return;
+    }
     QByteArray bytes;
+    int leftOut = 0;  // numeric cards: CSV/TSV columns hold options, not a measured answer
     if (path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive))
         bytes = study::deckToJson(deck);
     else if (path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive))
-        bytes = study::exportDelimited(deck, QLatin1Char(','));
+        bytes = study::exportDelimited(deck, QLatin1Char(','), &leftOut);
     else
-        bytes = study::exportDelimited(deck, QLatin1Char('\t'));
+        bytes = study::exportDelimited(deck, QLatin1Char('\t'), &leftOut);
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || file.write(bytes) < 0 || !file.commit()) {
         QMessageBox::warning(this, tr("Export failed"), file.errorString());
         return;
     }
+    const int written = static_cast<int>(deck.cards.size()) - leftOut;
     statusBar()->showMessage(
-        tr("Exported %1 to %2.")
-            .arg(counted(static_cast<int>(deck.cards.size()), tr("card"), tr("cards")), path),
-        6000);
+        tr("Exported %1 to %2.").arg(counted(written, tr("card"), tr("cards")), path) +
+            (leftOut > 0 ? tr(" %1 left out: CSV/TSV has no column for a measured answer (the "
+                              "JSON deck and the Anki package keep them).")
+                               .arg(counted(leftOut, tr("numeric card"), tr("numeric cards")))
+                         : QString()),
+        10000);
 }
 
 // The review log as fsrs-optimizer's revlog.csv, for the FSRS ecosystem's tools.
