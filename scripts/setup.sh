@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # whole truth: packaging/check_fresh_install.sh proves it in a pristine Debian 12 root.
 PACKAGES=(build-essential cmake ninja-build pkg-config git file ca-certificates
           qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
-          libopenblas-dev nlohmann-json3-dev libcli11-dev libminizip-dev
+          libopenblas-dev nlohmann-json3-dev libcli11-dev libminizip-dev zlib1g-dev
           fonts-dejavu-core fontconfig tzdata
           dpkg-dev appstream)
 
