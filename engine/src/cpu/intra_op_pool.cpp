@@ -1,5 +1,7 @@
 #include "cpu/intra_op_pool.h"
 
+#include <utility>
+
 #include "runtime/denormals.h"
 
 namespace pd::cpu {
@@ -105,8 +107,11 @@ void IntraOpPool::work(int index) {
             error = std::current_exception();
         }
         if (error) {
+            // Handed over whole (moved): the worker keeps no reference to the exception, so
+            // the caller that rethrows it is the only one to free it.
             std::lock_guard lock(mutex_);
-            if (!error_) error_ = error;
+            if (!error_) error_ = std::move(error);
+            error = nullptr;
         }
         // The last part done tells a caller that stopped spinning; under the mutex, so the
         // caller is either before its check or already waiting.
