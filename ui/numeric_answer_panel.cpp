@@ -77,20 +77,15 @@ void NumericAnswerPanel::setCard(const study::Card& card) {
     input_->setEnabled(true);
     progress_->hide();
     const study::AnswerUnit unit = card.numeric ? card.numeric->unit : study::AnswerUnit::Count;
-    const QString label = study::answerUnitLabel(unit);
-    input_->setPlaceholderText(unit == study::AnswerUnit::Count
-                                   ? tr("your prediction")
-                                   : tr("your prediction, in %1").arg(label));
-    unitLabel_->setText(unit == study::AnswerUnit::Count ? QString() : label);
-    setStatus(
-        tr("Type your prediction and press Enter: the card's run then measures the "
-           "answer. Units are welcome (%1).")
-            .arg(unit == study::AnswerUnit::Percent ? tr("27%")
-                 : unit == study::AnswerUnit::Milliseconds || unit == study::AnswerUnit::Seconds
-                     ? tr("12 ms, 0.5 s")
-                 : unit == study::AnswerUnit::Count ? tr("a plain number")
-                                                    : tr("16 MiB, 4194304 bytes")),
-        false);
+    const bool count = unit == study::AnswerUnit::Count;
+    input_->setPlaceholderText(
+        count ? tr("your prediction")
+              : tr("your prediction, in %1").arg(study::answerUnitLabel(unit)));
+    unitLabel_->setText(count ? QString() : study::answerUnitLabel(unit));
+    setStatus(tr("Type your prediction and press Enter: the card's run then measures the "
+                 "answer. For example: %1.")
+                  .arg(study::typedAnswerExamples(unit)),
+              false);
 }
 
 bool NumericAnswerPanel::submit() {

@@ -641,14 +641,48 @@ void StudyPage::checkAnswer() {
         optionRows_[pos]->reveal(option.correct ? (picked ? V::ChosenRight : V::MissedRight)
                                                 : (picked ? V::ChosenWrong : V::OtherWrong));
     }
-    const ThemeColors c = themeColors();
     const bool single = card.type == study::CardType::Single;
-    verdictLabel_->setText(
-        correct  ? QStringLiteral("\u2713  ") + tr("Correct")
-        : single ? QStringLiteral("\u2717  ") +
-                       tr("Not quite \u2014 the right answer is marked \u2713 above")
-                 : QStringLiteral("\u2717  ") +
-                       tr("Not quite \u2014 the right answers are marked \u2713 above"));
+    suggested_ = session_->suggestedGradeFor(chosen, confidence_);
+    finishReveal(card, correct,
+                 correct  ? tr("Correct")
+                 : single ? tr("Not quite \u2014 the right answer is marked \u2713 above")
+                          : tr("Not quite \u2014 the right answers are marked \u2713 above"));
+}
+
+void StudyPage::revealNumeric(const std::optional<study::NumericGrade>& grade,
+                              const QString& failure) {
+    if (revealed_ || !currentIsNumeric()) return;
+    revealed_ = true;
+    const study::Card& card = *session_->current();
+    numericCorrect_ = grade && grade->correct;
+    if (grade) {
+        numericResult_->setText(numeric_->resultHtml(*grade));
+        numericResult_->setVisible(true);
+    }
+    const QString measured =
+        grade ? study::formatInUnit(grade->measured, card.numeric->unit) : QString();
+    suggested_ = session_->suggestedGradeForNumeric(numericCorrect_, confidence_);
+    setFocus(Qt::OtherFocusReason);  // the grade keys 1-4 and Enter are the page's
+    finishReveal(card, numericCorrect_,
+                 !grade           ? tr("Not measured: %1").arg(failure)
+                 : grade->correct ? tr("Right: the run measured %1").arg(measured)
+                                  : tr("Not quite: the run measured %1").arg(measured));
+}
+
+QString StudyPage::verdictText() const {
+    return verdictBanner_->isVisible() ? verdictLabel_->text() : QString();
+}
+
+QString StudyPage::numericResultText() const {
+    return numericResult_->isVisible() ? numericResult_->text() : QString();
+}
+
+// Every card's reveal ends here: the verdict banner, the sources, the question's controls
+// put away, then the four grades with their next due times (review) or Next (practice).
+void StudyPage::finishReveal(const study::Card& card, bool correct, const QString& verdict) {
+    const ThemeColors c = themeColors();
+    verdictLabel_->setText((correct ? QStringLiteral("\u2713  ") : QStringLiteral("\u2717  ")) +
+                           verdict);
     verdictBanner_->setStyleSheet(
         QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
                        "solid %2; } QLabel { color: %2; }")
@@ -660,55 +694,6 @@ void StudyPage::checkAnswer() {
     checkButton_->setVisible(false);
     hintLabel_->setVisible(false);
     updateShowMe();
-    suggested_ = session_->suggestedGradeFor(chosen, confidence_);
-    showGrades(correct);
-}
-
-void StudyPage::revealNumeric(const std::optional<study::NumericGrade>& grade,
-                              const QString& failure) {
-    if (revealed_ || !currentIsNumeric()) return;
-    revealed_ = true;
-    const study::Card& card = *session_->current();
-    numericCorrect_ = grade && grade->correct;
-    const ThemeColors c = themeColors();
-    verdictLabel_->setText(
-        !grade           ? QStringLiteral("✗  ") + tr("Not measured: %1").arg(failure)
-        : grade->correct ? QStringLiteral("✓  ") +
-                               tr("Right: the run measured %1")
-                                   .arg(study::formatInUnit(grade->measured, card.numeric->unit))
-                         : QStringLiteral("✗  ") +
-                               tr("Not quite: the run measured %1")
-                                   .arg(study::formatInUnit(grade->measured, card.numeric->unit)));
-    verdictBanner_->setStyleSheet(
-        QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
-                       "solid %2; } QLabel { color: %2; }")
-            .arg(css(numericCorrect_ ? c.rightBackground : c.wrongBackground),
-                 css(numericCorrect_ ? c.right : c.wrong)));
-    verdictBanner_->setVisible(true);
-    if (grade) {
-        numericResult_->setText(numeric_->resultHtml(*grade));
-        numericResult_->setVisible(true);
-    }
-    showSources(card);
-    confidenceRow_->setVisible(false);
-    checkButton_->setVisible(false);
-    hintLabel_->setVisible(false);
-    updateShowMe();
-    suggested_ = session_->suggestedGradeForNumeric(numericCorrect_, confidence_);
-    setFocus(Qt::OtherFocusReason);  // the grade keys 1-4 and Enter are the page's
-    showGrades(numericCorrect_);
-}
-
-QString StudyPage::verdictText() const {
-    return verdictBanner_->isVisible() ? verdictLabel_->text() : QString();
-}
-
-QString StudyPage::numericResultText() const {
-    return numericResult_->isVisible() ? numericResult_->text() : QString();
-}
-
-// After the reveal: the four grades with their next due times (review), or Next (practice).
-void StudyPage::showGrades(bool correct) {
     if (session_->mode() == StudyMode::Review) {
         const QDateTime now = context_.now();
         const std::array<QDateTime, 4> due = session_->previewDue(now);

@@ -95,7 +95,7 @@ class StudyPage : public QWidget {
     void scrollToRightAnswer();
     // A numeric card measured (grade) or could not be (message): the reveal.
     void revealNumeric(const std::optional<study::NumericGrade>& grade, const QString& failure);
-    void showGrades(bool correct);
+    void finishReveal(const study::Card& card, bool correct, const QString& verdict);
     bool currentIsNumeric() const;
     bool scrollByKey(int key);
 

@@ -113,6 +113,20 @@ double answerUnitScale(AnswerUnit unit) {
     return 1.0;
 }
 
+QString typedAnswerExamples(AnswerUnit unit) {
+    switch (kindOf(unit)) {
+        case Kind::Fraction:
+            return QStringLiteral("27%");
+        case Kind::Bytes:
+            return QStringLiteral("16 MiB, 4194304 bytes");
+        case Kind::Time:
+            return QStringLiteral("12 ms, 0.5 s");
+        case Kind::Count:
+            break;
+    }
+    return QStringLiteral("8");
+}
+
 QString answerUnitLabel(AnswerUnit unit) {
     return unit == AnswerUnit::Count ? QStringLiteral("a plain number") : answerUnitName(unit);
 }
@@ -130,11 +144,7 @@ std::optional<double> parseTypedAnswer(const QString& text, AnswerUnit unit, QSt
             *error = text.trimmed().isEmpty()
                          ? QStringLiteral("type a number first")
                          : QStringLiteral("'%1' is not a number (for example %2)")
-                               .arg(text.trimmed(),
-                                    unit == AnswerUnit::Percent   ? QStringLiteral("27%")
-                                    : kindOf(unit) == Kind::Bytes ? QStringLiteral("16 MiB")
-                                    : kindOf(unit) == Kind::Time  ? QStringLiteral("12 ms")
-                                                                  : QStringLiteral("8"));
+                               .arg(text.trimmed(), typedAnswerExamples(unit));
         return std::nullopt;
     }
     bool ok = false;

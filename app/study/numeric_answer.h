@@ -17,8 +17,10 @@ std::optional<AnswerUnit> answerUnitFromName(const QString& name);  // "percent"
 QString answerUnitName(AnswerUnit unit);
 // Base units per one of `unit` (0.01 for percent, 1048576 for MiB, 0.001 for ms).
 double answerUnitScale(AnswerUnit unit);
-// What the prompt's "(Answer in ...)" and the input's placeholder say: "percent", "MiB".
+// The unit as the study page names it beside the field: "percent", "MiB", "a plain number".
 QString answerUnitLabel(AnswerUnit unit);
+// Answers the learner could type for this unit: "16 MiB, 4194304 bytes".
+QString typedAnswerExamples(AnswerUnit unit);
 
 struct NumericAnswer {
     QString metric;   // an expectation metric name (pd::expectation_metrics)
