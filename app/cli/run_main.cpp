@@ -1,11 +1,14 @@
-// paralleldeck-run: one training run from flags or a scenario file.
+// paralleldeck-run: one training run from flags or a scenario file; `paralleldeck-run analyze
+// FILE...` reads traces of the learner's own runs instead (analyze.h).
 // Exit codes: 0 success, 1 failure, 2 bad input, 3 out of memory, 130 interrupted.
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <string>
 #include <thread>
 
+#include "analyze.h"
 #include "cli_options.h"
 #include "pd/error.h"
 #include "pd/exports.h"
@@ -22,6 +25,7 @@ extern "C" void on_sigint(int) {
 
 int main(int argc, char** argv) {
     using namespace pd;
+    if (argc > 1 && std::string(argv[1]) == "analyze") return cli::analyze_main(argc - 1, argv + 1);
     cli::RunRequest req;
     try {
         int exit_code = 0;

@@ -39,6 +39,8 @@ QString kind_text(pd::EventKind kind) {
             return QStringLiteral("collective (one NCCL call, phases not visible)");
         case EventKind::all_to_all_step:
             return QStringLiteral("all-to-all exchange");
+        case EventKind::kernel:
+            return QStringLiteral("kernel (the trace does not say forward, backward or optimizer)");
     }
     return QStringLiteral("event");
 }

@@ -139,6 +139,7 @@ std::vector<TimelineLegendEntry> legend_entries(const TimelineData& data,
     if (has(pd::EventKind::all_to_all_step))
         add(pal.all_to_all, QStringLiteral("all-to-all (pairwise exchange #)"));
     if (has(pd::EventKind::collective)) add(pal.broadcast, QStringLiteral("NCCL collective"));
+    if (has(pd::EventKind::kernel)) add(pal.kernel, QStringLiteral("kernel (phase not recorded)"));
     if (has(pd::EventKind::copy)) add(pal.copy, QStringLiteral("copy"));
     add(pal.idle, QStringLiteral("idle / waiting"));
     if (!data.flows().empty()) add(pal.flow, QStringLiteral("send → recv"), true);

@@ -55,6 +55,8 @@ QString box_label(const TimelineBox& b, bool wide) {
             return wide ? QStringLiteral("NCCL") : QStringLiteral("C");
         case EventKind::copy:
             return QStringLiteral("copy");
+        case EventKind::kernel:
+            return {};  // many small kernels: a letter in each says nothing
         case EventKind::wait:
         case EventKind::oom:
             break;

@@ -22,6 +22,7 @@ TimelinePalette TimelinePalette::light_theme() {
     p.broadcast = QColor(0xf0, 0xe4, 0x42);
     p.all_to_all = QColor(0x88, 0x22, 0x55);
     p.copy = QColor(0x8c, 0x96, 0xa3);
+    p.kernel = QColor(0x44, 0x77, 0xaa);
     p.oom = QColor(0xc0, 0x1c, 0x00);
     p.flow = QColor(0x1f, 0x23, 0x28, 120);
     p.cursor = QColor(0xc0, 0x1c, 0x00);
@@ -50,6 +51,7 @@ TimelinePalette TimelinePalette::dark_theme() {
     p.broadcast = QColor(0xf0, 0xe4, 0x42);
     p.all_to_all = QColor(0xc0, 0x55, 0x88);
     p.copy = QColor(0x7d, 0x87, 0x94);
+    p.kernel = QColor(0x6f, 0x9f, 0xd0);
     p.oom = QColor(0xff, 0x5a, 0x36);
     p.flow = QColor(0xe6, 0xe8, 0xeb, 130);
     p.cursor = QColor(0xff, 0x5a, 0x36);
@@ -111,6 +113,8 @@ QColor TimelinePalette::color_of(pd::EventKind kind, pd::CollectivePhase phase) 
             return oom;
         case EventKind::copy:
             return copy;
+        case EventKind::kernel:
+            return kernel;
     }
     return copy;
 }

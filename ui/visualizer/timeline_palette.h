@@ -32,6 +32,7 @@ struct TimelinePalette {
     QColor broadcast;        // yellow
     QColor all_to_all;       // expert dispatch / combine: wine (Tol)
     QColor copy;             // staging copies: neutral slate
+    QColor kernel;           // imported compute of unknown phase: steel blue (Tol)
     QColor oom;              // the out-of-memory marker
     QColor flow;             // send -> recv arrows
     QColor cursor;           // playback cursor

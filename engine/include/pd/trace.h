@@ -36,6 +36,9 @@ enum class EventKind {
     // One pairwise exchange of an all-to-all (expert parallelism's dispatch and combine):
     // this device's chunk for `peer` sent while another's chunk arrives.
     all_to_all_step,
+    // Imported traces: compute whose phase (forward, backward, optimizer) the trace does not
+    // say, e.g. a GPU kernel launched outside autograd's backward and the optimizer.
+    kernel,
 };
 std::string_view name_of(EventKind k);
 bool is_compute(EventKind k);
@@ -114,6 +117,22 @@ struct GradientUpdate {
     int staleness() const { return applied_at_version - computed_on_version; }
 };
 
+// Where a trace came from: empty for the engine's own runs; for an imported one, the files it
+// was read from and what they say about the job.
+struct TraceOrigin {
+    bool imported = false;
+    std::string producer;            // "PyTorch profiler (Kineto)", "ParallelDeck", ...
+    std::vector<std::string> files;  // per device (rank order)
+    std::vector<int> ranks;          // per device: the rank it is in the job
+    int world_size = 0;              // ranks in the job (0: not recorded)
+    std::string distributed_backend;  // "nccl", "gloo" (empty: not recorded)
+    std::string clock_alignment;      // how the ranks' clocks were put on one axis
+    std::vector<int> profiler_steps;  // per step index: the profiler's step number (ProfilerStep#N)
+    std::vector<std::string> unknown;  // figures the traces do not record, said once each
+    std::vector<std::string> notes;    // what the reader left out or inferred, said once each
+    std::size_t raw_events = 0;        // events read from the files
+};
+
 struct Trace {
     ClockMode clock = ClockMode::wall;  // resolved: wall or device
     int intra_op_threads = 1;           // per device, resolved (resolve_intra_op_threads)
@@ -135,6 +154,7 @@ struct Trace {
     std::vector<StepRecord> steps;
     std::vector<GradientUpdate> gradient_updates;  // ps only
     ExpertRouting routing;                         // mixture of experts only
+    TraceOrigin origin;
 };
 
 }  // namespace pd

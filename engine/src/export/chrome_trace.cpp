@@ -28,6 +28,12 @@ json event_args(const TraceEvent& e) {
     if (e.chunk >= 0) args["chunk"] = e.chunk;
     if (e.peer >= 0) args["peer"] = e.peer;
     if (e.bytes) args["bytes"] = e.bytes;
+    // For the importer's round trip: the name below adds micro-batch and step suffixes.
+    if (!e.label.empty()) args["label"] = e.label;
+    if (e.flow_id) {
+        args["flow_id"] = e.flow_id;
+        args["flow_source"] = e.flow_source;
+    }
     return args;
 }
 
@@ -116,7 +122,33 @@ std::string chrome_trace_json(const Trace& trace) {
                          {"backend", std::string(name_of(trace.backend))},
                          {"link_latency_us", trace.link.latency_us},
                          {"link_gbit_per_s", trace.link.gbit_per_s()},
-                         {"link_gbyte_per_s", trace.link.bytes_per_ns}};
+                         {"link_gbyte_per_s", trace.link.bytes_per_ns},
+                         {"intra_op_threads", trace.intra_op_threads}};
+    // What the events above do not carry, so an import of this file gives the same metrics.
+    json devices = json::array();
+    for (int d = 0; d < trace.devices; ++d) {
+        const auto i = static_cast<std::size_t>(d);
+        devices.push_back(
+            {{"name", i < trace.device_names.size() ? trace.device_names[i] : std::string()},
+             {"capacity_bytes", i < trace.capacity_bytes.size() ? trace.capacity_bytes[i] : 0},
+             {"peak_reserved_bytes",
+              i < trace.peak_reserved_bytes.size() ? trace.peak_reserved_bytes[i] : 0}});
+    }
+    json steps = json::array();
+    for (const auto& s : trace.steps) steps.push_back({{"step", s.step}, {"loss", s.loss}});
+    json collectives = json::array();
+    for (const auto& c : trace.collectives)
+        collectives.push_back({{"device", c.device},
+                               {"op", c.op},
+                               {"label", c.label},
+                               {"bytes", c.bytes},
+                               {"ranks", c.ranks},
+                               {"step", c.step},
+                               {"start_ns", c.start_ns},
+                               {"end_ns", c.end_ns}});
+    root["otherData"]["devices"] = std::move(devices);
+    root["otherData"]["steps"] = std::move(steps);
+    root["otherData"]["collectives"] = std::move(collectives);
     return root.dump();
 }
 

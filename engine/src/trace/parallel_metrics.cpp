@@ -230,6 +230,8 @@ std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
 }
 
 RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
+    // An imported trace was not made by these settings: only what its events say holds.
+    if (trace.origin.imported) return compute_metrics(trace, 0);
     RunMetrics m = compute_metrics(trace, config.batch);
     m.parameter_count = ParamLayout::build(model_shape(config)).total;
     const Mesh mesh = config.effective_mesh();

@@ -34,13 +34,15 @@ std::string_view name_of(EventKind k) {
             return "recompute";
         case EventKind::all_to_all_step:
             return "all_to_all_step";
+        case EventKind::kernel:
+            return "kernel";
     }
     return "?";
 }
 
 bool is_compute(EventKind k) {
     return k == EventKind::forward || k == EventKind::backward || k == EventKind::optimizer ||
-           k == EventKind::backward_weight || k == EventKind::recompute;
+           k == EventKind::backward_weight || k == EventKind::recompute || k == EventKind::kernel;
 }
 
 bool is_communication(EventKind k) {

@@ -1,0 +1,48 @@
+// Reading a learner's own runs: Chrome-trace JSON written by PyTorch's profiler (Kineto's
+// traces of GPU runs with NCCL, and the older autograd profiler's CPU traces), one file per
+// rank, plain or gzipped, and ParallelDeck's own exports. Each file becomes one device row of
+// the same Trace the engine produces, so the timeline, the metrics and the exports serve an
+// imported run as they serve the engine's. What a trace does not record stays unknown.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pd/trace.h"
+
+namespace pd {
+
+enum class ClockAlignment {
+    // trace_clock where every file's times are on its host's clock (Kineto), else
+    // first_collective (the older profiler counts from each rank's own start).
+    automatic,
+    // Every rank's times on its trace's own clock (Kineto: baseTimeNanoseconds + ts), shifted
+    // together so the earliest event of all starts at 0: right when the ranks' clocks agree.
+    trace_clock,
+    // Each rank shifted so its first collective ends when rank 0's does (a collective cannot
+    // finish on one rank before the others joined it): for ranks on hosts whose clocks drift.
+    first_collective,
+};
+
+struct TraceImportOptions {
+    ClockAlignment alignment = ClockAlignment::automatic;
+    // Called now and then with the bytes read so far over all files (compressed bytes for a
+    // .gz) and their total; return false to cancel (the import then throws Cancelled).
+    std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
+};
+
+// Reads `paths` (one per rank) into one Trace with trace.origin.imported set. Ranks come from
+// each trace's distributedInfo, else from a "rank<N>" in the file name, else the order given.
+// Throws BadInput naming the file (and the byte offset, for malformed JSON) when a file cannot
+// be read, is not JSON, is not a Chrome trace, or two files claim the same rank; Cancelled when
+// the progress callback asked for it.
+Trace import_traces(const std::vector<std::string>& paths, const TraceImportOptions& options = {});
+
+// The summary of an imported run as JSON: files and ranks, steps, busy and idle per rank,
+// exposed and overlapped communication, collectives with bytes and bandwidth, and, as null
+// with the reason, every figure the traces do not record.
+std::string imported_summary_json(const Trace& trace);
+
+}  // namespace pd
