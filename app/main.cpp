@@ -12,6 +12,7 @@
 #include "app_context.h"
 #include "main_window.h"
 #include "pd/run.h"
+#include "pd/trace_import.h"
 #include "scenario_config.h"
 #include "study/bundled_decks.h"
 #include "study/deck.h"
@@ -21,6 +22,8 @@
 #include "study/review_store.h"
 #include "study/study_session.h"
 #include "theme.h"
+#include "trace_loader.h"
+#include "trace_window.h"
 #include "visualizer/picture_export.h"
 
 namespace {
@@ -52,6 +55,15 @@ void addOptions(QCommandLineParser& parser) {
                       QStringLiteral("With --export-screenshot: the picture's colours, light "
                                      "(default) or dark."),
                       QStringLiteral("light|dark")});
+    parser.addOption({QStringLiteral("open"),
+                      QStringLiteral("Open trace files (the arguments that follow: PyTorch "
+                                     "profiler traces, one per rank, .json or .json.gz, or a "
+                                     "ParallelDeck trace export) in the visualizer. With "
+                                     "--export-screenshot, write their timeline without a "
+                                     "window.")});
+    parser.addPositionalArgument(QStringLiteral("files"),
+                                 QStringLiteral("With --open: the trace files."),
+                                 QStringLiteral("[files...]"));
     parser.addOption({QStringLiteral("check-deck"),
                       QStringLiteral("Check deck files (the following arguments) with the app's "
                                      "own rules and print 'OK N cards' or one line per problem; "
@@ -108,6 +120,41 @@ int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardI
     options.theme =
         theme == QStringLiteral("dark") ? pd::vis::ThemeChoice::dark : pd::vis::ThemeChoice::light;
     if (!pd::vis::export_picture(path, *config, result, &error, options)) {
+        std::fprintf(stderr, "paralleldeck: --export-screenshot: %s\n", qPrintable(error));
+        return 1;
+    }
+    return 0;
+}
+
+// `--open FILE... --export-screenshot PICTURE`: import the traces and write their picture.
+// Exit codes: 0 written, 1 the export failed, 2 bad input (no file, a file that is no trace).
+int exportImportedScreenshot(const QStringList& files, const QString& path, const QString& theme) {
+    if (theme != QStringLiteral("light") && theme != QStringLiteral("dark")) {
+        std::fprintf(stderr, "paralleldeck: --theme: '%s' is not light or dark\n",
+                     qPrintable(theme));
+        return 2;
+    }
+    if (files.isEmpty()) {
+        std::fprintf(stderr, "paralleldeck: --open needs one or more trace files\n");
+        return 2;
+    }
+    std::vector<std::string> paths;
+    for (const QString& f : files) paths.push_back(f.toStdString());
+    auto result = std::make_shared<pd::RunResult>();
+    try {
+        result->trace = pd::import_traces(paths);
+    } catch (const pd::Error& e) {
+        std::fprintf(stderr, "paralleldeck: --open: %s\n", e.what());
+        return 2;
+    }
+    result->steps_completed = static_cast<int>(result->trace.steps.size());
+    pd::vis::PictureOptions options;
+    options.note = pd::ui::importedRunNote(result->trace);
+    options.theme =
+        theme == QStringLiteral("dark") ? pd::vis::ThemeChoice::dark : pd::vis::ThemeChoice::light;
+    QString error;
+    if (!pd::vis::export_picture(path, pd::app::importedRunConfig(*result), result, &error,
+                                 options)) {
         std::fprintf(stderr, "paralleldeck: --export-screenshot: %s\n", qPrintable(error));
         return 1;
     }
@@ -231,6 +278,12 @@ int main(int argc, char** argv) {
     addOptions(parser);
     parser.process(app);
 
+    const QString theme = parser.isSet(QStringLiteral("theme"))
+                              ? parser.value(QStringLiteral("theme"))
+                              : QStringLiteral("light");
+    if (parser.isSet(QStringLiteral("open")) && parser.isSet(QStringLiteral("export-screenshot")))
+        return exportImportedScreenshot(parser.positionalArguments(),
+                                        parser.value(QStringLiteral("export-screenshot")), theme);
     if (parser.isSet(QStringLiteral("export-screenshot")) || parser.isSet(QStringLiteral("card"))) {
         if (!parser.isSet(QStringLiteral("export-screenshot")) ||
             !parser.isSet(QStringLiteral("card"))) {
@@ -245,10 +298,7 @@ int main(int argc, char** argv) {
             return 1;
         }
         return exportScreenshot(library, parser.value(QStringLiteral("card")),
-                                parser.value(QStringLiteral("export-screenshot")),
-                                parser.isSet(QStringLiteral("theme"))
-                                    ? parser.value(QStringLiteral("theme"))
-                                    : QStringLiteral("light"));
+                                parser.value(QStringLiteral("export-screenshot")), theme);
     }
 
     const QString dbPath = parser.isSet(QStringLiteral("database"))
@@ -297,6 +347,13 @@ int main(int argc, char** argv) {
             return 2;
         }
         window.showMe(holder->id, cardId);
+    }
+    if (parser.isSet(QStringLiteral("open"))) {
+        if (parser.positionalArguments().isEmpty()) {
+            std::fprintf(stderr, "paralleldeck: --open needs one or more trace files\n");
+            return 2;
+        }
+        window.openTraces(parser.positionalArguments());
     }
     if (!problems.isEmpty()) {
         QMessageBox::warning(&window, QStringLiteral("ParallelDeck"),

@@ -6,11 +6,13 @@
 #include <QCloseEvent>
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSaveFile>
@@ -33,6 +35,8 @@
 #include "study/revlog_csv.h"
 #include "study_page.h"
 #include "theme.h"
+#include "trace_loader.h"
+#include "trace_window.h"
 
 namespace pd::ui {
 
@@ -130,6 +134,8 @@ void MainWindow::buildMenus() {
                     &MainWindow::importDeck);
     file->addAction(tr("&Export Deck\u2026"), QKeySequence(tr("Ctrl+E")), this,
                     &MainWindow::exportDeck);
+    file->addAction(tr("&Open Trace\u2026"), QKeySequence::Open, this,
+                    &MainWindow::chooseAndOpenTraces);
     file->addAction(tr("Export Review &History\u2026"), this, &MainWindow::exportReviewHistory);
     file->addAction(tr("Import Re&view History\u2026"), this, &MainWindow::importReviewHistory);
     file->addAction(tr("Re&name Deck\u2026"), this, &MainWindow::renameDeck);
@@ -442,6 +448,7 @@ void MainWindow::showShortcuts() {
             "<tr><td><tt>Ctrl+1</tt> <tt>Ctrl+2</tt> <tt>Ctrl+3</tt></td><td>%11</td></tr>"
             "<tr><td><tt>Ctrl+F</tt></td><td>%12</td></tr>"
             "<tr><td><tt>Ctrl+I</tt> / <tt>Ctrl+E</tt></td><td>%13</td></tr>"
+            "<tr><td><tt>Ctrl+O</tt></td><td>%22</td></tr>"
             "<tr><td><tt>Ctrl+,</tt></td><td>%14</td></tr>"
             "<tr><td><tt>F1</tt></td><td>%15</td></tr>"
             "<tr><td colspan='2'><br><b>%17</b></td></tr>"
@@ -463,10 +470,68 @@ void MainWindow::showShortcuts() {
                     "only if Settings allows it as a hint"))
             .arg(tr("In Show me"), tr("export the timeline (PNG, SVG, PDF)"),
                  tr("pin the run to compare the next one with it"), tr("cancel the run"),
-                 tr("scroll the card"));
+                 tr("scroll the card"))
+            .arg(tr("open a PyTorch profiler trace (one file per rank) in the visualizer"));
     QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), rows, QMessageBox::Close, this);
     box.setTextFormat(Qt::RichText);
     box.exec();
+}
+
+void MainWindow::chooseAndOpenTraces() {
+    const QStringList files =
+        QFileDialog::getOpenFileNames(this, tr("Open Trace (one file per rank)"), QString(),
+                                      tr("Chrome traces (*.json *.json.gz *.gz);;All files (*)"));
+    if (!files.isEmpty()) openTraces(files);
+}
+
+void MainWindow::openTraces(const QStringList& files) {
+    if (!traceLoader_) {
+        traceLoader_ = new pd::app::TraceLoader(this);
+        traceProgress_ = new QProgressDialog(this);
+        traceProgress_->setWindowTitle(tr("Open Trace"));
+        traceProgress_->setWindowModality(Qt::WindowModal);
+        traceProgress_->setMinimumDuration(300);  // small files open without a flash
+        traceProgress_->setAutoClose(false);
+        traceProgress_->setAutoReset(false);
+        traceProgress_->reset();
+        connect(traceProgress_, &QProgressDialog::canceled, traceLoader_,
+                &pd::app::TraceLoader::cancel);
+        connect(traceLoader_, &pd::app::TraceLoader::progress, this,
+                [this](qint64 done, qint64 total) {
+                    // Per mille of the bytes: the dialog's int range holds any file size.
+                    traceProgress_->setValue(total > 0 ? static_cast<int>(1000 * done / total) : 0);
+                });
+        connect(traceLoader_, &pd::app::TraceLoader::loaded, this,
+                [this](const QStringList& loaded, std::shared_ptr<const pd::RunResult> result) {
+                    traceProgress_->reset();
+                    auto* window = new TraceWindow(nullptr);
+                    window->setAttribute(Qt::WA_DeleteOnClose);
+                    window->showImported(loaded, result);
+                    window->setGeometry(fitRectInto(
+                        window->geometry(), screen() ? screen()->availableGeometry() : QRect()));
+                    window->show();
+                    statusBar()->showMessage(
+                        tr("Opened %1.")
+                            .arg(loaded.size() == 1 ? loaded.front()
+                                                    : tr("%1 trace files").arg(loaded.size())),
+                        6000);
+                });
+        connect(traceLoader_, &pd::app::TraceLoader::failed, this, [this](const QString& message) {
+            traceProgress_->reset();
+            QMessageBox::warning(this, tr("Open Trace"),
+                                 tr("The trace could not be opened:\n%1").arg(message));
+        });
+        connect(traceLoader_, &pd::app::TraceLoader::cancelled, this, [this] {
+            traceProgress_->reset();
+            statusBar()->showMessage(tr("Opening the trace was cancelled."), 6000);
+        });
+    }
+    traceProgress_->setLabelText(
+        files.size() == 1 ? tr("Reading %1\u2026").arg(QFileInfo(files.front()).fileName())
+                          : tr("Reading %1 trace files\u2026").arg(files.size()));
+    traceProgress_->setRange(0, 1000);
+    traceProgress_->setValue(0);
+    traceLoader_->load(files);
 }
 
 void MainWindow::showAbout() {

@@ -7,7 +7,12 @@
 
 class QAction;
 class QButtonGroup;
+class QProgressDialog;
 class QStackedWidget;
+
+namespace pd::app {
+class TraceLoader;
+}
 
 namespace pd::ui {
 
@@ -30,6 +35,10 @@ class MainWindow : public QMainWindow {
     ShowMeWindow* showMeWindow() const { return showMe_; }
     // Opens the Show me window on a card's scenario (and runs it).
     void showMe(const QString& deckId, const QString& cardId);
+    // Reads PyTorch profiler traces (one file per rank) or a ParallelDeck trace export off
+    // the GUI thread, with a progress dialog and Cancel, and opens them in a trace window.
+    void openTraces(const QStringList& files);
+    pd::app::TraceLoader* traceLoader() const { return traceLoader_; }
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -48,6 +57,7 @@ class MainWindow : public QMainWindow {
     void openSettings();
     void showShortcuts();
     void showAbout();
+    void chooseAndOpenTraces();
 
     AppContext& context_;
     QStackedWidget* pages_ = nullptr;
@@ -58,6 +68,8 @@ class MainWindow : public QMainWindow {
     StatsPage* stats_ = nullptr;
     QAction* undo_ = nullptr;
     ShowMeWindow* showMe_ = nullptr;  // created on first use
+    pd::app::TraceLoader* traceLoader_ = nullptr;
+    QProgressDialog* traceProgress_ = nullptr;  // while a trace loads
 };
 
 }  // namespace pd::ui

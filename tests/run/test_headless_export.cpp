@@ -53,6 +53,34 @@ class TestHeadlessExport : public QObject {
         }
     }
 
+    // `paralleldeck --open FILE... --export-screenshot PICTURE`: the learner's own traces.
+    void exports_an_imported_trace() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("ddp.png"));
+        QStringList args{QStringLiteral("--open")};
+        for (int r = 0; r < 4; ++r)
+            args << QStringLiteral(PD_TRACE_FIXTURES_DIR "/ddp-gloo-4rank/rank%1.json.gz").arg(r);
+        args << QStringLiteral("--export-screenshot") << path;
+        const Outcome o = run(args);
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        QImageReader reader(path);
+        QCOMPARE(reader.size().width(), 3200);
+    }
+
+    void a_file_that_is_no_trace_exits_2_naming_it() {
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("notes.json"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{\"notes\": [1, 2");
+        f.close();
+        const Outcome o = run({QStringLiteral("--open"), bad, QStringLiteral("--export-screenshot"),
+                               dir.filePath(QStringLiteral("x.png"))});
+        QCOMPARE(o.code, 2);
+        QVERIFY2(o.err.contains(bad) && o.err.contains(QStringLiteral("byte")), qPrintable(o.err));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("x.png"))));
+    }
+
     void unknown_card_exits_2() {
         QTemporaryDir dir;
         const Outcome o =

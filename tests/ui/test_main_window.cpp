@@ -16,6 +16,10 @@
 #include "stats_page.h"
 #include "study_page.h"
 #include "theme.h"
+#include "trace_loader.h"
+#include "trace_window.h"
+#include "visualizer/timeline_view.h"
+#include "visualizer/visualizer_panel.h"
 
 using namespace pd::study;
 using pd::ui::MainWindow;
@@ -41,6 +45,8 @@ class TestMainWindow : public QObject {
     void shortcutListSaysWhatTheStudyKeysDo();
     void themesGiveDistinctVerdictColours_data();
     void themesGiveDistinctVerdictColours();
+    void openTraceOpensATraceWindow();
+    void openTraceSaysWhyAFileIsNoTrace();
 
   private:
     QAction* action(MainWindow& w, const QString& text) const;
@@ -406,6 +412,47 @@ void TestMainWindow::shortcutListSaysWhatTheStudyKeysDo() {
     QVERIFY(seen->text.contains(QStringLiteral("after checking")));
     QVERIFY(seen->text.contains(QStringLiteral("asks first in a session")));
     QVERIFY(seen->text.contains(QStringLiteral("<tt>Ctrl+,</tt>")));
+}
+
+void TestMainWindow::openTraceOpensATraceWindow() {
+    MainWindow w(*context_);
+    w.show();
+    QAction* open = action(w, QStringLiteral("Open Trace\u2026"));
+    QVERIFY(open);
+    QCOMPARE(open->shortcut(), QKeySequence(QKeySequence::Open));
+    w.openTraces({QStringLiteral(PD_TRACE_FIXTURES_DIR "/ddp-gloo-2rank/rank0.json"),
+                  QStringLiteral(PD_TRACE_FIXTURES_DIR "/ddp-gloo-2rank/rank1.json")});
+    pd::ui::TraceWindow* shown = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+            for (QWidget* top : QApplication::topLevelWidgets())
+                if (auto* t = qobject_cast<pd::ui::TraceWindow*>(top); t && t->isVisible())
+                    shown = t;
+            return shown != nullptr;
+        }(),
+        60000);
+    QCOMPARE(shown->visualizer()->timeline()->data().devices(), 2);
+    shown->close();  // deletes itself
+}
+
+void TestMainWindow::openTraceSaysWhyAFileIsNoTrace() {
+    MainWindow w(*context_);
+    w.show();
+    const QString bad = dir_->filePath(QStringLiteral("config.json"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"layers\": 3}");
+    f.close();
+    // The box opens when the loader fails; its first progress report comes before that.
+    std::shared_ptr<pd::test::MessageBoxSeen> seen;
+    w.openTraces({bad});
+    connect(w.traceLoader(), &pd::app::TraceLoader::progress, this, [&seen] {
+        if (!seen) seen = pd::test::answerNextMessageBox(QStringLiteral("OK"));
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(seen && seen->opened, 60000);
+    QVERIFY2(seen->text.contains(bad) && seen->text.contains(QStringLiteral("not a Chrome trace")),
+             qPrintable(seen->text));
+    QVERIFY(!w.traceLoader()->isLoading());
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -43,6 +43,7 @@ void LossChart::setRun(std::shared_ptr<const pd::RunResult> result, const pd::Ru
     if (result_) {
         // The losses as the run recorded them; the step time of the same step beside each.
         for (const pd::StepRecord& s : result_->trace.steps) {
+            if (std::isnan(s.loss)) continue;  // an imported trace records no loss
             pd::StepMetrics m;
             m.step = s.step;
             m.loss = s.loss;

@@ -150,6 +150,11 @@ void MemoryBarsView::rebuild() {
     sets_.clear();
     const int n = static_cast<int>(peak_.bytes.size());
     if (n == 0) return;
+    if (result_ && result_->trace.origin.imported && result_->trace.memory.empty()) {
+        // Bars of zeros would read as "no memory used": say what the traces lack instead.
+        chart()->setTitle(prefix_ + QStringLiteral("Memory: not recorded in these traces"));
+        return;
+    }
 
     // One axis for peak and playback alike, so bars grow and shrink against a fixed scale;
     // compared runs share the larger of their two scales.

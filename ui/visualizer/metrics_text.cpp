@@ -39,6 +39,96 @@ QString run_title(const pd::RunConfig& config) {
     return parts.join(QStringLiteral(" · "));
 }
 
+QString run_title(const pd::RunConfig& config, const pd::Trace& trace) {
+    const pd::TraceOrigin& o = trace.origin;
+    if (!o.imported) return run_title(config);
+    QStringList parts;
+    parts << QStringLiteral("Imported: %1").arg(qs(o.producer));
+    if (o.world_size > trace.devices)
+        parts << QStringLiteral("%1 of %2 ranks").arg(trace.devices).arg(o.world_size);
+    else
+        parts << (trace.devices == 1 ? QStringLiteral("1 rank")
+                                     : QStringLiteral("%1 ranks").arg(trace.devices));
+    if (!o.distributed_backend.empty()) parts << qs(o.distributed_backend);
+    return parts.join(QStringLiteral(" · "));
+}
+
+namespace {
+
+// An imported trace's lines: what its events record, and what they do not, said as unknown.
+std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::RunMetrics& m) {
+    const pd::TraceOrigin& o = result.trace.origin;
+    std::vector<MetricLine> out;
+    out.push_back({QStringLiteral("Source"),
+                   QStringLiteral("%1 file%2, %3 events read")
+                       .arg(o.files.size())
+                       .arg(o.files.size() == 1 ? QString() : QStringLiteral("s"))
+                       .arg(o.raw_events),
+                   QStringLiteral("One device row per file (rank), in rank order")});
+    out.push_back({QStringLiteral("Clock"), qs(o.clock_alignment),
+                   QStringLiteral("How the ranks' times were put on one axis")});
+    if (m.steps.empty()) {
+        out.push_back({QStringLiteral("Steps"), QStringLiteral("unknown: no ProfilerStep# marks"),
+                       QStringLiteral("Step time needs the profiler's step marks")});
+    } else {
+        QStringList numbers;
+        for (int s : o.profiler_steps) numbers << QString::number(s);
+        const QString steps = figure_steps_text(m);
+        out.push_back({QStringLiteral("Steps"),
+                       QStringLiteral("%1 (ProfilerStep# %2)%3")
+                           .arg(m.steps.size())
+                           .arg(numbers.join(QStringLiteral(", ")),
+                                steps.isEmpty() ? QString()
+                                                : QStringLiteral(" · figures over %1").arg(steps)),
+                       QStringLiteral("Busy and communication figures leave the first step out "
+                                      "when there are more, as for the engine's runs")});
+        out.push_back({QStringLiteral("Step time"), duration_text(m.median_step_time_s * 1e9),
+                       QStringLiteral("Median over the steps: from the first to the last device "
+                                      "event of each step")});
+    }
+    out.push_back({QStringLiteral("Throughput"), QStringLiteral("unknown"),
+                   QStringLiteral("A profiler trace does not record the batch size")});
+    if (!m.devices.empty()) {
+        double busy = 0;
+        for (const auto& d : m.devices) busy += d.busy_fraction;
+        out.push_back({QStringLiteral("Busy (mean)"),
+                       percent_text(busy / static_cast<double>(m.devices.size())),
+                       QStringLiteral("Compute-lane time over the figure steps, averaged over "
+                                      "ranks")});
+    }
+    out.push_back(
+        {QStringLiteral("Communication"),
+         QStringLiteral("exposed %1 · overlapped %2, summed over %3 ranks")
+             .arg(duration_text(m.exposed_comm_s * 1e9), duration_text(m.overlapped_comm_s * 1e9))
+             .arg(m.devices.size()),
+         QStringLiteral("HTA's definition: collective time not hidden behind compute "
+                        "kernels (or, in a CPU trace, the training thread's ops)")});
+    for (const auto& c : m.collectives) {
+        const QString size =
+            c.bytes ? bytes_text(static_cast<double>(c.bytes)) : QStringLiteral("size unknown");
+        const QString group = c.ranks > 0 ? QStringLiteral("on %1 ranks").arg(c.ranks)
+                                          : QStringLiteral("group unknown");
+        QString bw = QStringLiteral("mean %1").arg(duration_text(c.mean_time_s * 1e9));
+        if (c.bytes) bw += QStringLiteral(" · algbw %1").arg(gbps_text(c.algbw_gbps));
+        if (c.bytes && c.ranks > 0)
+            bw += QStringLiteral(" · busbw %1").arg(gbps_text(c.busbw_gbps));
+        out.push_back({qs(c.op),
+                       QStringLiteral("%1 × %2, %3: %4").arg(c.count).arg(size, group, bw),
+                       QStringLiteral("Per rank; sizes from the trace's own message sizes, where "
+                                      "the profiler recorded them")});
+    }
+    for (const auto& u : o.unknown) {
+        const auto colon = u.find(':');
+        out.push_back({qs(u.substr(0, colon)).replace(0, 1, qs(u.substr(0, 1)).toUpper()),
+                       QStringLiteral("unknown") +
+                           (colon == std::string::npos ? QString() : qs(u.substr(colon))),
+                       QStringLiteral("Not in the trace, so not guessed")});
+    }
+    return out;
+}
+
+}  // namespace
+
 QString figure_steps_text(const pd::RunMetrics& m) {
     if (m.figure_steps.empty()) return {};
     if (m.figure_steps.count() == 1) return QStringLiteral("step %1").arg(m.figure_steps.first + 1);
@@ -92,6 +182,7 @@ QString bubble_note(const pd::RunMetrics& m) {
 
 std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::RunResult& result,
                                       const pd::RunMetrics& m) {
+    if (result.trace.origin.imported) return imported_lines(result, m);
     std::vector<MetricLine> out;
     QString status =
         result.partial ? QStringLiteral("running, drawn so far") : qs(pd::name_of(result.status));

@@ -18,6 +18,9 @@ struct MetricLine {
 
 // "pipeline 1F1B · 4 devices · 8 micro-batches"
 QString run_title(const pd::RunConfig& config);
+// The same for what `trace` holds: an imported trace is titled by what it came from
+// ("Imported PyTorch profiler (Kineto) · 2 of 128 ranks · nccl"), the engine's runs by config.
+QString run_title(const pd::RunConfig& config, const pd::Trace& trace);
 // "steps 2–4" (1-based, as the CLI counts): the steps busy, communication and bubble figures
 // cover; empty when no step recorded work.
 QString figure_steps_text(const pd::RunMetrics& metrics);

@@ -45,7 +45,8 @@ std::vector<Prepared> prepare(const std::vector<PictureRun>& runs) {
             p.prefix = QStringLiteral("%1: ").arg(letters.at(static_cast<qsizetype>(out.size())));
         p.metrics = pd::compute_metrics(r.result->trace, r.config);
         p.timeline = std::make_unique<TimelineView>();
-        p.timeline->setRun(r.result, p.metrics.bubble, p.prefix + run_title(r.config),
+        p.timeline->setRun(r.result, p.metrics.bubble,
+                           p.prefix + run_title(r.config, r.result->trace),
                            p.metrics.stage_boundaries);
         p.lines = summary_lines(r.config, *r.result, p.metrics);
         out.push_back(std::move(p));
@@ -117,7 +118,8 @@ void paint_metrics(QPainter& p, const Prepared& prep, const QRectF& r, const Tim
     p.setFont(f);
     p.setPen(pal.text);
     p.drawText(QRectF(r.left(), r.top(), r.width(), 20), Qt::AlignLeft | Qt::AlignVCenter,
-               QStringLiteral("Metrics — %1%2").arg(prep.prefix, run_title(prep.run->config)));
+               QStringLiteral("Metrics — %1%2")
+                   .arg(prep.prefix, run_title(prep.run->config, prep.run->result->trace)));
     f.setPixelSize(12);
     f.setBold(false);
     p.setFont(f);

@@ -39,6 +39,12 @@ QStringList wrap_pieces(const QStringList& pieces, const QString& separator,
 QStringList clock_pieces(const TimelineData& data) {
     const pd::Trace& tr = data.trace();
     QStringList pieces;
+    if (tr.origin.imported) {
+        // The learner's own run: its profiler's timestamps, nothing modelled.
+        pieces << QStringLiteral("Clock: the traces' own timestamps")
+               << QStringLiteral("rows: ranks, in rank order");
+        return pieces;
+    }
     pieces << (tr.backend == pd::BackendKind::cuda
                    ? QStringLiteral("Clock: wall — CUDA events on each GPU stream")
                : tr.clock == pd::ClockMode::device
@@ -114,7 +120,10 @@ std::vector<TimelineLegendEntry> legend_entries(const TimelineData& data,
         e.arrow = arrow;
         items.push_back(e);
     };
-    if (has(pd::EventKind::forward)) add(pal.forward, QStringLiteral("forward (micro-batch no.)"));
+    if (has(pd::EventKind::forward))
+        add(pal.forward, data.trace().origin.imported
+                             ? QStringLiteral("forward")
+                             : QStringLiteral("forward (micro-batch no.)"));
     if (has(pd::EventKind::backward))
         add(pal.backward, has(pd::EventKind::backward_weight) ? QStringLiteral("B: input gradient")
                                                               : QStringLiteral("backward"));
@@ -138,7 +147,10 @@ std::vector<TimelineLegendEntry> legend_entries(const TimelineData& data,
     if (has(pd::EventKind::broadcast)) add(pal.broadcast, QStringLiteral("broadcast"));
     if (has(pd::EventKind::all_to_all_step))
         add(pal.all_to_all, QStringLiteral("all-to-all (pairwise exchange #)"));
-    if (has(pd::EventKind::collective)) add(pal.broadcast, QStringLiteral("NCCL collective"));
+    if (has(pd::EventKind::collective))
+        add(pal.broadcast, data.trace().origin.imported
+                               ? QStringLiteral("collective (one NCCL/gloo call)")
+                               : QStringLiteral("NCCL collective"));
     if (has(pd::EventKind::kernel)) add(pal.kernel, QStringLiteral("kernel (phase not recorded)"));
     if (has(pd::EventKind::copy)) add(pal.copy, QStringLiteral("copy"));
     add(pal.idle, QStringLiteral("idle / waiting"));

@@ -14,7 +14,14 @@ namespace {
 
 constexpr double kMinBoxPx = 2.0;        // narrower boxes are merged per pixel (hotspot)
 constexpr double kMinGapLabelPx = 56.0;  // idle gaps this wide are labelled
-constexpr std::size_t kEventKinds = static_cast<std::size_t>(pd::EventKind::recompute) + 1;
+constexpr std::size_t kEventKinds = pd::kEventKindCount;
+
+// An imported trace's row is its rank (rank order, so the row index where a file did not say).
+int rank_of(const TimelineData& data, int device) {
+    const auto& ranks = data.trace().origin.ranks;
+    const auto d = static_cast<std::size_t>(device);
+    return d < ranks.size() && ranks[d] >= 0 ? ranks[d] : device;
+}
 
 QString box_label(const TimelineBox& b, bool wide) {
     using pd::EventKind;
@@ -113,7 +120,8 @@ TimelinePaintStats paint_lanes(const TimelineFrame& f) {
         p.setFont(name_font);
         p.drawText(QRectF(8, cy, kLeftMargin - 12, l.compute_h),
                    Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip,
-                   QStringLiteral("device %1").arg(d));
+                   data.trace().origin.imported ? QStringLiteral("rank %1").arg(rank_of(data, d))
+                                                : QStringLiteral("device %1").arg(d));
         p.setFont(f.small);
         p.setPen(f.pal.muted);
         const int stage = data.stage_of(d);
@@ -318,6 +326,9 @@ TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn)
     p.save();
     p.setClipRect(rows_clip(f));
     p.setFont(f.small);
+    // Boxes of one lane may overlap (an imported trace's collectives from two gloo threads,
+    // kernels of two streams): a label never writes over one drawn just before it.
+    std::vector<QRectF> written;
     for (const LabelSpot& spot : drawn.labels) {
         const TimelineBox& b = *spot.box;
         const QRectF& r = spot.rect;
@@ -328,6 +339,10 @@ TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn)
                 events[static_cast<std::size_t>(b.first_event)].step + 1);
         else if (spot.half)
             texts << half_labels(b);
+        else if (b.kind == pd::EventKind::collective && f.scene.data.trace().origin.imported)
+            // An imported collective says which it was ("all_reduce"), where it fits.
+            texts << QString::fromStdString(events[static_cast<std::size_t>(b.first_event)].label)
+                  << box_label(b, false);
         else if (r.width() > 70)
             texts << box_label(b, true) << box_label(b, false);
         else
@@ -337,9 +352,15 @@ TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn)
             const QStaticText& st = f.cache.label(text, f.small);
             const QSizeF ts = st.size();
             if (ts.width() + 4 <= r.width()) {
+                const QRectF at(r.center().x() - ts.width() / 2, r.center().y() - ts.height() / 2,
+                                ts.width(), ts.height());
+                const bool clash =
+                    std::any_of(written.size() > 8 ? written.end() - 8 : written.begin(),
+                                written.end(), [&](const QRectF& w) { return w.intersects(at); });
+                if (clash) break;
                 p.setPen(spot.other_step ? pal.muted : pal.text_on(spot.fill));
-                p.drawStaticText(
-                    QPointF(r.center().x() - ts.width() / 2, r.center().y() - ts.height() / 2), st);
+                p.drawStaticText(at.topLeft(), st);
+                written.push_back(at);
                 ++stats.labels;
                 break;
             }

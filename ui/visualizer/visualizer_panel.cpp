@@ -383,8 +383,8 @@ void VisualizerPanel::showRun(int index) {
         shareMemoryScale();
         return;
     }
-    const QString title =
-        (runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString()) + run_title(shown->config);
+    const QString title = (runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString()) +
+                          run_title(shown->config, shown->result->trace);
     t->setRun(shown->result, shown->metrics.bubble, title, shown->metrics.stage_boundaries);
     t->setMaximumHeight(static_cast<int>(t->preferredHeight(true, t->legendVisible()) * 1.3));
     m->setRun(shown->result, shown->metrics);
@@ -399,13 +399,13 @@ void VisualizerPanel::showRun(int index) {
         // A's title gains its "A:" now that there is a B.
         if (runs_[0])
             timeline_->setRun(runs_[0]->result, runs_[0]->metrics.bubble,
-                              tr("A: ") + run_title(runs_[0]->config),
+                              tr("A: ") + run_title(runs_[0]->config, runs_[0]->result->trace),
                               runs_[0]->metrics.stage_boundaries);
         memory_->setTitlePrefix(tr("A: "));
         loss_->setTitlePrefix(tr("A: "));
         if (runs_[0])
             metrics_->setRun(runs_[0]->config, *runs_[0]->result, runs_[0]->metrics,
-                             tr("A: ") + run_title(runs_[0]->config));
+                             tr("A: ") + run_title(runs_[0]->config, runs_[0]->result->trace));
         for (QWidget* w : std::initializer_list<QWidget*>{t, m, lc, p}) w->show();
     }
 }
@@ -584,7 +584,9 @@ QString VisualizerPanel::suggestedExportName(const QString& what, const QString&
     // "pp-gpipe-bubble_pipeline-1f1b_timeline.png": the card, then what ran, then what it is.
     QStringList parts;
     if (!export_base_name_.isEmpty()) parts << export_base_name_;
-    if (runs_[0]) {
+    if (runs_[0] && runs_[0]->result->trace.origin.imported) {
+        parts << QStringLiteral("imported-%1rank").arg(runs_[0]->result->trace.devices);
+    } else if (runs_[0]) {
         QString run = QString::fromLatin1(pd::name_of(runs_[0]->config.strategy).data());
         if (runs_[0]->config.strategy == pd::StrategyKind::pipeline ||
             runs_[0]->config.strategy == pd::StrategyKind::hybrid)

@@ -40,6 +40,8 @@ enum class EventKind {
     // say, e.g. a GPU kernel launched outside autograd's backward and the optimizer.
     kernel,
 };
+// Every kind above: the last one plus one (keep it last).
+inline constexpr std::size_t kEventKindCount = static_cast<std::size_t>(EventKind::kernel) + 1;
 std::string_view name_of(EventKind k);
 bool is_compute(EventKind k);
 bool is_communication(EventKind k);
@@ -121,10 +123,10 @@ struct GradientUpdate {
 // was read from and what they say about the job.
 struct TraceOrigin {
     bool imported = false;
-    std::string producer;            // "PyTorch profiler (Kineto)", "ParallelDeck", ...
-    std::vector<std::string> files;  // per device (rank order)
-    std::vector<int> ranks;          // per device: the rank it is in the job
-    int world_size = 0;              // ranks in the job (0: not recorded)
+    std::string producer;             // "PyTorch profiler (Kineto)", "ParallelDeck", ...
+    std::vector<std::string> files;   // per device (rank order)
+    std::vector<int> ranks;           // per device: the rank it is in the job
+    int world_size = 0;               // ranks in the job (0: not recorded)
     std::string distributed_backend;  // "nccl", "gloo" (empty: not recorded)
     std::string clock_alignment;      // how the ranks' clocks were put on one axis
     std::vector<int> profiler_steps;  // per step index: the profiler's step number (ProfilerStep#N)

@@ -13,7 +13,7 @@ namespace pd::import {
 namespace {
 
 std::optional<EventKind> kind_from_name(std::string_view name) {
-    for (int k = 0; k <= static_cast<int>(EventKind::kernel); ++k)
+    for (std::size_t k = 0; k < kEventKindCount; ++k)
         if (name_of(static_cast<EventKind>(k)) == name) return static_cast<EventKind>(k);
     return std::nullopt;
 }

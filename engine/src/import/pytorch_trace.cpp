@@ -348,6 +348,7 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
                     r.start_ns = te.start_ns;
                     r.end_ns = te.end_ns;
                     te.bytes = r.bytes;
+                    te.label = r.op;
                     out.collectives.push_back(std::move(r));
                 } else {
                     te.kind = autograd_thread.count(tid) ? EventKind::backward : phase_of_op(name);
