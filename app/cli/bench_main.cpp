@@ -12,6 +12,8 @@
 //   attention  a transformer's step at a fixed token count as seq_len grows: attention units'
 //              time beside the MLP units' (from the trace), its share, the analytic FLOP
 //              ratio, and the attention probabilities' bytes per layer (bench_attention.cpp)
+//   import     synthetic Kineto traces (1 million events by default) read by the trace
+//              importer: load time, events and MB per second (bench_import.cpp)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "bench_attention.h"
+#include "bench_import.h"
 #include "bench_step.h"
 #include "pd/communicator.h"
 #include "pd/device.h"
@@ -409,7 +412,19 @@ int main(int argc, char** argv) {
         ->add_option("--threads", attention_options.threads,
                      "Intra-op threads (0 = all hardware threads)")
         ->check(CLI::Range(0, 1024));
+    auto* import = app.add_subcommand("import", "Reading a large PyTorch trace");
+    pd::cli::ImportBenchOptions import_options;
+    import->add_option("--events", import_options.events, "Events over all ranks")
+        ->check(CLI::Range(100LL, 100'000'000LL));
+    import->add_option("--ranks", import_options.ranks, "Files, one per rank")
+        ->check(CLI::Range(1, 1024));
+    import->add_option("--rounds", import_options.rounds, "Timed imports")
+        ->check(CLI::Range(1, 50));
+    import->add_flag("--gzip", import_options.gzip, "Write .json.gz");
+    import->add_option("--out", import_options.out, "Keep the traces in this folder");
     CLI11_PARSE(app, argc, argv);
+
+    if (*import) return pd::cli::bench_import(import_options);
 
     if (*attention) return pd::cli::bench_attention(attention_options);
     if (*step) return pd::cli::bench_step(step_options, argv[0]);

@@ -61,7 +61,8 @@ void TraceWindow::showImported(const QStringList& files,
     visualizer_->setExportBaseName(QStringLiteral("trace"));
     visualizer_->setNote(importedRunNote(result->trace));
     visualizer_->setRun(pd::app::importedRunConfig(*result), result);
-    statusBar()->showMessage(tr("%n device(s) from %1", nullptr, result->trace.devices)
+    const int ranks = result->trace.devices;
+    statusBar()->showMessage((ranks == 1 ? tr("1 rank from %1") : tr("%1 ranks from %2").arg(ranks))
                                  .arg(qs(result->trace.origin.producer)));
 }
 

@@ -123,18 +123,19 @@ QVariant CollectiveMetricsModel::data(const QModelIndex& index, int role) const 
     switch (index.column()) {
         case Op:
             return qs(c.op);
+        // An imported trace may not record a collective's size or group: unknown, not 0.
         case Ranks:
-            return c.ranks;
+            return c.ranks > 0 ? QVariant(c.ranks) : QVariant(QStringLiteral("unknown"));
         case Bytes:
-            return bytes_text(static_cast<double>(c.bytes));
+            return c.bytes ? bytes_text(static_cast<double>(c.bytes)) : QStringLiteral("unknown");
         case Calls:
             return c.count;
         case MeanTime:
             return duration_text(c.mean_time_s * 1e9);
         case AlgBw:
-            return gbps_text(c.algbw_gbps);
+            return c.bytes ? gbps_text(c.algbw_gbps) : QStringLiteral("unknown");
         case BusBw:
-            return gbps_text(c.busbw_gbps);
+            return c.bytes && c.ranks > 0 ? gbps_text(c.busbw_gbps) : QStringLiteral("unknown");
         default:
             return {};
     }

@@ -82,6 +82,11 @@ void MetricsPanel::setRun(const pd::RunConfig& config, const pd::RunResult& resu
     }
     devices_->setMetrics(metrics);
     collectives_->setMetrics(metrics);
+    // A profiler trace records no memory by category and no model state: no columns of 0.
+    const bool imported = result.trace.origin.imported;
+    for (int c : {DeviceMetricsModel::PeakMemory, DeviceMetricsModel::Reserved,
+                  DeviceMetricsModel::ModelState})
+        device_table_->setColumnHidden(c, imported && result.trace.memory.empty());
     collective_table_->setVisible(!metrics.collectives.empty());
 }
 

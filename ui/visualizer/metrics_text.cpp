@@ -72,7 +72,14 @@ std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::Ru
                        QStringLiteral("Step time needs the profiler's step marks")});
     } else {
         QStringList numbers;
-        for (int s : o.profiler_steps) numbers << QString::number(s);
+        const auto& ps = o.profiler_steps;
+        bool consecutive = ps.size() > 3;
+        for (std::size_t i = 1; consecutive && i < ps.size(); ++i)
+            consecutive = ps[i] == ps[i - 1] + 1;
+        if (consecutive)
+            numbers << QStringLiteral("%1–%2").arg(ps.front()).arg(ps.back());
+        else
+            for (int s : ps) numbers << QString::number(s);
         const QString steps = figure_steps_text(m);
         out.push_back({QStringLiteral("Steps"),
                        QStringLiteral("%1 (ProfilerStep# %2)%3")

@@ -182,6 +182,7 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
     }
 
     bool sizes_missing = false, ranks_missing = false;
+    out.events.reserve(f.events.size() / 2);
     if (gpu) {
         out.producer = "PyTorch profiler (Kineto)";
         // Kineto's times are on the host's clock (epoch-based, or from baseTimeNanoseconds).

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <istream>
 #include <streambuf>
@@ -366,6 +367,20 @@ RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progres
         PD_THROW(BadInput, path, "is not a readable file");
     RawTraceFile out;
     out.path = path;
+    // Kineto writes some 150 bytes an event (a gzipped file some 15): room for them up front,
+    // so a million events are not copied over and over as the list grows.
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec) {
+        std::uint8_t magic[2] = {0, 0};
+        if (FILE* f = std::fopen(path.c_str(), "rb")) {
+            if (std::fread(magic, 1, 2, f) != 2) magic[0] = 0;
+            std::fclose(f);
+        }
+        const bool gz = magic[0] == 0x1f && magic[1] == 0x8b;
+        const std::size_t guess = std::min<std::size_t>(size / (gz ? 15 : 150), 50'000'000);
+        out.events.reserve(guess);
+        out.args.reserve(guess * 2);
+    }
     GzStreamBuf buf(path, progress);
     std::istream in(&buf);
     Handler handler(out, buf);

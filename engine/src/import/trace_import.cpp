@@ -160,6 +160,9 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
     if (own_only) origin = 0;  // the run's own time axis, as exported
 
     int next_device = 0;
+    std::size_t all_events = 0;
+    for (const auto& f : files) all_events += f.rank.events.size();
+    t.events.reserve(all_events);
     for (std::size_t i = 0; i < files.size(); ++i) {
         auto& f = files[i];
         const int base = next_device;
