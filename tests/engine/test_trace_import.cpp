@@ -352,6 +352,35 @@ class TestTraceImport : public QObject {
         QCOMPARE(m.collectives[0].count, per_step * expected["profiled_steps"].get<int>());
     }
 
+    // A small Kineto trace as a GPU job writes it: steps, launches and kernels, an NCCL
+    // all-reduce with its message size, the caching allocator's [memory] marks.
+    void kinetoPhasesStepsAndReservedMemory() {
+        // Written by hand (tests/fixtures/traces/crafted): one of each rule, checkable by eye.
+        const std::string path = kFixtures + "/crafted/kineto-rank3.json";
+        const pd::Trace t = pd::import_traces({path});
+        QCOMPARE(t.origin.ranks, std::vector<int>{3});
+        QCOMPARE(t.origin.world_size, 4);
+        QCOMPARE(t.origin.profiler_steps, std::vector<int>{7});
+        QCOMPARE(t.capacity_bytes, std::vector<std::size_t>{1000000});
+        QCOMPARE(t.peak_reserved_bytes,
+                 std::vector<std::size_t>{8192});  // the GPU's, not the CPU's
+        std::map<std::string, pd::EventKind> kinds;
+        std::map<std::string, int> steps;
+        for (const auto& e : t.events) {
+            kinds[e.label] = e.kind;
+            steps[e.label] = e.step;
+        }
+        QCOMPARE(kinds["gemm"], pd::EventKind::forward);       // launched inside Net.forward
+        QCOMPARE(kinds["gemm_bwd"], pd::EventKind::backward);  // from autograd's thread
+        QCOMPARE(kinds["adam"], pd::EventKind::optimizer);     // inside Optimizer.step
+        QCOMPARE(kinds["all_reduce"], pd::EventKind::collective);
+        // The optimizer kernel runs after the step's window but was launched in it.
+        QCOMPARE(steps["adam"], 0);
+        QCOMPARE(t.collectives.size(), std::size_t{1});
+        QCOMPARE(t.collectives[0].bytes, std::size_t{512});  // 256 bf16 values
+        QCOMPARE(t.collectives[0].ranks, 4);
+    }
+
     void roundTripOfTheEnginesExportKeepsTheMetrics() {
         pd::RunConfig c = pd::test::small_config(pd::StrategyKind::dp, 2);
         const pd::RunResult live = pd::test::run_config(c);

@@ -83,10 +83,12 @@ void MetricsPanel::setRun(const pd::RunConfig& config, const pd::RunResult& resu
     devices_->setMetrics(metrics);
     collectives_->setMetrics(metrics);
     // A profiler trace records no memory by category and no model state: no columns of 0.
-    const bool imported = result.trace.origin.imported;
-    for (int c : {DeviceMetricsModel::PeakMemory, DeviceMetricsModel::Reserved,
-                  DeviceMetricsModel::ModelState})
-        device_table_->setColumnHidden(c, imported && result.trace.memory.empty());
+    const bool no_memory = result.trace.origin.imported && result.trace.memory.empty();
+    bool reserved = false;
+    for (const auto& d : metrics.devices) reserved = reserved || d.peak_reserved_bytes > 0;
+    device_table_->setColumnHidden(DeviceMetricsModel::PeakMemory, no_memory);
+    device_table_->setColumnHidden(DeviceMetricsModel::ModelState, no_memory);
+    device_table_->setColumnHidden(DeviceMetricsModel::Reserved, no_memory && !reserved);
     collective_table_->setVisible(!metrics.collectives.empty());
 }
 
