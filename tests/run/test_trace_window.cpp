@@ -7,6 +7,7 @@
 
 #include "trace_loader.h"
 #include "trace_window.h"
+#include "visualizer/loss_chart.h"
 #include "visualizer/metrics_panel.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
@@ -104,6 +105,9 @@ class TestTraceWindow : public QObject {
         QVERIFY2(all.contains(QStringLiteral("9 × size unknown")), qPrintable(all));
         QVERIFY(all.contains(QStringLiteral("Throughput")));
         QVERIFY(v->exportTraceAction()->isEnabled());
+        // Step times are drawn; the loss is said to be missing, not to have diverged.
+        const QString chart = v->lossChart()->chart()->title();
+        QVERIFY2(chart.contains(QStringLiteral("records no loss")), qPrintable(chart));
         // The same exports as a Show me run.
         QTemporaryDir dir;
         QString error;

@@ -43,7 +43,6 @@ void LossChart::setRun(std::shared_ptr<const pd::RunResult> result, const pd::Ru
     if (result_) {
         // The losses as the run recorded them; the step time of the same step beside each.
         for (const pd::StepRecord& s : result_->trace.steps) {
-            if (std::isnan(s.loss)) continue;  // an imported trace records no loss
             pd::StepMetrics m;
             m.step = s.step;
             m.loss = s.loss;
@@ -141,6 +140,8 @@ void LossChart::rebuild() {
     QString detail;
     if (steps_.empty())
         detail = tr("no step completed");
+    else if (result_ && result_->trace.origin.imported && loss_->count() == 0)
+        detail = tr("step times of the profiler's steps; a trace records no loss");
     else if (loss_->count() < static_cast<int>(steps_.size()))
         detail = tr("the loss diverged (not finite)");
     else if (steps_.size() >= 2)
