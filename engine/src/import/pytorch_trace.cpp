@@ -64,6 +64,40 @@ struct StepWindow {
     int number = 0;
 };
 
+// One collective call of this rank, from event `e` (already timed and stepped in `te`, which
+// it moves to the comm lane): its bytes from the message size and dtype, its group size, or
+// unknown (0, flagged) where the profiler recorded neither.
+CollectiveRecord collective_record(const RawTraceFile& f, const RawEvent& e, const std::string& op,
+                                   const std::string& name, TraceEvent& te, bool& sizes_missing,
+                                   bool& ranks_missing) {
+    const StringTable& S = f.strings;
+    te.kind = EventKind::collective;
+    te.stream = StreamKind::comm;
+    CollectiveRecord r;
+    r.device = 0;
+    r.op = op;
+    const std::size_t width = dtype_bytes(f.text(e, S.find("dtype")));
+    const auto in = f.number(e, S.find("In msg nelems")),
+               out = f.number(e, S.find("Out msg nelems"));
+    if (width && (in || out))
+        r.bytes = to_size(std::max(in.value_or(0), out.value_or(0))) * width;
+    else
+        sizes_missing = true;
+    if (auto g = f.number(e, S.find("Group size")))
+        r.ranks = to_int(*g);
+    else {
+        r.ranks = 0;
+        ranks_missing = true;
+    }
+    r.label = name;
+    r.step = te.step;
+    r.start_ns = te.start_ns;
+    r.end_ns = te.end_ns;
+    te.bytes = r.bytes;
+    te.label = r.op;
+    return r;
+}
+
 }  // namespace
 
 std::string collective_op_of(std::string_view raw) {
@@ -93,8 +127,7 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
     const StringTable& S = f.strings;
     auto key = [&](std::string_view k) { return S.find(k); };
     const int k_correlation = key("correlation"), k_name = key("name"), k_labels = key("labels"),
-              k_coll = key("Collective name"), k_in = key("In msg nelems"),
-              k_out = key("Out msg nelems"), k_group = key("Group size"), k_dtype = key("dtype");
+              k_coll = key("Collective name");
     const std::string& kineto_cat_kernel = "kernel";
 
     // Who is who: process labels ("CPU", "GPU 0") and thread names.
@@ -216,33 +249,10 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
             if (memop) {
                 te.kind = EventKind::copy;
             } else if (!op.empty()) {
-                te.kind = EventKind::collective;
-                te.stream = StreamKind::comm;
-                CollectiveRecord r;
-                r.device = 0;
-                const std::string named = f.text(e, k_coll);
-                r.op = named.empty()                     ? op
-                       : collective_op_of(named).empty() ? op
-                                                         : collective_op_of(named);
-                const std::size_t width = dtype_bytes(f.text(e, k_dtype));
-                const auto in = f.number(e, k_in), outn = f.number(e, k_out);
-                if (width && (in || outn))
-                    r.bytes = to_size(std::max(in.value_or(0), outn.value_or(0))) * width;
-                else
-                    sizes_missing = true;
-                if (auto g = f.number(e, k_group))
-                    r.ranks = to_int(*g);
-                else {
-                    r.ranks = 0;
-                    ranks_missing = true;
-                }
-                r.label = name;
-                r.step = te.step;
-                r.start_ns = te.start_ns;
-                r.end_ns = te.end_ns;
-                te.bytes = r.bytes;
-                te.label = r.op;
-                out.collectives.push_back(std::move(r));
+                // The kernel's own argument names the collective best, where it has one.
+                const std::string named = collective_op_of(f.text(e, k_coll));
+                out.collectives.push_back(collective_record(f, e, named.empty() ? op : named, name,
+                                                            te, sizes_missing, ranks_missing));
             } else {
                 te.kind = phase;
             }
@@ -338,30 +348,8 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
                 te.label = name;
                 te.step = step_at(e->ts);
                 if (!op.empty()) {
-                    te.kind = EventKind::collective;
-                    te.stream = StreamKind::comm;
-                    CollectiveRecord r;
-                    r.device = 0;
-                    r.op = op;
-                    const std::size_t width = dtype_bytes(f.text(*e, k_dtype));
-                    const auto in = f.number(*e, k_in), outn = f.number(*e, k_out);
-                    if (width && (in || outn))
-                        r.bytes = to_size(std::max(in.value_or(0), outn.value_or(0))) * width;
-                    else
-                        sizes_missing = true;
-                    if (auto g = f.number(*e, k_group))
-                        r.ranks = to_int(*g);
-                    else {
-                        r.ranks = 0;
-                        ranks_missing = true;
-                    }
-                    r.label = name;
-                    r.step = te.step;
-                    r.start_ns = te.start_ns;
-                    r.end_ns = te.end_ns;
-                    te.bytes = r.bytes;
-                    te.label = r.op;
-                    out.collectives.push_back(std::move(r));
+                    out.collectives.push_back(
+                        collective_record(f, *e, op, name, te, sizes_missing, ranks_missing));
                 } else {
                     te.kind = autograd_thread.count(tid) ? EventKind::backward : phase_of_op(name);
                 }
