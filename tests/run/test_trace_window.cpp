@@ -116,6 +116,14 @@ class TestTraceWindow : public QObject {
         QVERIFY2(v->exportTrace(dir.filePath(QStringLiteral("t.json")), &error), qPrintable(error));
         QVERIFY(v->suggestedExportName(QStringLiteral("timeline"), QStringLiteral("png"))
                     .contains(QStringLiteral("imported-4rank")));
+        // These traces share no clock: aligned on the first collective; the other choice
+        // reads them again on their own clocks.
+        QVERIFY(window.firstCollectiveAction()->isChecked());
+        QSignalSpy again(window.loader(), &TraceLoader::loaded);
+        window.ownClockAction()->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(again.count(), 1, 60000);
+        QVERIFY(window.ownClockAction()->isChecked());
+        QVERIFY2(v->note().contains(QStringLiteral("share no clock")), qPrintable(v->note()));
     }
 };
 

@@ -123,12 +123,13 @@ struct GradientUpdate {
 // was read from and what they say about the job.
 struct TraceOrigin {
     bool imported = false;
-    std::string producer;             // "PyTorch profiler (Kineto)", "ParallelDeck", ...
-    std::vector<std::string> files;   // per device (rank order)
-    std::vector<int> ranks;           // per device: the rank it is in the job
-    int world_size = 0;               // ranks in the job (0: not recorded)
-    std::string distributed_backend;  // "nccl", "gloo" (empty: not recorded)
-    std::string clock_alignment;      // how the ranks' clocks were put on one axis
+    std::string producer;                      // "PyTorch profiler (Kineto)", "ParallelDeck", ...
+    std::vector<std::string> files;            // per device (rank order)
+    std::vector<int> ranks;                    // per device: the rank it is in the job
+    int world_size = 0;                        // ranks in the job (0: not recorded)
+    std::string distributed_backend;           // "nccl", "gloo" (empty: not recorded)
+    std::string clock_alignment;               // how the ranks' clocks were put on one axis
+    bool aligned_on_first_collective = false;  // ranks shifted onto the first collective's end
     std::vector<int> profiler_steps;  // per step index: the profiler's step number (ProfilerStep#N)
     std::vector<std::string> unknown;  // figures the traces do not record, said once each
     std::vector<std::string> notes;    // what the reader left out or inferred, said once each

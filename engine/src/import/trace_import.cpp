@@ -140,6 +140,7 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
             return first ? std::optional<std::int64_t>(first->end_ns) : std::nullopt;
         };
         const auto anchor = first_end(files[0]);
+        o.aligned_on_first_collective = anchor.has_value();
         int aligned = 0;
         for (std::size_t i = 1; i < files.size() && anchor; ++i)
             if (auto e = first_end(files[i])) {
