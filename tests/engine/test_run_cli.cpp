@@ -37,6 +37,40 @@ class TestRunCli : public QObject {
     }
 
   private slots:
+    // `paralleldeck-run analyze`: a learner's DDP traces (one per rank), summary and exit codes.
+    void analyze_prints_and_writes_the_imported_summary() {
+        QTemporaryDir dir;
+        const QString summary = dir.filePath(QStringLiteral("s.json"));
+        QStringList args{QStringLiteral("analyze"), QStringLiteral("--quiet")};
+        for (int r = 0; r < 2; ++r)
+            args << QStringLiteral(PD_TRACE_FIXTURES_DIR "/ddp-gloo-2rank/rank%1.json").arg(r);
+        args << QStringLiteral("--summary") << summary;
+        const Outcome o = run(args);
+        QVERIFY2(o.code == 0, qPrintable(o.err));
+        QVERIFY2(o.out.contains(QStringLiteral("all_reduce x9")), qPrintable(o.out));
+        QVERIFY(o.out.contains(QStringLiteral("unknown: collective sizes")));
+        const QJsonObject s = read_json(summary);
+        QCOMPARE(s.value(QStringLiteral("imported")).toBool(), true);
+        QCOMPARE(s.value(QStringLiteral("ranks")).toArray().size(), 2);
+        QCOMPARE(s.value(QStringLiteral("steps")).toArray().size(), 3);
+        const QJsonObject c = s.value(QStringLiteral("collectives")).toArray().at(0).toObject();
+        QCOMPARE(c.value(QStringLiteral("count")).toInt(), 9);
+        QVERIFY(c.value(QStringLiteral("bytes")).isNull());  // not in these traces
+        QVERIFY(s.value(QStringLiteral("bubble")).isNull());
+    }
+
+    void analyze_of_a_file_that_is_no_trace_exits_2() {
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("x.json"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("[1, 2,");
+        f.close();
+        const Outcome o = run({QStringLiteral("analyze"), QStringLiteral("--quiet"), bad});
+        QCOMPARE(o.code, 2);
+        QVERIFY2(o.err.contains(bad) && o.err.contains(QStringLiteral("byte")), qPrintable(o.err));
+    }
+
     void success_writes_trace_and_summary() {
         QTemporaryDir dir;
         const QString trace = dir.filePath(QStringLiteral("t.json")),
