@@ -102,7 +102,7 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             te.flow_id = to_size(f.number(e, k_flow).value_or(0));
             te.flow_source = f.number(e, k_flow_source).value_or(0) != 0;
             te.start_ns = ns_of(e.ts);
-            te.end_ns = te.start_ns + ns_of(e.dur);
+            te.end_ns = te.start_ns + duration_ns_of_us(e.dur);
             out.events.push_back(std::move(te));
         } else if ((e.ph == 'i' || e.ph == 'I') && f.str(e.cat) == "oom") {
             TraceEvent te;
@@ -142,8 +142,8 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             r.bytes = to_size(json_number(call, "bytes", 0));
             r.ranks = to_int(json_number(call, "ranks", 1));
             r.step = to_int(json_number(call, "step", -1));
-            r.start_ns = to_int64(json_number(call, "start_ns", 0));
-            r.end_ns = to_int64(json_number(call, "end_ns", 0));
+            r.start_ns = clamp_time_ns(json_number(call, "start_ns", 0));
+            r.end_ns = clamp_time_ns(json_number(call, "end_ns", 0));
             if (r.device >= 0 && r.device < static_cast<int>(out.devices.size()))
                 out.collectives.push_back(std::move(r));
         }

@@ -232,7 +232,7 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
             TraceEvent te;
             te.device = 0;
             te.start_ns = t_ns(e.ts);
-            te.end_ns = te.start_ns + std::max<std::int64_t>(0, ns_of(e.dur));
+            te.end_ns = te.start_ns + duration_ns_of_us(e.dur);
             te.label = name;
             double launched_at = e.ts;
             EventKind phase = EventKind::kernel;
@@ -344,7 +344,7 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
                 TraceEvent te;
                 te.device = 0;
                 te.start_ns = t_ns(e->ts);
-                te.end_ns = te.start_ns + std::max<std::int64_t>(0, ns_of(e->dur));
+                te.end_ns = te.start_ns + duration_ns_of_us(e->dur);
                 te.label = name;
                 te.step = step_at(e->ts);
                 if (!op.empty()) {

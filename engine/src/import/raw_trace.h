@@ -67,7 +67,13 @@ struct RawTraceFile {
 std::int64_t to_int64(double v);
 int to_int(double v);
 std::size_t to_size(double v);  // negative reads as 0
-std::int64_t ns_of_us(double us);
+// Times are held within +-2e18 ns (63 years either side of the clock's zero: Kineto's epoch
+// times fit), so a start plus a duration, or two such times' difference, cannot overflow.
+inline constexpr std::int64_t kMaxAbsTimeNs = 2'000'000'000'000'000'000;
+std::int64_t ns_of_us(double us);       // clamped into +-kMaxAbsTimeNs
+std::int64_t clamp_time_ns(double ns);  // the same for a time already in ns
+// A duration in ns, held within [0, 1e15] (11.5 days): sums of many stay far from overflow.
+std::int64_t duration_ns_of_us(double us);
 // A member of a JSON object, or the fallback when absent or of another type.
 double json_number(const nlohmann::json& object, const char* key, double fallback);
 std::string json_string(const nlohmann::json& object, const char* key);

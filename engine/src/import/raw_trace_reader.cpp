@@ -81,8 +81,18 @@ std::size_t to_size(double v) {
     return static_cast<std::size_t>(v);
 }
 
+std::int64_t clamp_time_ns(double ns) {
+    if (std::isnan(ns)) return 0;
+    const double limit = static_cast<double>(kMaxAbsTimeNs);
+    return static_cast<std::int64_t>(std::round(std::clamp(ns, -limit, limit)));
+}
+
+std::int64_t duration_ns_of_us(double us) {
+    return std::clamp<std::int64_t>(clamp_time_ns(us * 1000.0), 0, 1'000'000'000'000'000);
+}
+
 std::int64_t ns_of_us(double us) {
-    return to_int64(std::round(us * 1000.0));
+    return clamp_time_ns(us * 1000.0);
 }
 
 double json_number(const nlohmann::json& object, const char* key, double fallback) {

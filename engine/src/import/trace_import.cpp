@@ -10,6 +10,7 @@
 #include <set>
 
 #include "import/rank_trace.h"
+#include "import/raw_trace.h"
 #include "pd/error.h"
 
 namespace pd {
@@ -117,8 +118,10 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
     }
     t.backend = files[0].rank.backend;
 
-    // Shifts onto one axis: per file, what is added to its absolute times.
-    std::vector<std::int64_t> shift(files.size(), 0);
+    // Shifts onto one axis: per file, what is added to its absolute times. Wide integers: a
+    // file's times may sit anywhere in +-kMaxAbsTimeNs, so shift and origin may not fit 64 bits.
+    __extension__ typedef __int128 Wide;  // GCC and Clang's 128-bit integer
+    std::vector<Wide> shift(files.size(), 0);
     o.clock_alignment =
         own_only ? "the run's own clock"
                  : "each trace's own clock (Kineto: baseTimeNanoseconds + ts), all shifted "
@@ -144,7 +147,7 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
         int aligned = 0;
         for (std::size_t i = 1; i < files.size() && anchor; ++i)
             if (auto e = first_end(files[i])) {
-                shift[i] = *anchor - *e;
+                shift[i] = Wide(*anchor) - Wide(*e);
                 ++aligned;
             }
         o.clock_alignment =
@@ -154,10 +157,14 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
                          " other ranks had one)"
                    : "each trace's own clock: the first rank has no collective to align on";
     }
-    std::int64_t origin = INT64_MAX;
+    bool any = false;
+    Wide origin = 0;
     for (std::size_t i = 0; i < files.size(); ++i)
-        for (const auto& e : files[i].rank.events) origin = std::min(origin, e.start_ns + shift[i]);
-    if (origin == INT64_MAX) origin = 0;
+        for (const auto& e : files[i].rank.events) {
+            const Wide start = Wide(e.start_ns) + shift[i];
+            origin = any ? std::min(origin, start) : start;
+            any = true;
+        }
     if (own_only) origin = 0;  // the run's own time axis, as exported
 
     int next_device = 0;
@@ -167,7 +174,17 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
     for (std::size_t i = 0; i < files.size(); ++i) {
         auto& f = files[i];
         const int base = next_device;
-        const std::int64_t add = shift[i] - origin;
+        const Wide add = shift[i] - origin;
+        // Every time on the shared axis within 4e18 ns of its zero (a century): what the
+        // metrics and the timeline compute from them cannot overflow.
+        auto place = [&f, add](std::int64_t time) {
+            constexpr Wide kLimit = Wide(2) * import::kMaxAbsTimeNs;
+            const Wide placed = Wide(time) + add;
+            if (placed > kLimit || placed < -kLimit)
+                PD_THROW(BadInput, f.path,
+                         "its times lie more than a century from the other files' once aligned");
+            return static_cast<std::int64_t>(placed);
+        };
         for (const auto& d : f.rank.devices) {
             std::string name = d.name;
             if (!f.rank.own_export) {
@@ -184,21 +201,22 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
         }
         for (auto& e : f.rank.events) {
             e.device += base;
-            if (e.peer >= 0 && f.rank.own_export) e.peer += base;
-            e.start_ns += add;
-            e.end_ns += add;
+            if (e.peer >= 0 && f.rank.own_export)
+                e.peer = e.peer < (1 << 16) ? e.peer + base : -1;  // no such device
+            e.start_ns = place(e.start_ns);
+            e.end_ns = place(e.end_ns);
             if (e.flow_id) e.flow_id += static_cast<std::uint64_t>(base) << 40;
             t.events.push_back(std::move(e));
         }
         for (auto& c : f.rank.collectives) {
             c.device += base;
-            c.start_ns += add;
-            c.end_ns += add;
+            c.start_ns = place(c.start_ns);
+            c.end_ns = place(c.end_ns);
             t.collectives.push_back(std::move(c));
         }
         for (auto& m : f.rank.memory) {
             m.device += base;
-            m.t_ns += add;
+            m.t_ns = place(m.t_ns);
             t.memory.push_back(m);
         }
         // Steps: the longest list stands for the run (ranks profile the same steps).
