@@ -66,6 +66,22 @@ double covered(const std::vector<Interval>& v) {
     return t;
 }
 
+// Whether t falls in a step window other than the first (sorted windows).
+bool in_steps_but_first(const std::vector<Interval>& steps, double t) {
+    for (std::size_t i = 1; i < steps.size(); ++i)
+        if (t >= steps[i].first && t <= steps[i].second) return true;
+    return false;
+}
+
+// Communication time not covered by compute, both given as merged interval lists.
+double exposed(const std::vector<Interval>& comm, const std::vector<Interval>& compute) {
+    double overlap = 0;
+    for (const auto& c : comm)
+        for (const auto& k : compute)
+            overlap += std::max(0.0, std::min(c.second, k.second) - std::max(c.first, k.first));
+    return covered(comm) - overlap;
+}
+
 // HTA's exposed communication of one Kineto rank, from the raw events, in microseconds:
 // NCCL kernel time not overlapped by any other kernel, over the profiler steps but the
 // first, a kernel counted in the step whose window holds the runtime call that launched it.
@@ -83,11 +99,7 @@ double reference_exposed_us(const json& trace) {
             launch[e["args"]["correlation"].get<long long>()] = e["ts"].get<double>();
     }
     std::sort(steps.begin(), steps.end());
-    auto in_figure_steps = [&](double t) {
-        for (std::size_t i = 1; i < steps.size(); ++i)
-            if (t >= steps[i].first && t <= steps[i].second) return true;
-        return false;
-    };
+    auto in_figure_steps = [&](double t) { return in_steps_but_first(steps, t); };
     std::vector<Interval> comm, compute;
     for (const auto& e : trace["traceEvents"]) {
         if (e.value("ph", "") != "X" || e.value("cat", "") != "kernel") continue;
@@ -100,13 +112,7 @@ double reference_exposed_us(const json& trace) {
         const Interval iv{e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
         (is_nccl_kernel(e) ? comm : compute).push_back(iv);
     }
-    comm = merged(comm);
-    compute = merged(compute);
-    double overlap = 0;
-    for (const auto& c : comm)
-        for (const auto& k : compute)
-            overlap += std::max(0.0, std::min(c.second, k.second) - std::max(c.first, k.first));
-    return covered(comm) - overlap;
+    return exposed(merged(comm), merged(compute));
 }
 
 // The same for one rank of the older profiler's CPU trace: gloo work (on its worker threads)
@@ -119,11 +125,7 @@ double reference_exposed_cpu_us(const json& events) {
             steps.push_back(
                 {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
     std::sort(steps.begin(), steps.end());
-    auto in_figure_steps = [&](double t) {
-        for (std::size_t i = 1; i < steps.size(); ++i)
-            if (t >= steps[i].first && t <= steps[i].second) return true;
-        return false;
-    };
+    auto in_figure_steps = [&](double t) { return in_steps_but_first(steps, t); };
     std::vector<Interval> comm, compute;
     for (const auto& e : events) {
         const std::string name = e["name"];
@@ -135,13 +137,7 @@ double reference_exposed_cpu_us(const json& events) {
         else if (e["tid"].get<int>() == 1)
             compute.push_back(iv);
     }
-    comm = merged(comm);
-    compute = merged(compute);
-    double overlap = 0;
-    for (const auto& c : comm)
-        for (const auto& k : compute)
-            overlap += std::max(0.0, std::min(c.second, k.second) - std::max(c.first, k.first));
-    return covered(comm) - overlap;
+    return exposed(merged(comm), merged(compute));
 }
 
 std::string temp_path(const std::string& name) {
