@@ -48,7 +48,9 @@ case "${1:-}" in
     test)
         install_missing
         build build
-        QT_QPA_PLATFORM=offscreen ctest --test-dir build --output-on-failure --timeout 900
+        # As many tests at once as there are cores (those that time claims run alone).
+        QT_QPA_PLATFORM=offscreen ctest --test-dir build --output-on-failure --timeout 900 \
+            --parallel "$(nproc)"
         ;;
     *)
         echo "usage: scripts/setup.sh app [APP ARGUMENTS...] | test | install" >&2
