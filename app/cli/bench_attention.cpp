@@ -1,4 +1,5 @@
 #include "bench_attention.h"
+#include "bench_statistics.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,15 +14,6 @@
 namespace pd::cli {
 
 namespace {
-
-constexpr int kWarmupSteps = 2;  // the first pays page faults and cold caches
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // What one timed step spent: its span (start of the step to the start of the next, as
 // bench_step counts it; the last step's own span) and the summed durations of its attention

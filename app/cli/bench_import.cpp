@@ -1,4 +1,5 @@
 #include "bench_import.h"
+#include "bench_statistics.h"
 
 #include <zlib.h>
 
@@ -98,12 +99,6 @@ void write_file(const std::string& path, const std::string& text, bool gzip) {
     } else {
         throw std::runtime_error("cannot write " + path);
     }
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 
 #include "bench_attention.h"
 #include "bench_import.h"
+#include "bench_statistics.h"
 #include "bench_step.h"
 #include "pd/communicator.h"
 #include "pd/device.h"
@@ -36,6 +37,8 @@
 #include "pd/units.h"
 
 namespace {
+
+using pd::cli::median;
 
 using Clock = std::chrono::steady_clock;
 
@@ -217,11 +220,6 @@ int bench_gemm(pd::BackendKind backend, int width, int rows) {
         std::string(name_of(backend)).c_str(), width, rows, model_rate / 1e9, ref_fp32 / 1e9,
         ref_tf32 / 1e9, model_rate / ref_fp32);
     return 0;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 double process_cpu_seconds() {

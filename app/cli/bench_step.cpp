@@ -1,4 +1,5 @@
 #include "bench_step.h"
+#include "bench_statistics.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,8 +20,6 @@ namespace pd::cli {
 
 namespace {
 
-constexpr int kWarmupSteps = 2;  // the first pays page faults and cold caches
-
 struct Size {
     std::string label;
     int layers = 8, width = 512, batch = 256;
@@ -36,13 +35,6 @@ std::optional<Size> parse_size(const std::string& text) {
     s.label =
         std::to_string(s.layers) + "x" + std::to_string(s.width) + " b" + std::to_string(s.batch);
     return s;
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Matrix-product work of one training step over the global batch: forward 2 B P, backward

@@ -18,10 +18,6 @@ std::optional<EventKind> kind_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-std::int64_t ns_of(double us) {
-    return ns_of_us(us);
-}
-
 int int_of(const RawTraceFile& f, const RawEvent& e, int key, int fallback = -1) {
     const auto v = f.number(e, key);
     return v ? to_int(*v) : fallback;
@@ -101,7 +97,7 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             te.bytes = to_size(f.number(e, k_bytes).value_or(0));
             te.flow_id = to_size(f.number(e, k_flow).value_or(0));
             te.flow_source = f.number(e, k_flow_source).value_or(0) != 0;
-            te.start_ns = ns_of(e.ts);
+            te.start_ns = ns_of_us(e.ts);
             te.end_ns = te.start_ns + duration_ns_of_us(e.dur);
             out.events.push_back(std::move(te));
         } else if ((e.ph == 'i' || e.ph == 'I') && f.str(e.cat) == "oom") {
@@ -109,7 +105,7 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             te.device = device_of(e);
             te.kind = EventKind::oom;
             te.label = f.text(e, k_message);
-            te.start_ns = te.end_ns = ns_of(e.ts);
+            te.start_ns = te.end_ns = ns_of_us(e.ts);
             out.events.push_back(std::move(te));
         } else if (e.ph == 'C' && f.str(e.name) == "memory (bytes)") {
             const int d = device_of(e);
@@ -123,7 +119,7 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
                 const auto bytes = to_size(*v);
                 if (bytes == cur[c]) continue;
                 cur[c] = bytes;
-                out.memory.push_back({d, static_cast<MemoryCategory>(c), bytes, ns_of(e.ts)});
+                out.memory.push_back({d, static_cast<MemoryCategory>(c), bytes, ns_of_us(e.ts)});
             }
         }
     }

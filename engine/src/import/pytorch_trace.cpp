@@ -27,10 +27,6 @@ std::string lower(std::string_view s) {
     return out;
 }
 
-std::int64_t ns_of(double us) {
-    return ns_of_us(us);
-}
-
 std::size_t dtype_bytes(std::string_view dtype) {
     const std::string d = lower(dtype);
     if (d == "float" || d == "float32" || d == "int" || d == "int32") return 4;
@@ -141,7 +137,7 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
     }
 
     const double base_us = f.base_time_ns ? *f.base_time_ns / 1000.0 : 0.0;
-    auto t_ns = [&](double ts) { return ns_of(ts + base_us); };
+    auto t_ns = [&](double ts) { return ns_of_us(ts + base_us); };
 
     // Profiler steps, and the launches and phases of the CPU side.
     std::vector<StepWindow> windows;

@@ -3,10 +3,10 @@
 #include "pd/trace_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <filesystem>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "import/rank_trace.h"
@@ -17,12 +17,27 @@ namespace pd {
 
 namespace {
 
-// "trace_rank3.json.gz", "worker-rank_12.pt.trace.json" -> 3, 12; -1 when the name has none.
+// "trace_rank3.json.gz", "worker-rank_12.pt.trace.json" -> 3, 12: the first "rank" (any case)
+// with digits after it, an optional '_' or '-' between (up to six digits read); -1 when the
+// name has none.
 int rank_from_file_name(const std::string& path) {
-    static const std::regex pattern(R"(rank[_-]?(\d{1,6}))", std::regex::icase);
     const std::string name = std::filesystem::path(path).filename().string();
-    std::smatch m;
-    return std::regex_search(name, m, pattern) ? std::stoi(m[1].str()) : -1;
+    const auto lower = [](char c) {
+        return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    };
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    for (std::size_t i = 0; i + 4 < name.size(); ++i) {
+        if (lower(name[i]) != 'r' || lower(name[i + 1]) != 'a' || lower(name[i + 2]) != 'n' ||
+            lower(name[i + 3]) != 'k')
+            continue;
+        std::size_t j = i + 4;
+        if (name[j] == '_' || name[j] == '-') ++j;
+        int rank = 0, digits = 0;
+        for (; j < name.size() && digits < 6 && digit(name[j]); ++j, ++digits)
+            rank = rank * 10 + (name[j] - '0');
+        if (digits > 0) return rank;
+    }
+    return -1;
 }
 
 void add_once(std::vector<std::string>& list, const std::string& line) {
