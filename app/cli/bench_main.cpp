@@ -185,6 +185,7 @@ int bench_gemm(pd::BackendKind backend, int width, int rows) {
     std::printf("# paralleldeck-bench gemm: %s, fp32%s, width %d, %d rows\n",
                 gpu ? "cuBLAS through the engine's CUDA device" : "OpenBLAS, one thread per call",
                 gpu ? " (TF32 off unless marked)" : "", width, rows);
+    if (!gpu) std::printf("# BLAS: %s\n", cpu_blas_kernels().c_str());
     std::printf("# %-32s %6s %6s %6s %12s\n", "product", "m", "n", "k", "GFLOP/s");
     double flops = 0, seconds = 0;
     for (const Shape& s : shapes) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "pd/device_group.h"
+#include "pd/model.h"
 #include "pd/run.h"
 #include "pd/run_context.h"
 
@@ -134,14 +135,35 @@ struct TorchSide {
     }
 };
 
-// BLAS at one large square product, on a device with `threads` intra-op threads.
-double blas_reference_flops(int threads) {
+// What bounds a step on a device with `threads` intra-op threads: BLAS at one large square
+// product, and the memory bandwidth of a device-local copy far larger than the caches.
+constexpr std::size_t kCopyBytes = std::size_t{256} << 20;
+
+struct Reference {
+    double flops = 0;        // per second
+    double bytes_per_s = 0;  // copy bandwidth (bytes read + written)
+};
+
+Reference measure_reference(int threads) {
     RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
     RunConfig config;
     config.threads = threads;
     config.capacity_bytes = std::size_t{1} << 40;
     DeviceGroup group(config, ctx);
-    return measure_gemm_flops(group.device(0), 1024, 1024, 1024, 2, 3);
+    Reference r;
+    r.flops = measure_gemm_flops(group.device(0), 1024, 1024, 1024, 2, 3);
+    // A copy of n bytes moves 2n; measure_copy_bandwidth reports n per second.
+    r.bytes_per_s = 2.0 * measure_copy_bandwidth(group.device(0), kCopyBytes, 3);
+    return r;
+}
+
+// Bytes the optimizer step streams through memory, per device: AdamW reads parameter, gradient
+// and two moments and writes back three (28 B a parameter); SGD with momentum 20 B. No cache
+// holds them at the large size, so this many bytes at the copy bandwidth is time no product
+// can hide on the device's threads.
+double optimizer_bytes(const RunConfig& c) {
+    const double params = static_cast<double>(ParamLayout::build(model_shape(c)).total);
+    return params * (c.optimizer == OptimizerKind::sgd ? 20.0 : 28.0);
 }
 
 }  // namespace
@@ -181,10 +203,19 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
         options.optimizer.c_str(), options.rounds, options.steps, kWarmupSteps, hardware);
     std::printf("# PyTorch: %s %s\n", torch.python.c_str(),
                 torch.unavailable.empty() ? torch.script.c_str() : "");
-    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s\n", "model", "strategy",
+    // PyTorch inherits this environment, OPENBLAS_CORETYPE included, and Debian's torch calls
+    // the same OpenBLAS: both sides' products run on the same kernels.
+    std::printf("# BLAS: %s, for both sides\n", cpu_blas_kernels().c_str());
+    std::printf(
+        "# of_ref: the step's matrix-product GFLOP/s over BLAS at 1024^3 with the same threads; "
+        "bound: the best of_ref if every product ran at that rate and the optimizer's bytes "
+        "streamed at the copy bandwidth measured beside it (where they are at least the copied "
+        "buffer's %zu MiB; smaller state stays in the caches)\n",
+        kCopyBytes >> 20);
+    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s %6s\n", "model", "strategy",
                 "devices", "threads/dev", "engine_ms", "torch_ms", "ratio", "GFLOP/s/dev",
-                "BLAS_ref", "of_ref");
-    std::map<int, double> reference;  // by threads per device
+                "BLAS_ref", "of_ref", "bound");
+    std::map<int, Reference> reference;  // by threads per device
     for (const Size& size : sizes) {
         for (const std::string& strategy : options.strategies) {
             const bool dp = strategy == "dp";
@@ -237,25 +268,35 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                                     : blas_only  ? " (torch pool 1, BLAS all)"
                                                  : " (torch pool all)";
                     }
-                if (!reference.count(threads)) reference[threads] = blas_reference_flops(threads);
+                if (!reference.count(threads)) reference[threads] = measure_reference(threads);
                 const double e_s = median(engine), t_s = median(reference_torch);
                 const double gflops = step_flops(c) / e_s / devices / 1e9;
-                const double ref = reference[threads] / 1e9;
+                const Reference& r = reference[threads];
+                const double ref = r.flops / 1e9;
+                const double product_s = step_flops(c) / devices / r.flops;
+                // Only where the optimizer streams at least the copied buffer: smaller state
+                // stays in the caches, faster than the copy's bandwidth.
+                const bool bounded = optimizer_bytes(c) >= static_cast<double>(kCopyBytes);
+                const double bound = product_s / (product_s + optimizer_bytes(c) / r.bytes_per_s);
+                char bound_text[32] = "n/a";
+                if (bounded) std::snprintf(bound_text, sizeof bound_text, "%.3f", bound);
                 const bool have_torch = !reference_torch.empty();
                 char torch_ms[32] = "n/a", ratio[32] = "n/a";
                 if (have_torch) {
                     std::snprintf(torch_ms, sizeof torch_ms, "%.2f", t_s * 1e3);
                     std::snprintf(ratio, sizeof ratio, "%.3f", e_s / t_s);
                 }
-                std::printf("  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f%s\n",
+                std::printf("  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f %6s%s\n",
                             size.label.c_str(), strategy.c_str(), devices, threads, e_s * 1e3,
-                            torch_ms, ratio, gflops, ref, gflops / ref, torch_way);
+                            torch_ms, ratio, gflops, ref, gflops / ref, bound_text, torch_way);
                 std::printf(
                     "RESULT step layers=%d width=%d batch=%d strategy=%s devices=%d "
                     "threads_per_device=%d engine_ms=%.3f torch_ms=%s ratio_to_torch=%s "
-                    "engine_gflops_per_device=%.1f blas_ref_gflops=%.1f ratio_to_blas=%.3f\n",
+                    "engine_gflops_per_device=%.1f blas_ref_gflops=%.1f ratio_to_blas=%.3f "
+                    "ratio_to_blas_bound=%s copy_gbytes_per_s=%.1f\n",
                     size.layers, size.width, size.batch, strategy.c_str(), devices, threads,
-                    e_s * 1e3, torch_ms, ratio, gflops, ref, gflops / ref);
+                    e_s * 1e3, torch_ms, ratio, gflops, ref, gflops / ref, bound_text,
+                    r.bytes_per_s / 1e9);
                 std::fflush(stdout);
             }
         }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "pd/device.h"
@@ -38,5 +39,7 @@ double measure_copy_bandwidth(Device& device, std::size_t bytes, int repeats = 5
 // Floating-point operations per second of C[m,n] = A[m,k] B[k,n] (2mnk per product),
 // `products` back to back per repeat.
 double measure_gemm_flops(Device& device, int m, int n, int k, int products, int repeats = 3);
+// The OpenBLAS kernel table the CPU backend's products run on, and who chose it.
+std::string cpu_blas_kernels();
 
 }  // namespace pd

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <cstdint>
 
-// Two clones of each loop (see elementwise.h). Sanitizer builds keep the baseline only: the
+// Three clones of each loop (see elementwise.h). Sanitizer builds keep the baseline only: the
 // load-time resolver runs before the sanitizer runtime is set up.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PD_SANITIZED)
-#define PD_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define PD_VECTOR_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PD_VECTOR_CLONES
 #endif

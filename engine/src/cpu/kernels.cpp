@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include "cpu/elementwise.h"
@@ -26,6 +27,15 @@ void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
 void init_blas_threads() {
     static std::once_flag once;
     std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+std::string blas_kernels() {
+    const char* core = openblas_get_corename();
+    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+    return std::string("OpenBLAS ") + (core ? core : "?") + " kernels (" +
+           (forced ? std::string("OPENBLAS_CORETYPE=") + forced
+                   : std::string("chosen by OpenBLAS from the CPU id")) +
+           ")";
 }
 
 void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

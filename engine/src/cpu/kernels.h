@@ -4,11 +4,16 @@
 // Element-wise kernels are in elementwise.h.
 #pragma once
 
+#include <string>
+
 #include "cpu/intra_op_pool.h"
 
 namespace pd::cpu {
 
 void init_blas_threads();
+// The kernel table OpenBLAS runs on this CPU, and who chose it (OpenBLAS itself, or the
+// OPENBLAS_CORETYPE environment variable), e.g. "OpenBLAS Cooperlake kernels (...)".
+std::string blas_kernels();
 
 // C[m,n] = alpha * op(A) op(B) + beta * C, row-major.
 void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

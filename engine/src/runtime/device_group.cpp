@@ -5,6 +5,7 @@
 
 #include "backend/device_backend.h"
 #include "backend/device_ops.h"
+#include "cpu/kernels.h"
 #include "pd/error.h"
 
 namespace pd {
@@ -95,6 +96,10 @@ double measure_gemm_flops(Device& device, int m, int n, int k, int products, int
     });
     device.compute().synchronize();
     return 2.0 * m * n * static_cast<double>(k) * products / s;
+}
+
+std::string cpu_blas_kernels() {
+    return cpu::blas_kernels();
 }
 
 }  // namespace pd
