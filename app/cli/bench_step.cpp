@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "pd/device_group.h"
-#include "pd/model.h"
 #include "pd/run.h"
 #include "pd/run_context.h"
 
@@ -46,9 +45,15 @@ double step_flops(const RunConfig& c) {
     return 6.0 * b * weights - 2.0 * b * c.input_dim * h;
 }
 
-// Per-step times of the engine from its trace: start of one step to the start of the next
-// (host-side gaps between steps count, as they do in a Python loop), the last step's span.
-std::vector<double> engine_step_seconds(const RunConfig& config, std::string& error) {
+// One engine step, from its trace: its time, start of the step to the start of the next (host
+// gaps between steps count, as they do in a Python loop; the last step: its span), and device
+// 0's busy time in the model's units (forward and backward, products and the element-wise
+// work around them) and in the optimizer.
+struct EngineStep {
+    double seconds = 0, units_s = 0, optimizer_s = 0;
+};
+
+std::vector<EngineStep> engine_steps(const RunConfig& config, std::string& error) {
     Run run(config);
     const RunResult result = run.execute();
     if (result.status != RunStatus::ok) {
@@ -56,6 +61,7 @@ std::vector<double> engine_step_seconds(const RunConfig& config, std::string& er
         return {};
     }
     std::map<int, std::pair<std::int64_t, std::int64_t>> spans;
+    std::map<int, EngineStep> busy;
     for (const TraceEvent& e : result.trace.events) {
         if (e.step < 0) continue;
         auto [it, fresh] = spans.try_emplace(e.step, e.start_ns, e.end_ns);
@@ -63,13 +69,21 @@ std::vector<double> engine_step_seconds(const RunConfig& config, std::string& er
             it->second.first = std::min(it->second.first, e.start_ns);
             it->second.second = std::max(it->second.second, e.end_ns);
         }
+        if (e.device != 0) continue;
+        const double s = static_cast<double>(e.duration_ns()) * 1e-9;
+        if (e.kind == EventKind::forward || e.kind == EventKind::backward)
+            busy[e.step].units_s += s;
+        else if (e.kind == EventKind::optimizer)
+            busy[e.step].optimizer_s += s;
     }
-    std::vector<double> out;
+    std::vector<EngineStep> out;
     for (auto it = spans.begin(); it != spans.end(); ++it) {
         if (it->first < kWarmupSteps) continue;
         const auto next = std::next(it);
         const std::int64_t end = next != spans.end() ? next->second.first : it->second.second;
-        out.push_back(static_cast<double>(end - it->second.first) * 1e-9);
+        EngineStep step = busy[it->first];
+        step.seconds = static_cast<double>(end - it->second.first) * 1e-9;
+        out.push_back(step);
     }
     return out;
 }
@@ -135,35 +149,14 @@ struct TorchSide {
     }
 };
 
-// What bounds a step on a device with `threads` intra-op threads: BLAS at one large square
-// product, and the memory bandwidth of a device-local copy far larger than the caches.
-constexpr std::size_t kCopyBytes = std::size_t{256} << 20;
-
-struct Reference {
-    double flops = 0;        // per second
-    double bytes_per_s = 0;  // copy bandwidth (bytes read + written)
-};
-
-Reference measure_reference(int threads) {
+// BLAS at one large square product, on a device with `threads` intra-op threads.
+double blas_reference_flops(int threads) {
     RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
     RunConfig config;
     config.threads = threads;
     config.capacity_bytes = std::size_t{1} << 40;
     DeviceGroup group(config, ctx);
-    Reference r;
-    r.flops = measure_gemm_flops(group.device(0), 1024, 1024, 1024, 2, 3);
-    // A copy of n bytes moves 2n; measure_copy_bandwidth reports n per second.
-    r.bytes_per_s = 2.0 * measure_copy_bandwidth(group.device(0), kCopyBytes, 3);
-    return r;
-}
-
-// Bytes the optimizer step streams through memory, per device: AdamW reads parameter, gradient
-// and two moments and writes back three (28 B a parameter); SGD with momentum 20 B. No cache
-// holds them at the large size, so this many bytes at the copy bandwidth is time no product
-// can hide on the device's threads.
-double optimizer_bytes(const RunConfig& c) {
-    const double params = static_cast<double>(ParamLayout::build(model_shape(c)).total);
-    return params * (c.optimizer == OptimizerKind::sgd ? 20.0 : 28.0);
+    return measure_gemm_flops(group.device(0), 1024, 1024, 1024, 2, 3);
 }
 
 }  // namespace
@@ -208,14 +201,13 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
     std::printf("# BLAS: %s, for both sides\n", cpu_blas_kernels().c_str());
     std::printf(
         "# of_ref: the step's matrix-product GFLOP/s over BLAS at 1024^3 with the same threads; "
-        "bound: the best of_ref if every product ran at that rate and the optimizer's bytes "
-        "streamed at the copy bandwidth measured beside it (where they are at least the copied "
-        "buffer's %zu MiB; smaller state stays in the caches)\n",
-        kCopyBytes >> 20);
-    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s %6s\n", "model", "strategy",
+        "where the rest goes, from the engine's trace (device 0, medians): units_of_ref, the "
+        "same FLOPs over the forward and backward units' time alone (products and the "
+        "element-wise work between them); opt%%, the optimizer's share of the step\n");
+    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s %12s %5s\n", "model", "strategy",
                 "devices", "threads/dev", "engine_ms", "torch_ms", "ratio", "GFLOP/s/dev",
-                "BLAS_ref", "of_ref", "bound");
-    std::map<int, Reference> reference;  // by threads per device
+                "BLAS_ref", "of_ref", "units_of_ref", "opt%");
+    std::map<int, double> reference;  // by threads per device
     for (const Size& size : sizes) {
         for (const std::string& strategy : options.strategies) {
             const bool dp = strategy == "dp";
@@ -240,16 +232,20 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                 // same threads as BLAS (torch.set_num_threads) and at 1 with BLAS alone
                 // threaded, and the faster way's median counts: the engine is compared with
                 // torch at its best on this machine.
-                std::vector<double> engine;
+                std::vector<double> engine, units, optimizer;
                 std::map<bool, std::vector<double>> torch_by_way;
                 for (int r = 0; r < options.rounds; ++r) {
                     std::string error;
-                    const auto e = engine_step_seconds(c, error);
+                    const auto steps = engine_steps(c, error);
                     if (!error.empty()) {
                         std::fprintf(stderr, "engine run failed: %s\n", error.c_str());
                         return 1;
                     }
-                    engine.insert(engine.end(), e.begin(), e.end());
+                    for (const EngineStep& step : steps) {
+                        engine.push_back(step.seconds);
+                        units.push_back(step.units_s);
+                        optimizer.push_back(step.optimizer_s);
+                    }
                     for (const bool blas_only : {false, true}) {
                         if (!torch.unavailable.empty() || (blas_only && threads == 1)) continue;
                         const auto t = torch.run(size, devices, threads, blas_only, options.steps,
@@ -268,35 +264,31 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                                     : blas_only  ? " (torch pool 1, BLAS all)"
                                                  : " (torch pool all)";
                     }
-                if (!reference.count(threads)) reference[threads] = measure_reference(threads);
+                if (!reference.count(threads)) reference[threads] = blas_reference_flops(threads);
                 const double e_s = median(engine), t_s = median(reference_torch);
                 const double gflops = step_flops(c) / e_s / devices / 1e9;
-                const Reference& r = reference[threads];
-                const double ref = r.flops / 1e9;
-                const double product_s = step_flops(c) / devices / r.flops;
-                // Only where the optimizer streams at least the copied buffer: smaller state
-                // stays in the caches, faster than the copy's bandwidth.
-                const bool bounded = optimizer_bytes(c) >= static_cast<double>(kCopyBytes);
-                const double bound = product_s / (product_s + optimizer_bytes(c) / r.bytes_per_s);
-                char bound_text[32] = "n/a";
-                if (bounded) std::snprintf(bound_text, sizeof bound_text, "%.3f", bound);
+                const double ref = reference[threads] / 1e9;
+                const double units_of_ref = step_flops(c) / median(units) / devices / 1e9 / ref;
+                const double optimizer_share = median(optimizer) / e_s;
                 const bool have_torch = !reference_torch.empty();
                 char torch_ms[32] = "n/a", ratio[32] = "n/a";
                 if (have_torch) {
                     std::snprintf(torch_ms, sizeof torch_ms, "%.2f", t_s * 1e3);
                     std::snprintf(ratio, sizeof ratio, "%.3f", e_s / t_s);
                 }
-                std::printf("  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f %6s%s\n",
-                            size.label.c_str(), strategy.c_str(), devices, threads, e_s * 1e3,
-                            torch_ms, ratio, gflops, ref, gflops / ref, bound_text, torch_way);
+                std::printf(
+                    "  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f %12.3f %5.1f%s\n",
+                    size.label.c_str(), strategy.c_str(), devices, threads, e_s * 1e3, torch_ms,
+                    ratio, gflops, ref, gflops / ref, units_of_ref, 100.0 * optimizer_share,
+                    torch_way);
                 std::printf(
                     "RESULT step layers=%d width=%d batch=%d strategy=%s devices=%d "
                     "threads_per_device=%d engine_ms=%.3f torch_ms=%s ratio_to_torch=%s "
                     "engine_gflops_per_device=%.1f blas_ref_gflops=%.1f ratio_to_blas=%.3f "
-                    "ratio_to_blas_bound=%s copy_gbytes_per_s=%.1f\n",
+                    "units_ratio_to_blas=%.3f optimizer_share=%.3f\n",
                     size.layers, size.width, size.batch, strategy.c_str(), devices, threads,
-                    e_s * 1e3, torch_ms, ratio, gflops, ref, gflops / ref, bound_text,
-                    r.bytes_per_s / 1e9);
+                    e_s * 1e3, torch_ms, ratio, gflops, ref, gflops / ref, units_of_ref,
+                    optimizer_share);
                 std::fflush(stdout);
             }
         }

@@ -176,6 +176,8 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
             if (!ctx.aborted()) report(0, 0.0, "training");
             for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
                 strategy->enqueue_step(step);
+                // The host would wait idle for the step: it draws the next one's data instead.
+                if (step + 1 < config_.steps) env.batches.prefetch_after(step);
                 env.synchronize_all();
                 if (ctx.aborted()) break;
                 const double loss = strategy->step_loss();

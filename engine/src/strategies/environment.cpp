@@ -55,16 +55,6 @@ void RunEnvironment::upload_parameters(Device& device, float* params, const floa
         ops.upload(master, host, count);
 }
 
-std::shared_ptr<const HostBatch> RunEnvironment::load_batch(int step, int first, int rows) const {
-    auto batch = std::make_shared<HostBatch>();
-    batch->rows = rows;
-    const auto tokens = static_cast<std::size_t>(shape.tokens(rows));
-    batch->x.resize(tokens * static_cast<std::size_t>(shape.input_dim));
-    batch->labels.resize(tokens);
-    task.batch(step, first, rows, batch->x.data(), batch->labels.data());
-    return batch;
-}
-
 RunEnvironment::~RunEnvironment() {
     synchronize_all();
     transport.clear();  // its payloads live in the devices' memory

@@ -15,16 +15,9 @@
 #include "pd/run_config.h"
 #include "pd/run_context.h"
 #include "pd/transport.h"
+#include "strategies/batch_loader.h"
 
 namespace pd {
-
-// A slice of a step's batch, prepared by the host (the data loader) before the step's work is
-// enqueued, so no device's timeline pays for generating data.
-struct HostBatch {
-    std::vector<float> x;     // [rows x seq_len, input_dim]
-    std::vector<int> labels;  // one per token
-    int rows = 0;             // samples (sequences for the transformer)
-};
 
 // The trace event of one unit's forward or backward for one micro-batch ("input", "block" (MLP
 // model), "attention" / "MLP" (transformer), "head + loss" / "head"), shared so every strategy
@@ -71,7 +64,12 @@ struct RunEnvironment {
     // fp32 values also go to the master copy of `state` (`count` parameters' state), if given.
     void upload_parameters(Device& device, float* params, const float* host, std::size_t count,
                            float* state = nullptr) const;
-    std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) const;
+    // The data loader: a slice of a step's batch, prepared by the host before the work that
+    // reads it is enqueued, so no device's timeline pays for generating data.
+    std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) const {
+        return batches.load(step, first, rows);
+    }
+    mutable BatchLoader batches{task, shape};  // a cache of drawn batches: mutable
     void synchronize_all();
 };
 
