@@ -450,6 +450,39 @@ class TestCpuKernels : public QObject {
         }
     }
 
+    // A linear layer's backward split over the pool gives one thread's gradients (dW
+    // accumulated, dx overwritten), at every thread count, odd ones included.
+    void threaded_linear_backward_equals_one_thread() {
+        cpu::init_blas_threads();
+        const int rows = 96, in = 128, out = 320;
+        const auto x = random_floats(static_cast<std::size_t>(rows) * in, 11);
+        const auto w = random_floats(static_cast<std::size_t>(in) * out, 12);
+        const auto dy = random_floats(static_cast<std::size_t>(rows) * out, 13);
+        const auto dw0 = random_floats(static_cast<std::size_t>(in) * out, 14);
+        const auto db0 = random_floats(static_cast<std::size_t>(out), 15);
+        struct Grads {
+            std::vector<float> dw, db, dx;
+        };
+        auto run = [&](int threads, bool with_dx) {
+            cpu::IntraOpPool pool(threads);
+            Grads g{dw0, db0, random_floats(static_cast<std::size_t>(rows) * in, 16)};
+            cpu::linear_backward(pool, x.data(), w.data(), dy.data(), rows, in, out, g.dw.data(),
+                                 g.db.data(), with_dx ? g.dx.data() : nullptr);
+            return g;
+        };
+        for (const bool with_dx : {true, false}) {
+            const Grads ref = run(1, with_dx);
+            QVERIFY(relative_error(ref.dw, dw0) > 1e-3);  // the gradient was added
+            for (const int threads : {2, 3, 4}) {
+                const Grads g = run(threads, with_dx);
+                const QString what = QString("%1 threads, dx %2").arg(threads).arg(with_dx);
+                QVERIFY2(relative_error(g.dw, ref.dw) <= 1e-6, qPrintable(what));
+                QVERIFY2(relative_error(g.db, ref.db) <= 1e-6, qPrintable(what));
+                QVERIFY2(relative_error(g.dx, ref.dx) <= 1e-6, qPrintable(what));
+            }
+        }
+    }
+
     void caching_allocator_reuses_blocks() {
         RunContext ctx(ClockMode::wall, LinkModel{}, false, 5.0);
         auto backend = make_cpu_device_backend(1);
