@@ -66,10 +66,10 @@ struct RunEnvironment {
                            float* state = nullptr) const;
     // The data loader: a slice of a step's batch, prepared by the host before the work that
     // reads it is enqueued, so no device's timeline pays for generating data.
-    std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) const {
+    std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) {
         return batches.load(step, first, rows);
     }
-    mutable BatchLoader batches{task, shape};  // a cache of drawn batches: mutable
+    BatchLoader batches{task, shape};
     void synchronize_all();
 };
 
