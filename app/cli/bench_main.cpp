@@ -22,6 +22,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_attention.h"
@@ -165,11 +166,12 @@ int bench_collective(const std::string& op, pd::BackendKind backend, int devices
 
 // The engine's matrix products at the model's sizes (a block's forward and backward products
 // for `rows` samples of width h) against one large reference product, side by side.
-int bench_gemm(pd::BackendKind backend, int width, int rows) {
+int bench_gemm(pd::BackendKind backend, int width, int rows, int threads) {
     using namespace pd;
     RunContext ctx(ClockMode::wall, LinkModel{}, false, 120.0);
     RunConfig config;
     config.backend = backend;
+    config.threads = threads;
     auto group = make_group(config, ctx);
     if (!group) return 2;
     const bool gpu = backend == BackendKind::cuda;
@@ -182,10 +184,16 @@ int bench_gemm(pd::BackendKind backend, int width, int rows) {
                             {"forward g W2 (rows x 4h -> h)", rows, h, f},
                             {"backward dW1 = x^T dy", h, f, rows},
                             {"backward dx = dy W1^T", rows, h, f}};
-    std::printf("# paralleldeck-bench gemm: %s, fp32%s, width %d, %d rows\n",
-                gpu ? "cuBLAS through the engine's CUDA device" : "OpenBLAS, one thread per call",
-                gpu ? " (TF32 off unless marked)" : "", width, rows);
-    if (!gpu) std::printf("# BLAS: %s\n", cpu_blas_kernels().c_str());
+    std::printf(
+        "# paralleldeck-bench gemm: %s, fp32%s, width %d, %d rows\n",
+        gpu ? "cuBLAS through the engine's CUDA device" : "OpenBLAS on the engine's CPU device",
+        gpu ? " (TF32 off unless marked)" : "", width, rows);
+    if (!gpu) {
+        const int used =
+            resolve_intra_op_threads(config, ClockMode::wall, std::thread::hardware_concurrency());
+        std::printf("# BLAS: %s, %d thread%s per product\n", cpu_blas_kernels().c_str(), used,
+                    used == 1 ? "" : "s");
+    }
     std::printf("# %-32s %6s %6s %6s %12s\n", "product", "m", "n", "k", "GFLOP/s");
     double flops = 0, seconds = 0;
     for (const Shape& s : shapes) {
@@ -364,6 +372,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"cpu", "cuda"}));
     gemm->add_option("--width", gemm_width, "Model width h")->check(CLI::Range(8, 16384));
     gemm->add_option("--rows", gemm_rows, "Samples per product")->check(CLI::Range(1, 65536));
+    int gemm_threads = 0;
+    gemm->add_option("--threads", gemm_threads,
+                     "Intra-op threads on the CPU device (0 = all hardware threads)")
+        ->check(CLI::Range(0, 1024));
     auto* overhead = app.add_subcommand("overhead", "Tracing on vs off");
     int rounds = 15;
     overhead->add_option("--rounds", rounds, "Alternating rounds")->check(CLI::Range(1, 100));
@@ -429,7 +441,9 @@ int main(int argc, char** argv) {
     if (*step) return pd::cli::bench_step(step_options, argv[0]);
 
     if (*pipeline) return bench_pipeline(pipeline_steps);
-    if (*gemm) return bench_gemm(*pd::backend_from_name(gemm_backend), gemm_width, gemm_rows);
+    if (*gemm)
+        return bench_gemm(*pd::backend_from_name(gemm_backend), gemm_width, gemm_rows,
+                          gemm_threads);
 
     if (*allreduce || *alltoall) {
         const auto lo = pd::parse_byte_size(min_bytes), hi = pd::parse_byte_size(max_bytes);

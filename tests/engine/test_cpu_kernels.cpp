@@ -391,6 +391,26 @@ class TestCpuKernels : public QObject {
         }
     }
 
+    void pool_back_to_back_kernels_run_each_part_once() {
+        // Parts are claimed: a worker that wakes late for a kernel that has ended must claim
+        // nothing of it, nor of the next one with the old kernel's function (each kernel's
+        // function writes its own, then destroyed, counters: a stale call lands elsewhere).
+        cpu::IntraOpPool pool(3);
+        long long total = 0;
+        for (int kernel = 0; kernel < 20000; ++kernel) {
+            const int parts = 1 + kernel % 3;
+            std::vector<std::atomic<int>> hits(static_cast<std::size_t>(parts));
+            pool.run(parts, [&](int part) { hits[static_cast<std::size_t>(part)].fetch_add(1); });
+            for (const auto& h : hits) {
+                if (h.load() != 1)
+                    QFAIL(qPrintable(
+                        QString("kernel %1: a part ran %2 times").arg(kernel).arg(h.load())));
+                total += h.load();
+            }
+        }
+        QCOMPARE(total, 39999LL);  // 6667 kernels of 1 part, 6667 of 2, 6666 of 3
+    }
+
     void pool_rethrows_a_parts_error() {
         cpu::IntraOpPool pool(3);
         bool thrown = false;

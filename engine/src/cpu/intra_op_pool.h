@@ -29,8 +29,12 @@ class IntraOpPool {
     int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
     // Runs part(i) for i in [0, parts) with parts <= threads(), returning when all are done;
-    // the first exception a part throws is rethrown here. One kernel holds the pool at a time:
-    // a second caller meanwhile (the device's other stream, e.g. a ring step's reduction
+    // the first exception a part throws is rethrown here. Parts are claimed, not assigned:
+    // the caller and each awake worker take the next unclaimed part until none is left, so a
+    // worker the scheduler has not run yet (a busy or stolen core) costs nothing but its
+    // share of the speed-up; the caller never waits for a part nobody has begun. Which
+    // thread runs a part never changes its result. One kernel holds the pool at a time: a
+    // second caller meanwhile (the device's other stream, e.g. a ring step's reduction
     // during a product) runs its parts inline rather than wait.
     void run(int parts, const std::function<void(int)>& part);
 
@@ -53,21 +57,28 @@ class IntraOpPool {
     }
 
   private:
-    void work(int index);
+    void work();
+    // Claims and runs parts of kernel `generation` until none is left.
+    void run_parts(unsigned generation, int parts, const std::function<void(int)>& part);
+    void record_error(std::exception_ptr error);
 
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::mutex run_mutex_;  // held by the kernel that has the workers
     std::condition_variable wake_;
     std::condition_variable done_;
-    // Written under mutex_, read under it: a kernel's parts and function.
+    // Written under mutex_ before the kernel's generation is published: its parts and function.
     const std::function<void(int)>* part_ = nullptr;
     int parts_ = 0;
-    // Atomic so that a worker (and the caller) can spin on them a little before sleeping:
-    // a step's kernels follow each other within microseconds, and a wake-up through the
+    // The kernel's generation (high 32 bits) and its next unclaimed part (low 32 bits), one
+    // word, so that a worker still holding the previous kernel's function can never claim a
+    // part of the next one.
+    std::atomic<unsigned long long> claim_{0};
+    std::atomic<int> finished_{0};  // parts of the current kernel done
+    // Atomic so that workers (and the caller) can spin on them a little before sleeping: a
+    // step's kernels follow each other within microseconds, and a wake-up through the
     // condition variable costs as much as a small part's work.
-    std::atomic<int> pending_{0};
-    std::atomic<unsigned long long> generation_{0};
+    std::atomic<unsigned> generation_{0};
     std::atomic<bool> stopping_{false};
     std::exception_ptr error_;
 };
