@@ -7,6 +7,7 @@
 // the attention reference's gradients against finite differences, and every transformer
 // kernel bit for bit at 1 and 4 intra-op threads.
 #include <QtTest>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -470,6 +471,33 @@ class TestCpuKernels : public QObject {
         }
     }
 
+    // A step's first backward writes its weight and bias gradients over whatever the buffer
+    // held (here NaN): the same bits as adding them to a zeroed buffer, at 1 and 3 threads.
+    void linear_backward_overwrite_equals_add_to_zero() {
+        cpu::init_blas_threads();
+        const int rows = 64, in = 96, out = 200;
+        const auto x = random_floats(static_cast<std::size_t>(rows) * in, 21);
+        const auto w = random_floats(static_cast<std::size_t>(in) * out, 22);
+        const auto dy = random_floats(static_cast<std::size_t>(rows) * out, 23);
+        for (const int threads : {1, 3}) {
+            cpu::IntraOpPool pool(threads);
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            std::vector<float> dw_add(static_cast<std::size_t>(in) * out, 0.0f),
+                db_add(static_cast<std::size_t>(out), 0.0f),
+                dx_add(static_cast<std::size_t>(rows) * in);
+            std::vector<float> dw_over(dw_add.size(), nan), db_over(db_add.size(), nan),
+                dx_over(dx_add.size(), nan);
+            cpu::linear_backward(pool, x.data(), w.data(), dy.data(), rows, in, out, dw_add.data(),
+                                 db_add.data(), dx_add.data(), true);
+            cpu::linear_backward(pool, x.data(), w.data(), dy.data(), rows, in, out, dw_over.data(),
+                                 db_over.data(), dx_over.data(), false);
+            QVERIFY(std::any_of(dw_add.begin(), dw_add.end(), [](float v) { return v != 0.0f; }));
+            QCOMPARE(dw_over, dw_add);  // NaN anywhere would compare unequal
+            QCOMPARE(db_over, db_add);
+            QCOMPARE(dx_over, dx_add);
+        }
+    }
+
     // A linear layer's backward split over the pool gives one thread's gradients (dW
     // accumulated, dx overwritten), at every thread count, odd ones included.
     void threaded_linear_backward_equals_one_thread() {
@@ -487,7 +515,7 @@ class TestCpuKernels : public QObject {
             cpu::IntraOpPool pool(threads);
             Grads g{dw0, db0, random_floats(static_cast<std::size_t>(rows) * in, 16)};
             cpu::linear_backward(pool, x.data(), w.data(), dy.data(), rows, in, out, g.dw.data(),
-                                 g.db.data(), with_dx ? g.dx.data() : nullptr);
+                                 g.db.data(), with_dx ? g.dx.data() : nullptr, true);
             return g;
         };
         for (const bool with_dx : {true, false}) {

@@ -17,6 +17,11 @@ struct OptimizerSettings;
 // ordered by their threads and need none: their events are null.
 using DeviceEvent = std::shared_ptr<void>;
 
+// How a kernel stores a parameter gradient: added to what the buffer holds (micro-batches,
+// or a buffer zeroed first), or written over it (a step's first and only contribution, so
+// the buffer need not be zero-filled first: the result is the same bits).
+enum class GradWrite { add, overwrite };
+
 class DeviceOps {
   public:
     virtual ~DeviceOps() = default;
@@ -48,9 +53,10 @@ class DeviceOps {
     // y[rows,out] = x[rows,in] w[in,out] + bias
     virtual void linear_forward(const float* x, const float* w, const float* bias, int rows, int in,
                                 int out, float* y) = 0;
-    // dw += x^T dy, dbias += column sums of dy, and (when dx != nullptr) dx = dy w^T.
+    // dw += x^T dy, dbias += column sums of dy (or = for GradWrite::overwrite), and (when
+    // dx != nullptr) dx = dy w^T.
     virtual void linear_backward(const float* x, const float* w, const float* dy, int rows, int in,
-                                 int out, float* dw, float* dbias, float* dx) = 0;
+                                 int out, float* dw, float* dbias, float* dx, GradWrite write) = 0;
     virtual void gelu_forward(const float* a, float* g, std::size_t n) = 0;
     virtual void gelu_backward(const float* a, const float* dg, float* da, std::size_t n) = 0;
     // Labels are class indices stored as floats (exact below 2^24). Adds the summed loss to

@@ -72,8 +72,9 @@ class CpuOps final : public DeviceOps {
         cpu::linear_forward(pool_, x, w, bias, rows, in, out, y);
     }
     void linear_backward(const float* x, const float* w, const float* dy, int rows, int in, int out,
-                         float* dw, float* dbias, float* dx) override {
-        cpu::linear_backward(pool_, x, w, dy, rows, in, out, dw, dbias, dx);
+                         float* dw, float* dbias, float* dx, GradWrite write) override {
+        cpu::linear_backward(pool_, x, w, dy, rows, in, out, dw, dbias, dx,
+                             write == GradWrite::add);
     }
     void gelu_forward(const float* a, float* g, std::size_t n) override {
         pool_.parallel_for(n, kGeluGrain, [&](std::size_t lo, std::size_t hi) {

@@ -75,8 +75,9 @@ void linear_forward(IntraOpPool& pool, const float* x, const float* w, const flo
 }
 
 void linear_backward(IntraOpPool& pool, const float* x, const float* w, const float* dy, int rows,
-                     int in, int out, float* dw, float* dbias, float* dx) {
-    gemm(pool, true, false, in, out, rows, 1.0f, x, dy, 1.0f, dw);
+                     int in, int out, float* dw, float* dbias, float* dx, bool accumulate) {
+    gemm(pool, true, false, in, out, rows, 1.0f, x, dy, accumulate ? 1.0f : 0.0f, dw);
+    if (!accumulate) std::fill_n(dbias, out, 0.0f);  // a row, not the weight's matrix
     add_column_sums(dbias, dy, static_cast<std::size_t>(rows), static_cast<std::size_t>(out));
     if (dx) gemm(pool, false, true, rows, in, out, 1.0f, dy, w, 0.0f, dx);
 }

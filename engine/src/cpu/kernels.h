@@ -24,6 +24,6 @@ void linear_forward(IntraOpPool& pool, const float* x, const float* w, const flo
                     int in, int out, float* y);
 // dw += x^T dy, dbias += sum_rows dy, and (when dx != nullptr) dx = dy w^T.
 void linear_backward(IntraOpPool& pool, const float* x, const float* w, const float* dy, int rows,
-                     int in, int out, float* dw, float* dbias, float* dx);
+                     int in, int out, float* dw, float* dbias, float* dx, bool accumulate);
 
 }  // namespace pd::cpu

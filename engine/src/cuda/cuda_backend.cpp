@@ -266,9 +266,10 @@ class CudaOps final : public DeviceOps {
         cuda::linear_forward(s.cublas(), s.stream(), x, w, bias, rows, in, out, y);
     }
     void linear_backward(const float* x, const float* w, const float* dy, int rows, int in, int out,
-                         float* dw, float* dbias, float* dx) override {
+                         float* dw, float* dbias, float* dx, GradWrite write) override {
         CudaStreamBackend& s = on_stream("linear backward");
-        cuda::linear_backward(s.cublas(), s.stream(), x, w, dy, rows, in, out, dw, dbias, dx);
+        cuda::linear_backward(s.cublas(), s.stream(), x, w, dy, rows, in, out, dw, dbias, dx,
+                              write == GradWrite::add);
     }
     void gelu_forward(const float* a, float* g, std::size_t n) override {
         cuda::gelu_forward(on_stream("gelu").stream(), a, g, n);

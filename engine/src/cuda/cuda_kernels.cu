@@ -49,11 +49,12 @@ __global__ void broadcast_rows_kernel(const float* bias, std::size_t width, std:
     for (std::size_t i = global_index(); i < n; i += grid_stride()) y[i] = bias[i % width];
 }
 
-// One thread per column, summing the rows in order onto the existing value, as the CPU does
-// (deterministic, and the same float rounding sequence).
-__global__ void column_sums_kernel(const float* dy, int rows, std::size_t width, float* dbias) {
+// One thread per column, summing the rows in order onto the existing value (or onto zero), as
+// the CPU does (deterministic, and the same float rounding sequence).
+__global__ void column_sums_kernel(const float* dy, int rows, std::size_t width, float* dbias,
+                                   bool accumulate) {
     for (std::size_t j = global_index(); j < width; j += grid_stride()) {
-        float acc = dbias[j];
+        float acc = accumulate ? dbias[j] : 0.0f;
         const float* col = dy + j;
 #pragma unroll 8
         for (int r = 0; r < rows; ++r) acc += col[static_cast<std::size_t>(r) * width];
@@ -225,11 +226,11 @@ void linear_forward(cublasHandle_t handle, cudaStream_t stream, const float* x, 
 
 void linear_backward(cublasHandle_t handle, cudaStream_t stream, const float* x, const float* w,
                      const float* dy, int rows, int in, int out, float* dw, float* dbias,
-                     float* dx) {
-    gemm(handle, true, false, in, out, rows, 1.0f, x, dy, 1.0f, dw);
+                     float* dx, bool accumulate) {
+    gemm(handle, true, false, in, out, rows, 1.0f, x, dy, accumulate ? 1.0f : 0.0f, dw);
     if (out > 0) {
         column_sums_kernel<<<blocks_for(static_cast<std::size_t>(out)), kThreads, 0, stream>>>(
-            dy, rows, static_cast<std::size_t>(out), dbias);
+            dy, rows, static_cast<std::size_t>(out), dbias, accumulate);
         PD_CUDA_CHECK_LAUNCH();
     }
     if (dx) gemm(handle, false, true, rows, in, out, 1.0f, dy, w, 0.0f, dx);

@@ -20,8 +20,8 @@ void linear_forward(cublasHandle_t handle, cudaStream_t stream, const float* x, 
                     const float* bias, int rows, int in, int out, float* y);
 // dw += x^T dy, dbias += column sums of dy, and (when dx != nullptr) dx = dy w^T.
 void linear_backward(cublasHandle_t handle, cudaStream_t stream, const float* x, const float* w,
-                     const float* dy, int rows, int in, int out, float* dw, float* dbias,
-                     float* dx);
+                     const float* dy, int rows, int in, int out, float* dw, float* dbias, float* dx,
+                     bool accumulate);
 
 void gelu_forward(cudaStream_t stream, const float* a, float* g, std::size_t n);
 // da may alias dg.

@@ -167,7 +167,7 @@ Buffer ModelExecutor::forward_b(int unit, const float* params, Buffer reduced, S
 }
 
 Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Buffer dout,
-                                 SavedUnit& saved) {
+                                 SavedUnit& saved, GradWrite write) {
     auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
     auto grad = [&](int index) { return grads + layout_.tensor_offset(unit, index); };
     const int h = shape_.width;
@@ -185,7 +185,7 @@ Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Bu
 
     if (unit == 0) {
         ops_.linear_backward(saved.input.data(), param(0), dout.data(), rows, shape_.input_dim, h,
-                             grad(0), grad(1), nullptr);
+                             grad(0), grad(1), nullptr, write);
         stored_linear_grads(grad(0), grad(1), shape_.input_dim, h);
         saved = SavedUnit{};
         return {};
@@ -193,7 +193,7 @@ Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Bu
     if (is_head(unit)) {
         Buffer din = make(MemoryCategory::workspace, r * h);
         ops_.linear_backward(saved.input.data(), param(0), saved.pre.data(), rows, h,
-                             shape_.classes, grad(0), grad(1), din.data());
+                             shape_.classes, grad(0), grad(1), din.data(), write);
         stored_linear_grads(grad(0), grad(1), h, shape_.classes);
         stored(din);
         saved = SavedUnit{};
@@ -203,14 +203,14 @@ Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Bu
     Buffer dpost = make(MemoryCategory::workspace, r * f);
     // Second linear (its bias is replicated: every shard sees the whole output gradient).
     ops_.linear_backward(saved.post.data(), param(2), dout.data(), rows, f, h, grad(2), grad(3),
-                         dpost.data());
+                         dpost.data(), write);
     stored_linear_grads(grad(2), grad(3), f, h);
     stored(dpost);
     ops_.gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), r * f);
     stored(dpost);
     Buffer partial = make(MemoryCategory::workspace, r * h);
     ops_.linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0), grad(1),
-                         partial.data());
+                         partial.data(), write);
     stored_linear_grads(grad(0), grad(1), h, f);
     stored(partial);
     saved.input.reset();
@@ -296,19 +296,19 @@ void ModelExecutor::backward_weight(int unit, float* grads, SavedUnit& saved) {
     // linear_backward without dx reads no weights: only x and dy.
     if (unit == 0) {
         ops_.linear_backward(saved.input.data(), nullptr, saved.dout.data(), rows, shape_.input_dim,
-                             h, grad(0), grad(1), nullptr);
+                             h, grad(0), grad(1), nullptr, GradWrite::add);
         stored_linear_grads(grad(0), grad(1), shape_.input_dim, h);
     } else if (is_head(unit)) {
         ops_.linear_backward(saved.input.data(), nullptr, saved.pre.data(), rows, h, shape_.classes,
-                             grad(0), grad(1), nullptr);
+                             grad(0), grad(1), nullptr, GradWrite::add);
         stored_linear_grads(grad(0), grad(1), h, shape_.classes);
     } else {
         const int f = layout_.hidden_local();
         ops_.linear_backward(saved.post.data(), nullptr, saved.dout.data(), rows, f, h, grad(2),
-                             grad(3), nullptr);
+                             grad(3), nullptr, GradWrite::add);
         stored_linear_grads(grad(2), grad(3), f, h);
         ops_.linear_backward(saved.input.data(), nullptr, saved.dpre.data(), rows, h, f, grad(0),
-                             grad(1), nullptr);
+                             grad(1), nullptr, GradWrite::add);
         stored_linear_grads(grad(0), grad(1), h, f);
     }
     saved = SavedUnit{};
@@ -322,9 +322,14 @@ Buffer ModelExecutor::forward(int unit, const float* params, Buffer input, int r
     return forward_b(unit, params, std::move(partial), saved);
 }
 
+bool ModelExecutor::overwrites_gradients(int unit) const {
+    (void)unit;  // every unit of the residual MLP model: input, blocks, head
+    return !shape_.transformer;
+}
+
 Buffer ModelExecutor::backward(int unit, const float* params, float* grads, Buffer dout,
-                               SavedUnit& saved) {
-    Buffer partial = backward_a(unit, params, grads, std::move(dout), saved);
+                               SavedUnit& saved, GradWrite write) {
+    Buffer partial = backward_a(unit, params, grads, std::move(dout), saved, write);
     return backward_b(unit, params, grads, std::move(partial), saved);
 }
 

@@ -83,9 +83,11 @@ class ModelExecutor {
     Buffer forward_a(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                      const int* labels, float grad_scale, double* loss_sum);
     Buffer forward_b(int unit, const float* params, Buffer reduced, SavedUnit& saved);
-    // Accumulates parameter gradients; frees what forward saved. Returns the input gradient
-    // (partial for a block), nothing for unit 0.
-    Buffer backward_a(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
+    // Accumulates parameter gradients (or, where overwrites_gradients(unit), writes them over
+    // the buffer for GradWrite::overwrite); frees what forward saved. Returns the input
+    // gradient (partial for a block), nothing for unit 0.
+    Buffer backward_a(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved,
+                      GradWrite write);
     Buffer backward_b(int unit, const float* params, float* grads, Buffer reduced,
                       SavedUnit& saved);
 
@@ -174,7 +176,14 @@ class ModelExecutor {
     // Both phases, for an unsharded model.
     Buffer forward(int unit, const float* params, Buffer input, int rows, SavedUnit& saved,
                    const int* labels, float grad_scale, double* loss_sum);
-    Buffer backward(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved);
+    Buffer backward(int unit, const float* params, float* grads, Buffer dout, SavedUnit& saved,
+                    GradWrite write);
+    // Whether backward_a(unit, ..., GradWrite::overwrite) writes every one of the unit's
+    // parameter gradients (the residual MLP model's units, each tensor once): then a step's
+    // first backward needs no zero-filled gradient buffer. Transformer and MoE units add
+    // (an expert may see no token; LayerNorm gradients add over phases), so theirs must be
+    // zeroed first.
+    bool overwrites_gradients(int unit) const;
 
     // The batch's inputs, copied from the host into a new activation buffer.
     Buffer upload_input(const std::vector<float>& host);

@@ -150,11 +150,12 @@ Buffer ModelExecutor::moe_experts_backward(int unit, const float* params, float*
         const int m = static_cast<int>(chunk);
         ops_.linear_backward(saved.expert_post.data() + first * fs, param(expert_w2),
                              dreceived.data() + first * hs, m, f, h, grad(expert_w2),
-                             grad(expert_b2), dpost.data());
+                             grad(expert_b2), dpost.data(), GradWrite::add);
         ops_.gelu_backward(saved.expert_pre.data() + first * fs, dpost.data(), dpost.data(),
                            chunk * fs);
         ops_.linear_backward(saved.expert_in.data() + first * hs, param(expert_w1), dpost.data(), m,
-                             h, f, grad(expert_w1), grad(expert_b1), din.data() + first * hs);
+                             h, f, grad(expert_w1), grad(expert_b1), din.data() + first * hs,
+                             GradWrite::add);
     }
     for (int le = 0; le < local; ++le) {
         const int base = moe_expert0 + 4 * le;

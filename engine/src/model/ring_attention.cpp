@@ -73,7 +73,8 @@ void ModelExecutor::ring_attention_backward_begin(int unit, const float* params,
     saved.dattn = make(MemoryCategory::workspace, r * static_cast<std::size_t>(h));
     ops_.linear_backward(saved.attn.data(), params + layout_.tensor_offset(unit, wo), dout.data(),
                          rows, h, h, grads + layout_.tensor_offset(unit, wo),
-                         grads + layout_.tensor_offset(unit, bo), saved.dattn.data());
+                         grads + layout_.tensor_offset(unit, bo), saved.dattn.data(),
+                         GradWrite::add);
     saved.dq =
         Buffer(memory_, MemoryCategory::workspace, r * static_cast<std::size_t>(h), Fill::zero);
     saved.dout = std::move(dout);  // the residual's gradient

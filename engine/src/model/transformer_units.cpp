@@ -43,12 +43,14 @@ Buffer ModelExecutor::project_qkv_backward(int unit, const float* params, float*
     const int h = shape_.width, hl = layout_.width_local();
     Buffer partial = make(MemoryCategory::workspace,
                           static_cast<std::size_t>(rows) * static_cast<std::size_t>(h));
-    ops_.linear_backward(normed, param(wq), dq, rows, h, hl, grad(wq), grad(bq), partial.data());
+    ops_.linear_backward(normed, param(wq), dq, rows, h, hl, grad(wq), grad(bq), partial.data(),
+                         GradWrite::add);
     stored_linear_grads(grad(wq), grad(bq), h, hl);
     ops_.gemm(true, false, h, hl, rows, 1.0f, normed, dk, 1.0f, grad(wk));  // no bias
     stored(grad(wk), static_cast<std::size_t>(h) * static_cast<std::size_t>(hl));
     ops_.gemm(false, true, rows, h, hl, 1.0f, dk, param(wk), 1.0f, partial.data());
-    ops_.linear_backward(normed, nullptr, dv, rows, h, hl, grad(wv), grad(bv), nullptr);
+    ops_.linear_backward(normed, nullptr, dv, rows, h, hl, grad(wv), grad(bv), nullptr,
+                         GradWrite::add);
     stored_linear_grads(grad(wv), grad(bv), h, hl);
     ops_.gemm(false, true, rows, h, hl, 1.0f, dv, param(wv), 1.0f, partial.data());
     stored(partial);
@@ -101,7 +103,7 @@ Buffer ModelExecutor::attention_backward_a(int unit, const float* params, float*
     // Output projection (bo is replicated: every shard sees the whole output gradient).
     Buffer dattn = make(MemoryCategory::workspace, r * static_cast<std::size_t>(hl));
     ops_.linear_backward(saved.attn.data(), param(wo), dout.data(), rows, hl, h, grad(wo), grad(bo),
-                         dattn.data());
+                         dattn.data(), GradWrite::add);
     stored_linear_grads(grad(wo), grad(bo), hl, h);
     stored(dattn);
     Buffer dq = make(MemoryCategory::workspace, r * static_cast<std::size_t>(hl));
@@ -161,14 +163,14 @@ Buffer ModelExecutor::transformer_mlp_backward_a(int unit, const float* params, 
     const std::size_t r = static_cast<std::size_t>(rows);
     Buffer dpost = make(MemoryCategory::workspace, r * static_cast<std::size_t>(f));
     ops_.linear_backward(saved.post.data(), param(w2), dout.data(), rows, f, h, grad(w2), grad(b2),
-                         dpost.data());
+                         dpost.data(), GradWrite::add);
     stored_linear_grads(grad(w2), grad(b2), f, h);
     stored(dpost);
     ops_.gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), dpost.size());
     stored(dpost);
     Buffer partial = make(MemoryCategory::workspace, r * static_cast<std::size_t>(h));
     ops_.linear_backward(sp_ ? saved.gathered.data() : saved.normed.data(), param(w1), dpost.data(),
-                         rows, h, f, grad(w1), grad(b1), partial.data());
+                         rows, h, f, grad(w1), grad(b1), partial.data(), GradWrite::add);
     stored_linear_grads(grad(w1), grad(b1), h, f);
     stored(partial);
     saved.normed.reset();

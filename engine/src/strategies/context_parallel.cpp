@@ -258,9 +258,9 @@ void ContextParallel::enqueue_step(int step) {
             dev.compute().launch(
                 unit_event(EventKind::backward, unit, env_.shape, step, 0), [this, rk, unit] {
                     const std::size_t off = env_.layout.unit_begin(unit);
-                    rk->carry = rk->executor->backward(unit, rk->params.data() + off,
-                                                       rk->grads.data() + off, std::move(rk->carry),
-                                                       rk->saved[static_cast<std::size_t>(unit)]);
+                    rk->carry = rk->executor->backward(
+                        unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry),
+                        rk->saved[static_cast<std::size_t>(unit)], GradWrite::add);
                 });
         }
         // Each device's gradients are sums over its tokens: the whole batch's is their sum.

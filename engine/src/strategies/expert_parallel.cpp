@@ -230,9 +230,9 @@ void ExpertParallel::enqueue_step(int step) {
             dev.compute().launch(
                 unit_event(EventKind::backward, unit, env_.shape, step, 0), [rk, unit] {
                     const std::size_t off = rk->layout->unit_offset(unit);
-                    rk->carry = rk->executor->backward(unit, rk->params.data() + off,
-                                                       rk->grads.data() + off, std::move(rk->carry),
-                                                       rk->saved[static_cast<std::size_t>(unit)]);
+                    rk->carry = rk->executor->backward(
+                        unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry),
+                        rk->saved[static_cast<std::size_t>(unit)], GradWrite::add);
                 });
         }
         enqueue_gradient_sync(rank, step);

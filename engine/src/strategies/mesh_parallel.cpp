@@ -365,7 +365,7 @@ void MeshParallel::enqueue_backward(Rank& rank, Chunk& chunk, int step, int mb, 
                 return;
             }
             carry = c->executor->backward_a(unit, c->params.data() + off, c->grads.data() + off,
-                                            std::move(carry), saved);
+                                            std::move(carry), saved, GradWrite::add);
             if (!sharded)
                 carry = c->executor->backward_b(unit, c->params.data() + off, c->grads.data() + off,
                                                 std::move(carry), saved);

@@ -278,9 +278,9 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                     if (grads.empty())  // zeroed; kept across micro-steps under no_sync
                         grads = Buffer(mem, MemoryCategory::gradients, full.size(), Fill::zero,
                                        env_.dtype);
-                    rank.carry =
-                        rank.executor->backward(u, full.data(), grads.data(), std::move(rank.carry),
-                                                rank.saved[static_cast<std::size_t>(u)]);
+                    rank.carry = rank.executor->backward(
+                        u, full.data(), grads.data(), std::move(rank.carry),
+                        rank.saved[static_cast<std::size_t>(u)], GradWrite::add);
                     full.reset();
                 });
             EventPtr backward_done = dev.compute().record();
