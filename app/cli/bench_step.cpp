@@ -200,14 +200,14 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
     // the same OpenBLAS: both sides' products run on the same kernels.
     std::printf("# BLAS: %s, for both sides\n", cpu_blas_kernels().c_str());
     std::printf(
-        "# of_ref: the step's matrix-product GFLOP/s over BLAS at 1024^3 with the same threads; "
+        "# of_ref: the step's matrix-product GFLOP/s over BLAS at 1024^3 with the same threads "
+        "(BLAS_ref: the median of one measurement after each engine round); "
         "where the rest goes, from the engine's trace (device 0, medians): units_of_ref, the "
         "same FLOPs over the forward and backward units' time alone (products and the "
         "element-wise work between them); opt%%, the optimizer's share of the step\n");
     std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s %12s %5s\n", "model", "strategy",
                 "devices", "threads/dev", "engine_ms", "torch_ms", "ratio", "GFLOP/s/dev",
                 "BLAS_ref", "of_ref", "units_of_ref", "opt%");
-    std::map<int, double> reference;  // by threads per device
     for (const Size& size : sizes) {
         for (const std::string& strategy : options.strategies) {
             const bool dp = strategy == "dp";
@@ -232,7 +232,10 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                 // same threads as BLAS (torch.set_num_threads) and at 1 with BLAS alone
                 // threaded, and the faster way's median counts: the engine is compared with
                 // torch at its best on this machine.
-                std::vector<double> engine, units, optimizer;
+                // The reference is measured right after each engine round, with the engine's
+                // threads: on a shared machine a core's speed drifts between minutes, and a
+                // ratio counts only when both sides ran at the same time.
+                std::vector<double> engine, units, optimizer, references;
                 std::map<bool, std::vector<double>> torch_by_way;
                 for (int r = 0; r < options.rounds; ++r) {
                     std::string error;
@@ -246,6 +249,7 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                         units.push_back(step.units_s);
                         optimizer.push_back(step.optimizer_s);
                     }
+                    references.push_back(blas_reference_flops(threads));
                     for (const bool blas_only : {false, true}) {
                         if (!torch.unavailable.empty() || (blas_only && threads == 1)) continue;
                         const auto t = torch.run(size, devices, threads, blas_only, options.steps,
@@ -264,10 +268,9 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                                     : blas_only  ? " (torch pool 1, BLAS all)"
                                                  : " (torch pool all)";
                     }
-                if (!reference.count(threads)) reference[threads] = blas_reference_flops(threads);
                 const double e_s = median(engine), t_s = median(reference_torch);
                 const double gflops = step_flops(c) / e_s / devices / 1e9;
-                const double ref = reference[threads] / 1e9;
+                const double ref = median(references) / 1e9;
                 const double units_of_ref = step_flops(c) / median(units) / devices / 1e9 / ref;
                 const double optimizer_share = median(optimizer) / e_s;
                 const bool have_torch = !reference_torch.empty();
