@@ -52,6 +52,18 @@ std::vector<float> random_floats(std::size_t n, unsigned seed, float scale = 1.0
     return v;
 }
 
+// A linear layer's random input x [rows, in], weight w [in, out] and output gradient
+// dy [rows, out], from seeds seed, seed + 1 and seed + 2.
+struct LinearLayerInputs {
+    std::vector<float> x, w, dy;
+};
+LinearLayerInputs linear_layer_inputs(int rows, int in, int out, unsigned seed) {
+    const auto r = static_cast<std::size_t>(rows), i = static_cast<std::size_t>(in),
+               o = static_cast<std::size_t>(out);
+    return {random_floats(r * i, seed), random_floats(i * o, seed + 1),
+            random_floats(r * o, seed + 2)};
+}
+
 // Scaled error: the largest |got - ref| over a tensor, over its largest |ref| (1e-30 floor).
 // fp32 kernels are held to this against double references, so a bound reads in units of the
 // tensor's own scale whatever its magnitude.
@@ -476,9 +488,7 @@ class TestCpuKernels : public QObject {
     void linear_backward_overwrite_equals_add_to_zero() {
         cpu::init_blas_threads();
         const int rows = 64, in = 96, out = 200;
-        const auto x = random_floats(static_cast<std::size_t>(rows) * in, 21);
-        const auto w = random_floats(static_cast<std::size_t>(in) * out, 22);
-        const auto dy = random_floats(static_cast<std::size_t>(rows) * out, 23);
+        const auto [x, w, dy] = linear_layer_inputs(rows, in, out, 21);
         for (const int threads : {1, 3}) {
             cpu::IntraOpPool pool(threads);
             const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -503,9 +513,7 @@ class TestCpuKernels : public QObject {
     void threaded_linear_backward_equals_one_thread() {
         cpu::init_blas_threads();
         const int rows = 96, in = 128, out = 320;
-        const auto x = random_floats(static_cast<std::size_t>(rows) * in, 11);
-        const auto w = random_floats(static_cast<std::size_t>(in) * out, 12);
-        const auto dy = random_floats(static_cast<std::size_t>(rows) * out, 13);
+        const auto [x, w, dy] = linear_layer_inputs(rows, in, out, 11);
         const auto dw0 = random_floats(static_cast<std::size_t>(in) * out, 14);
         const auto db0 = random_floats(static_cast<std::size_t>(out), 15);
         struct Grads {

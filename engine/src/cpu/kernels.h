@@ -22,7 +22,8 @@ void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, fl
 // y[b,out] = x[b,in] w[in,out] + bias
 void linear_forward(IntraOpPool& pool, const float* x, const float* w, const float* bias, int rows,
                     int in, int out, float* y);
-// dw += x^T dy, dbias += sum_rows dy, and (when dx != nullptr) dx = dy w^T.
+// dw += x^T dy, dbias += sum_rows dy, and (when dx != nullptr) dx = dy w^T. Without `accumulate`
+// dw and dbias are written over instead (the same bits as adding to zeros).
 void linear_backward(IntraOpPool& pool, const float* x, const float* w, const float* dy, int rows,
                      int in, int out, float* dw, float* dbias, float* dx, bool accumulate);
 

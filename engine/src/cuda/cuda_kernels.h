@@ -18,7 +18,8 @@ void gemm(cublasHandle_t handle, bool trans_a, bool trans_b, int m, int n, int k
 // y[rows,out] = x[rows,in] w[in,out] + bias
 void linear_forward(cublasHandle_t handle, cudaStream_t stream, const float* x, const float* w,
                     const float* bias, int rows, int in, int out, float* y);
-// dw += x^T dy, dbias += column sums of dy, and (when dx != nullptr) dx = dy w^T.
+// dw += x^T dy, dbias += column sums of dy, and (when dx != nullptr) dx = dy w^T. Without
+// `accumulate` dw and dbias are written over instead (the same bits as adding to zeros).
 void linear_backward(cublasHandle_t handle, cudaStream_t stream, const float* x, const float* w,
                      const float* dy, int rows, int in, int out, float* dw, float* dbias, float* dx,
                      bool accumulate);
