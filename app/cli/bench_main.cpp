@@ -191,8 +191,9 @@ int bench_gemm(pd::BackendKind backend, int width, int rows, int threads) {
     if (!gpu) {
         const int used =
             resolve_intra_op_threads(config, ClockMode::wall, std::thread::hardware_concurrency());
-        std::printf("# BLAS: %s, %d thread%s per product\n", cpu_blas_kernels().c_str(), used,
-                    used == 1 ? "" : "s");
+        std::printf("# BLAS: %s, %d thread%s per product; small products: %s\n",
+                    cpu_blas_kernels().c_str(), used, used == 1 ? "" : "s",
+                    cpu_small_gemm().c_str());
     }
     std::printf("# %-32s %6s %6s %6s %12s\n", "product", "m", "n", "k", "GFLOP/s");
     double flops = 0, seconds = 0;

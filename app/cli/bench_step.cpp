@@ -197,8 +197,9 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
     std::printf("# PyTorch: %s %s\n", torch.python.c_str(),
                 torch.unavailable.empty() ? torch.script.c_str() : "");
     // PyTorch inherits this environment, OPENBLAS_CORETYPE included, and Debian's torch calls
-    // the same OpenBLAS: both sides' products run on the same kernels.
-    std::printf("# BLAS: %s, for both sides\n", cpu_blas_kernels().c_str());
+    // the same OpenBLAS: both sides' large products run on the same kernels.
+    std::printf("# BLAS: %s, for both sides; the engine's small products: %s\n",
+                cpu_blas_kernels().c_str(), cpu_small_gemm().c_str());
     std::printf(
         "# of_ref: the step's matrix-product GFLOP/s over BLAS at 1024^3 with the same threads "
         "(BLAS_ref: the median of one measurement after each engine round); "

@@ -41,5 +41,7 @@ double measure_copy_bandwidth(Device& device, std::size_t bytes, int repeats = 5
 double measure_gemm_flops(Device& device, int m, int n, int k, int products, int repeats = 3);
 // The OpenBLAS kernel table the CPU backend's products run on, and who chose it.
 std::string cpu_blas_kernels();
+// Which small products the CPU backend runs on its own kernel instead (cpu/small_gemm.h).
+std::string cpu_small_gemm();
 
 }  // namespace pd

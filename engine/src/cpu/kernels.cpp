@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "cpu/elementwise.h"
+#include "cpu/small_gemm.h"
 
 namespace pd::cpu {
 
@@ -20,6 +21,17 @@ void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
                int lda, const float* b, int ldb, float beta, float* c, int ldc) {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// One block of a product, by the kernel chosen for the whole product (so a block's bits never
+// depend on how many threads split it).
+void gemm_block(bool own, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    if (own)
+        small_gemm(small_gemm_isa(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                   ldc);
+    else
+        blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace
@@ -45,8 +57,9 @@ void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, fl
     const int ldb = trans_b ? k : n;
     const double flops = 2.0 * m * n * static_cast<double>(k);
     const int parts = static_cast<int>(std::min<double>(pool.threads(), flops / kMinFlopsPerPart));
+    const bool own = small_gemm_suits(trans_a, trans_b, m, n, k);
     if (parts <= 1) {
-        blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+        gemm_block(own, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
         return;
     }
     // Split the longer side of C: rows of op(A) (and C), or columns of op(B) (and C). Each
@@ -59,11 +72,11 @@ void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, fl
         if (len <= 0) return;
         if (by_rows) {
             const float* a0 = trans_a ? a + i0 : a + static_cast<std::size_t>(i0) * lda;
-            blas_gemm(trans_a, trans_b, len, n, k, alpha, a0, lda, b, ldb, beta,
-                      c + static_cast<std::size_t>(i0) * n, n);
+            gemm_block(own, trans_a, trans_b, len, n, k, alpha, a0, lda, b, ldb, beta,
+                       c + static_cast<std::size_t>(i0) * n, n);
         } else {
             const float* b0 = trans_b ? b + static_cast<std::size_t>(i0) * ldb : b + i0;
-            blas_gemm(trans_a, trans_b, m, len, k, alpha, a, lda, b0, ldb, beta, c + i0, n);
+            gemm_block(own, trans_a, trans_b, m, len, k, alpha, a, lda, b0, ldb, beta, c + i0, n);
         }
     });
 }

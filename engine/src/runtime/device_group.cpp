@@ -6,6 +6,7 @@
 #include "backend/device_backend.h"
 #include "backend/device_ops.h"
 #include "cpu/kernels.h"
+#include "cpu/small_gemm.h"
 #include "pd/error.h"
 
 namespace pd {
@@ -100,6 +101,10 @@ double measure_gemm_flops(Device& device, int m, int n, int k, int products, int
 
 std::string cpu_blas_kernels() {
     return cpu::blas_kernels();
+}
+
+std::string cpu_small_gemm() {
+    return cpu::small_gemm_description();
 }
 
 }  // namespace pd

@@ -1,0 +1,101 @@
+#include "cpu/small_gemm.h"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "cpu/small_gemm_kernel.h"
+
+namespace pd::cpu {
+
+#if defined(__x86_64__)
+namespace small_gemm_detail {
+void run_avx2(const Operands& o);
+void run_avx512(const Operands& o);
+}  // namespace small_gemm_detail
+#endif
+
+namespace {
+
+constexpr double kMaxOperandFloats = 256.0 * 1024 / sizeof(float);
+constexpr int kMinColumns = 16;
+
+SmallGemmIsa best_isa() {
+#if defined(__x86_64__)
+    if (cpu_runs(SmallGemmIsa::avx512)) return SmallGemmIsa::avx512;
+    if (cpu_runs(SmallGemmIsa::avx2)) return SmallGemmIsa::avx2;
+#endif
+    return SmallGemmIsa::none;
+}
+
+SmallGemmIsa chosen_isa() {
+    const SmallGemmIsa best = best_isa();
+    const char* env = std::getenv("PD_SMALL_GEMM");
+    if (!env) return best;
+    const std::string_view want(env);
+    if (want == "off") return SmallGemmIsa::none;
+    if (want == "avx2" && best != SmallGemmIsa::none) return SmallGemmIsa::avx2;
+    return best;
+}
+
+}  // namespace
+
+bool cpu_runs(SmallGemmIsa isa) {
+#if defined(__x86_64__)
+    switch (isa) {
+        case SmallGemmIsa::avx512:
+            return __builtin_cpu_supports("avx512f");
+        case SmallGemmIsa::avx2:
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        case SmallGemmIsa::none:
+            return true;
+    }
+    return false;
+#else
+    return isa == SmallGemmIsa::none;
+#endif
+}
+
+SmallGemmIsa small_gemm_isa() {
+    static const SmallGemmIsa isa = chosen_isa();
+    return isa;
+}
+
+std::string small_gemm_description() {
+    switch (small_gemm_isa()) {
+        case SmallGemmIsa::avx512:
+            return "own AVX-512 kernel for products whose operands are each <= 256 KiB";
+        case SmallGemmIsa::avx2:
+            return "own AVX2 kernel for products whose operands are each <= 256 KiB";
+        case SmallGemmIsa::none:
+            break;
+    }
+    return std::getenv("PD_SMALL_GEMM") ? "no own kernel (PD_SMALL_GEMM)"
+                                        : "no own kernel (the CPU lacks AVX2 and FMA)";
+}
+
+bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k) {
+    if (small_gemm_isa() == SmallGemmIsa::none || (trans_a && trans_b)) return false;
+    if (n < kMinColumns || m < 1 || k < 1) return false;
+    const double mm = m, nn = n, kk = k;
+    return mm * kk <= kMaxOperandFloats && kk * nn <= kMaxOperandFloats &&
+           mm * nn <= kMaxOperandFloats;
+}
+
+void small_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    // A panel of B' is k rows of up to 32 floats (AVX-512's two vectors); one per thread.
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<std::size_t>(k) * 32);
+    const small_gemm_detail::Operands o{trans_a, trans_b, m,   n,    k, alpha, a,
+                                        lda,     b,       ldb, beta, c, ldc,   scratch.data()};
+#if defined(__x86_64__)
+    if (isa == SmallGemmIsa::avx512) return small_gemm_detail::run_avx512(o);
+    if (isa == SmallGemmIsa::avx2) return small_gemm_detail::run_avx2(o);
+#endif
+    (void)o;
+    throw std::logic_error("small_gemm called without an instruction set to run it");
+}
+
+}  // namespace pd::cpu

@@ -1,0 +1,33 @@
+// The engine's own kernel for products small enough to sit in a core's cache (each of A, B
+// and C at most 256 KiB: a card-size model's every product). At those sizes OpenBLAS spends a
+// large share of each call packing its operands, and a kernel that reads them where they lie
+// is faster; larger products go to OpenBLAS (cpu/kernels.cpp decides, per whole product).
+// It runs with AVX-512F where the CPU has it, else with AVX2 and FMA, else not at all; the
+// instruction set changes no bit of a result (each element of C is one in-order sum of fused
+// multiply-adds either way). PD_SMALL_GEMM=off in the environment hands every product to
+// OpenBLAS, =avx2 keeps the kernel off AVX-512: for side-by-side benchmarks.
+#pragma once
+
+#include <string>
+
+namespace pd::cpu {
+
+enum class SmallGemmIsa { none, avx2, avx512 };
+
+// What this process uses: the CPU's best, or less where PD_SMALL_GEMM says so.
+SmallGemmIsa small_gemm_isa();
+// What this CPU could run (for tests comparing instruction sets).
+bool cpu_runs(SmallGemmIsa isa);
+// "own AVX-512 kernel for products whose operands are each <= 256 KiB", or why there is none.
+std::string small_gemm_description();
+
+// Whether C[m,n] = op(A) op(B) goes to the small kernel: not both operands transposed, and
+// each of A, B and C at most 256 KiB (n of at least 16: narrower ones are matrix-vector work).
+bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k);
+
+// C = alpha * op(A) op(B) + beta * C, row-major with leading dimensions; beta 0 never reads C.
+// Runs with `isa`, which must be one the CPU runs (and not none).
+void small_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+}  // namespace pd::cpu

@@ -1,0 +1,154 @@
+// The small-product kernel, written once over a SIMD type V (small_gemm_avx2.cpp and
+// small_gemm_avx512.cpp instantiate it, each compiled for its instruction set). Included by
+// those two files only: everything here is a template on V, so no function compiled with one
+// instruction set can be linked in place of another's. No standard-library calls either, for
+// the same reason (an inline std:: function compiled for AVX-512 could be the copy every file
+// links to).
+//
+// C = alpha * op(A) B' + beta * C, row-major, where B' = op(B). The kernel does not pack A:
+// it broadcasts one element of A per row and multiplies it with a row of a panel of B', so
+// every operand must already be in cache (small_gemm.h says which shapes qualify). Each
+// element of C is one sum over k in order, started from zero, whatever the tiling: a part of
+// C computed on its own (the intra-op pool's split) gives the same bits as the whole product.
+#pragma once
+
+#include <cstddef>
+
+namespace pd::cpu::small_gemm_detail {
+
+struct Operands {
+    bool trans_a, trans_b;
+    int m, n, k;
+    float alpha;
+    const float* a;
+    int lda;
+    const float* b;
+    int ldb;
+    float beta;
+    float* c;
+    int ldc;
+    float* scratch;  // k * panel_width floats, for the panels of B' that must be copied
+};
+
+// C's R rows from the accumulators: alpha * sum (+ beta * C), columns [0, cols).
+template <class V, int R>
+inline void store_tile(const Operands& o, const typename V::reg* lo, const typename V::reg* hi,
+                       float* c, int cols) {
+    const typename V::reg alpha = V::set1(o.alpha), beta = V::set1(o.beta);
+    const int cols_lo = cols < V::lanes ? cols : V::lanes;
+    const int cols_hi = cols - cols_lo;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        float* cr = c + static_cast<std::size_t>(r) * o.ldc;
+        typename V::reg out_lo = V::mul(alpha, lo[r]), out_hi = V::mul(alpha, hi[r]);
+        if (o.beta != 0.0f) {  // beta 0 never reads C: it may hold anything, NaN included
+            out_lo = V::fma(beta, V::load_first(cr, cols_lo), out_lo);
+            if (cols_hi > 0) out_hi = V::fma(beta, V::load_first(cr + V::lanes, cols_hi), out_hi);
+        }
+        V::store_first(cr, out_lo, cols_lo);
+        if (cols_hi > 0) V::store_first(cr + V::lanes, out_hi, cols_hi);
+    }
+}
+
+// R rows of C times one panel of V::lanes * 2 columns: k rows, `stride` floats apart. `cols`
+// < width for the last panel of a row (only C's loads and stores are masked: that panel is a
+// zero-padded copy).
+template <class V, bool TransA, int R>
+inline void tile(const Operands& o, const float* a, const float* panel, std::size_t stride,
+                 float* c, int cols) {
+    // The accumulators must live in registers: the loops over rows are unrolled (GCC's -O2
+    // would not, and keeps arrays it does not unroll in memory), and k and lda are locals.
+    const int k = o.k;
+    const std::size_t lda = static_cast<std::size_t>(o.lda);
+    typename V::reg lo[R], hi[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = V::zero();
+    for (int p = 0; p < k; ++p) {
+        const float* bp = panel + static_cast<std::size_t>(p) * stride;
+        const typename V::reg b0 = V::load(bp), b1 = V::load(bp + V::lanes);
+        const float* ap = TransA ? a + static_cast<std::size_t>(p) * lda : a + p;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const typename V::reg av = V::broadcast(TransA ? ap + r : ap + r * lda);
+            lo[r] = V::fma(av, b0, lo[r]);
+            hi[r] = V::fma(av, b1, hi[r]);
+        }
+    }
+    store_tile<V, R>(o, lo, hi, c, cols);
+}
+
+// Rows [0, m) of C against one panel, six at a time, then the rest.
+template <class V, bool TransA>
+inline void rows_of_panel(const Operands& o, const float* panel, std::size_t stride, int j,
+                          int cols) {
+    auto a_at = [&](int i) { return TransA ? o.a + i : o.a + static_cast<std::size_t>(i) * o.lda; };
+    auto c_at = [&](int i) { return o.c + static_cast<std::size_t>(i) * o.ldc + j; };
+    int i = 0;
+    for (; i + 6 <= o.m; i += 6) tile<V, TransA, 6>(o, a_at(i), panel, stride, c_at(i), cols);
+    switch (o.m - i) {
+        case 5:
+            tile<V, TransA, 5>(o, a_at(i), panel, stride, c_at(i), cols);
+            break;
+        case 4:
+            tile<V, TransA, 4>(o, a_at(i), panel, stride, c_at(i), cols);
+            break;
+        case 3:
+            tile<V, TransA, 3>(o, a_at(i), panel, stride, c_at(i), cols);
+            break;
+        case 2:
+            tile<V, TransA, 2>(o, a_at(i), panel, stride, c_at(i), cols);
+            break;
+        case 1:
+            tile<V, TransA, 1>(o, a_at(i), panel, stride, c_at(i), cols);
+            break;
+        default:
+            break;
+    }
+}
+
+// Columns [j, j + cols) of B' as k rows of `width` floats, zero beyond cols. (A template on V
+// only so that each instruction set's file keeps its own copy.)
+template <class V>
+inline void copy_panel(const Operands& o, int j, int cols, int width, float* panel) {
+    for (int p = 0; p < o.k; ++p) {
+        float* row = panel + static_cast<std::size_t>(p) * width;
+        for (int q = cols; q < width; ++q) row[q] = 0.0f;
+    }
+    if (o.trans_b) {  // B'[p][j + q] = B[j + q][p]: read B's rows, write the panel's columns
+        for (int q = 0; q < cols; ++q) {
+            const float* brow = o.b + static_cast<std::size_t>(j + q) * o.ldb;
+            for (int p = 0; p < o.k; ++p) panel[static_cast<std::size_t>(p) * width + q] = brow[p];
+        }
+    } else {
+        for (int p = 0; p < o.k; ++p)
+            for (int q = 0; q < cols; ++q)
+                panel[static_cast<std::size_t>(p) * width + q] =
+                    o.b[static_cast<std::size_t>(p) * o.ldb + j + q];
+    }
+}
+
+template <class V, bool TransA>
+inline void product(const Operands& o) {
+    constexpr int W = V::lanes * 2;
+    for (int j = 0; j < o.n; j += W) {
+        const int cols = o.n - j < W ? o.n - j : W;
+        // A full panel of an untransposed B is read where it lies; a transposed one, or the
+        // last narrow one, is copied first (once for all of C's rows).
+        if (!o.trans_b && cols == W) {
+            rows_of_panel<V, TransA>(o, o.b + j, static_cast<std::size_t>(o.ldb), j, cols);
+        } else {
+            copy_panel<V>(o, j, cols, W, o.scratch);
+            rows_of_panel<V, TransA>(o, o.scratch, W, j, cols);
+        }
+    }
+}
+
+template <class V>
+inline void run(const Operands& o) {
+    if (o.trans_a)
+        product<V, true>(o);
+    else
+        product<V, false>(o);
+}
+
+}  // namespace pd::cpu::small_gemm_detail
