@@ -1,6 +1,8 @@
-// The CPU backend's matrix products, through BLAS. BLAS itself runs single-threaded (its own
-// threads would be shared by every device of the run); a device's intra-op pool splits a large
-// product into row or column blocks instead, each one BLAS call on its own thread.
+// The CPU backend's matrix products: cache-sized ones on the engine's own kernel
+// (small_gemm.h), the rest through BLAS. BLAS itself runs single-threaded (its own threads
+// would be shared by every device of the run); a device's intra-op pool splits a large product
+// into row or column blocks instead, each one call on its own thread, on the kernel chosen
+// for the whole product.
 // Element-wise kernels are in elementwise.h.
 #pragma once
 
