@@ -5,11 +5,15 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu/small_gemm_kernel.h"
+// PD_SMALL_GEMM_X86: the build compiled small_gemm_avx2.cpp and small_gemm_avx512.cpp (x86-64
+// only); elsewhere every product goes to BLAS.
+#ifdef PD_SMALL_GEMM_X86
+#include "cpu/small_gemm_kernel.h"  // its Operands
+#endif
 
 namespace pd::cpu {
 
-#if defined(__x86_64__)
+#ifdef PD_SMALL_GEMM_X86
 namespace small_gemm_detail {
 void run_avx2(const Operands& o);
 void run_avx512(const Operands& o);
@@ -22,7 +26,7 @@ constexpr double kMaxOperandFloats = 256.0 * 1024 / sizeof(float);
 constexpr int kMinColumns = 16;
 
 SmallGemmIsa best_isa() {
-#if defined(__x86_64__)
+#ifdef PD_SMALL_GEMM_X86
     if (cpu_runs(SmallGemmIsa::avx512)) return SmallGemmIsa::avx512;
     if (cpu_runs(SmallGemmIsa::avx2)) return SmallGemmIsa::avx2;
 #endif
@@ -42,7 +46,7 @@ SmallGemmIsa chosen_isa() {
 }  // namespace
 
 bool cpu_runs(SmallGemmIsa isa) {
-#if defined(__x86_64__)
+#ifdef PD_SMALL_GEMM_X86
     switch (isa) {
         case SmallGemmIsa::avx512:
             return __builtin_cpu_supports("avx512f");
@@ -85,16 +89,18 @@ bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k) {
 
 void small_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef PD_SMALL_GEMM_X86
     // A panel of B' is k rows of up to 32 floats (AVX-512's two vectors); one per thread.
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(k) * 32);
     const small_gemm_detail::Operands o{trans_a, trans_b, m,   n,    k, alpha, a,
                                         lda,     b,       ldb, beta, c, ldc,   scratch.data()};
-#if defined(__x86_64__)
     if (isa == SmallGemmIsa::avx512) return small_gemm_detail::run_avx512(o);
     if (isa == SmallGemmIsa::avx2) return small_gemm_detail::run_avx2(o);
+#else
+    (void)isa, (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a;
+    (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
 #endif
-    (void)o;
     throw std::logic_error("small_gemm called without an instruction set to run it");
 }
 
