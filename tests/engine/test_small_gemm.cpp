@@ -1,10 +1,11 @@
 // The engine's own small-product kernel (cpu/small_gemm.h): against double precision for every
-// transpose it takes, shapes with leftover rows and columns, alpha and beta (beta 0 over a
-// NaN-filled C), the same bits on AVX2 and AVX-512, which shapes it takes, and a product split
-// across the intra-op pool equal bit for bit to one call.
+// transpose it takes, shapes with leftover rows and columns (fixed and 150 random ones), alpha
+// and beta (beta 0 over a NaN-filled C), the same bits on AVX2 and AVX-512, which shapes it takes,
+// and a product split across the intra-op pool equal bit for bit to one call.
 #include <QtTest>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -42,6 +43,22 @@ const Product kProducts[] = {
     {false, false, 1, 16, 1, 2.0f, 0.5f},     {true, false, 5, 33, 1, 1.0f, 0.0f},
     {false, true, 6, 47, 17, 1.0f, 0.0f}};
 
+// The fixed products, then 150 seeded random ones (sizes 1 to 70, any transpose but both):
+// every leftover of rows, columns and k, each buffer exactly its size (so the sanitizer run
+// sees any read or write past an operand).
+std::vector<Product> products_to_check() {
+    std::vector<Product> all(std::begin(kProducts), std::end(kProducts));
+    std::mt19937 gen(42);
+    std::uniform_int_distribution<int> size(1, 70), kind(0, 2), scale(0, 2);
+    const float betas[] = {0.0f, 1.0f, -0.5f};
+    for (int i = 0; i < 150; ++i) {
+        const int t = kind(gen);
+        all.push_back({t == 1, t == 2, size(gen), size(gen), size(gen),
+                       scale(gen) == 0 ? 0.75f : 1.0f, betas[scale(gen)]});
+    }
+    return all;
+}
+
 std::vector<SmallGemmIsa> isas_this_cpu_runs() {
     std::vector<SmallGemmIsa> isas;
     for (const SmallGemmIsa isa : {cpu::SmallGemmIsa::avx2, cpu::SmallGemmIsa::avx512})
@@ -66,7 +83,7 @@ class TestSmallGemm : public QObject {
         const auto isas = isas_this_cpu_runs();
         if (isas.empty()) QSKIP("this CPU has neither AVX2 with FMA nor AVX-512: no own kernel");
         for (const SmallGemmIsa isa : isas)
-            for (const Product& p : kProducts) {
+            for (const Product& p : products_to_check()) {
                 const auto a = random_floats(static_cast<std::size_t>(p.m) * p.k, 1);
                 const auto b = random_floats(static_cast<std::size_t>(p.k) * p.n, 2);
                 auto c0 = random_floats(static_cast<std::size_t>(p.m) * p.n, 3);
@@ -109,7 +126,7 @@ class TestSmallGemm : public QObject {
     // multiply-adds, so a run's numbers do not depend on which CPU it ran on.
     void same_bits_with_avx2_and_avx512() {
         if (isas_this_cpu_runs().size() < 2) QSKIP("this CPU lacks AVX-512: one kernel only");
-        for (const Product& p : kProducts) {
+        for (const Product& p : products_to_check()) {
             const auto a = random_floats(static_cast<std::size_t>(p.m) * p.k, 4);
             const auto b = random_floats(static_cast<std::size_t>(p.k) * p.n, 5);
             const auto c0 = random_floats(static_cast<std::size_t>(p.m) * p.n, 6);
