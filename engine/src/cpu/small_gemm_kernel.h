@@ -79,6 +79,18 @@ inline void tile(const Operands& o, const float* a, const float* panel, std::siz
     store_tile<V, R>(o, lo, hi, c, cols);
 }
 
+// The last rows (fewer than six) as one tile of exactly that many: R counts down to `rows`.
+template <class V, bool TransA, int R = 5>
+inline void last_rows(const Operands& o, int rows, const float* a, const float* panel,
+                      std::size_t stride, float* c, int cols) {
+    if constexpr (R > 0) {
+        if (rows == R)
+            tile<V, TransA, R>(o, a, panel, stride, c, cols);
+        else
+            last_rows<V, TransA, R - 1>(o, rows, a, panel, stride, c, cols);
+    }
+}
+
 // Rows [0, m) of C against one panel, six at a time, then the rest.
 template <class V, bool TransA>
 inline void rows_of_panel(const Operands& o, const float* panel, std::size_t stride, int j,
@@ -87,29 +99,11 @@ inline void rows_of_panel(const Operands& o, const float* panel, std::size_t str
     auto c_at = [&](int i) { return o.c + static_cast<std::size_t>(i) * o.ldc + j; };
     int i = 0;
     for (; i + 6 <= o.m; i += 6) tile<V, TransA, 6>(o, a_at(i), panel, stride, c_at(i), cols);
-    switch (o.m - i) {
-        case 5:
-            tile<V, TransA, 5>(o, a_at(i), panel, stride, c_at(i), cols);
-            break;
-        case 4:
-            tile<V, TransA, 4>(o, a_at(i), panel, stride, c_at(i), cols);
-            break;
-        case 3:
-            tile<V, TransA, 3>(o, a_at(i), panel, stride, c_at(i), cols);
-            break;
-        case 2:
-            tile<V, TransA, 2>(o, a_at(i), panel, stride, c_at(i), cols);
-            break;
-        case 1:
-            tile<V, TransA, 1>(o, a_at(i), panel, stride, c_at(i), cols);
-            break;
-        default:
-            break;
-    }
+    last_rows<V, TransA>(o, o.m - i, a_at(i), panel, stride, c_at(i), cols);
 }
 
 // out[t][q] = in[q][t] for an 8 x 8 block (rows ld_in and ld_out floats apart), in AVX
-// registers: copying a transposed B into panels is otherwise a tenth of a card's step.
+// registers: a scalar copy of a transposed B into panels cost some 5% of a card's step (AVX2).
 template <class V>
 inline void transpose_8x8(const float* in, int ld_in, float* out, int ld_out) {
     __m256 r[8], t[8];

@@ -323,8 +323,8 @@ Buffer ModelExecutor::forward(int unit, const float* params, Buffer input, int r
 }
 
 bool ModelExecutor::overwrites_gradients(int unit) const {
-    (void)unit;  // every unit of the residual MLP model: input, blocks, head
-    return !shape_.transformer;
+    // Every unit of the residual MLP model (input, blocks, head); no transformer or MoE unit.
+    return !shape_.transformer && !is_moe(unit);
 }
 
 Buffer ModelExecutor::backward(int unit, const float* params, float* grads, Buffer dout,
