@@ -9,11 +9,17 @@
 #include <cstdio>
 #include <cstring>
 
+#include <QJsonDocument>
+#include <QSaveFile>
+
 #include "app_context.h"
+#include "claims_panel.h"
+#include "claims_report.h"
 #include "main_window.h"
 #include "pd/run.h"
 #include "pd/trace_import.h"
 #include "scenario_config.h"
+#include "show_me_window.h"
 #include "study/bundled_decks.h"
 #include "study/deck.h"
 #include "study/deck_library.h"
@@ -61,6 +67,22 @@ void addOptions(QCommandLineParser& parser) {
                                      "ParallelDeck trace export) in the visualizer. With "
                                      "--export-screenshot, write their timeline without a "
                                      "window.")});
+    parser.addOption({QStringLiteral("claims-json"),
+                      QStringLiteral("With --show-me: run the card as the Show me window does, "
+                                     "laid out offscreen, and write its claims to <file> (text, "
+                                     "measured value, passed, and where each one's evidence "
+                                     "comes into view); no display needed."),
+                      QStringLiteral("file")});
+    parser.addOption({QStringLiteral("window-size"),
+                      QStringLiteral("With --claims-json: the window's size (default 1280x720)."),
+                      QStringLiteral("WxH")});
+    parser.addOption({QStringLiteral("window-png"),
+                      QStringLiteral("With --claims-json: also save the window, showing the "
+                                     "evidence of claim --claim (default the first), as a PNG."),
+                      QStringLiteral("file")});
+    parser.addOption({QStringLiteral("claim"),
+                      QStringLiteral("With --window-png: the claim (counted from 1) to show."),
+                      QStringLiteral("n")});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("With --open: the trace files."),
                                  QStringLiteral("[files...]"));
@@ -122,6 +144,72 @@ int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardI
     if (!pd::vis::export_picture(path, *config, result, &error, options)) {
         std::fprintf(stderr, "paralleldeck: --export-screenshot: %s\n", qPrintable(error));
         return 1;
+    }
+    return 0;
+}
+
+// `--show-me ID --claims-json FILE [--window-size WxH]`: the card's claims as the window
+// shows them, headless. Exit codes: 0 written (whether or not every claim holds), 1 the run
+// or the file failed, 2 bad input.
+int writeClaimsReport(const pd::study::DeckLibrary& library, const QCommandLineParser& parser) {
+    const QString cardId = parser.value(QStringLiteral("show-me"));
+    const pd::study::Card* card = nullptr;
+    for (const pd::study::Deck& deck : library.decks())
+        if ((card = deck.card(cardId))) break;
+    if (!card || !card->hasScenario()) {
+        std::fprintf(stderr, "paralleldeck: --show-me: %s '%s'\n",
+                     card ? "no scenario to run on card" : "no deck has a card with id",
+                     qPrintable(cardId));
+        return 2;
+    }
+    pd::ui::ClaimsReportRequest request;
+    request.card_id = card->id;
+    request.title = card->prompt.simplified().left(70);
+    request.note = card->scenarioNote;
+    if (parser.isSet(QStringLiteral("window-size"))) {
+        request.window_size = pd::ui::parseWindowSize(parser.value(QStringLiteral("window-size")));
+        if (!request.window_size.isValid() || request.window_size.width() < 640 ||
+            request.window_size.height() < 400) {
+            std::fprintf(stderr,
+                         "paralleldeck: --window-size: '%s' is not WIDTHxHEIGHT of at least "
+                         "640x400\n",
+                         qPrintable(parser.value(QStringLiteral("window-size"))));
+            return 2;
+        }
+    }
+    QString error;
+    const auto config = pd::app::scenarioConfig(
+        card->scenarioJson, QStringLiteral("card %1").arg(card->id), &error, &request.expectations);
+    if (!config) {
+        std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(error));
+        return 2;
+    }
+    request.config = *config;
+    pd::ui::ShowMeWindow window;
+    QJsonObject report;
+    if (!pd::ui::claimsReport(window, request, &report, &error)) {
+        std::fprintf(stderr, "paralleldeck: card %s: %s\n", qPrintable(cardId), qPrintable(error));
+        return 1;
+    }
+    const QString path = parser.value(QStringLiteral("claims-json"));
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(QJsonDocument(report).toJson()) < 0 ||
+        !file.commit()) {
+        std::fprintf(stderr, "paralleldeck: --claims-json: cannot write %s: %s\n", qPrintable(path),
+                     qPrintable(file.errorString()));
+        return 1;
+    }
+    if (parser.isSet(QStringLiteral("window-png"))) {
+        const int claim = parser.isSet(QStringLiteral("claim"))
+                              ? parser.value(QStringLiteral("claim")).toInt() - 1
+                              : 0;
+        window.claimsPanel()->choose(claim);
+        QCoreApplication::processEvents();
+        const QString png = parser.value(QStringLiteral("window-png"));
+        if (!window.grab().save(png)) {
+            std::fprintf(stderr, "paralleldeck: --window-png: cannot write %s\n", qPrintable(png));
+            return 1;
+        }
     }
     return 0;
 }
@@ -264,9 +352,10 @@ int main(int argc, char** argv) {
         }
     }
 
-    // A headless export needs no display: paint offscreen unless told otherwise.
+    // A headless export or report needs no display: paint offscreen unless told otherwise.
     for (int i = 1; i < argc; ++i)
-        if (!std::strncmp(argv[i], "--export-screenshot", 19) &&
+        if ((!std::strncmp(argv[i], "--export-screenshot", 19) ||
+             !std::strncmp(argv[i], "--claims-json", 13)) &&
             qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
             qputenv("QT_QPA_PLATFORM", "offscreen");
 
@@ -284,6 +373,24 @@ int main(int argc, char** argv) {
     if (parser.isSet(QStringLiteral("open")) && parser.isSet(QStringLiteral("export-screenshot")))
         return exportImportedScreenshot(parser.positionalArguments(),
                                         parser.value(QStringLiteral("export-screenshot")), theme);
+    if (parser.isSet(QStringLiteral("claims-json"))) {
+        if (!parser.isSet(QStringLiteral("show-me"))) {
+            std::fprintf(stderr, "paralleldeck: --claims-json needs --show-me ID\n");
+            return 2;
+        }
+        pd::study::DeckLibrary library;
+        const QStringList problems = pd::study::addBundledDecks(library, QStringLiteral(":/decks"));
+        if (!problems.isEmpty()) {
+            std::fprintf(stderr, "paralleldeck: %s\n",
+                         qPrintable(problems.join(QLatin1Char('\n'))));
+            return 1;
+        }
+        QFont font = QApplication::font();
+        if (font.pointSizeF() < 10.5) font.setPointSizeF(10.5);
+        QApplication::setFont(font);
+        pd::ui::applyTheme(app, theme);
+        return writeClaimsReport(library, parser);
+    }
     if (parser.isSet(QStringLiteral("export-screenshot")) || parser.isSet(QStringLiteral("card"))) {
         if (!parser.isSet(QStringLiteral("export-screenshot")) ||
             !parser.isSet(QStringLiteral("card"))) {

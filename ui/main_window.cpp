@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include "pd/expectations.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QButtonGroup>
@@ -192,7 +194,8 @@ void MainWindow::showPage(Page page) {
             break;
         case Page::Study:
             pages_->setCurrentWidget(study_);
-            study_->setFocus();
+            // Not the page itself: a numeric card's field must take the keystrokes at once.
+            study_->focusAnswer();
             break;
         case Page::Browser:
             browser_->refresh();
@@ -554,8 +557,9 @@ void MainWindow::showMe(const QString& deckId, const QString& cardId) {
     const study::Card* card = deck ? deck->card(cardId) : nullptr;
     if (!card || !card->hasScenario()) return;
     QString error;
-    const auto config = pd::app::scenarioConfig(card->scenarioJson,
-                                                QStringLiteral("card %1").arg(card->id), &error);
+    pd::Expectations expectations;
+    const auto config = pd::app::scenarioConfig(
+        card->scenarioJson, QStringLiteral("card %1").arg(card->id), &error, &expectations);
     if (!config) {
         QMessageBox::warning(this, tr("Show me"),
                              tr("This card's scenario cannot run:\n%1").arg(error));
@@ -565,7 +569,7 @@ void MainWindow::showMe(const QString& deckId, const QString& cardId) {
     showMe_->setWindowFlag(Qt::Window);
     QString title = card->prompt.simplified();
     if (title.size() > 70) title = title.left(67) + QStringLiteral("…");
-    showMe_->showScenario(title, card->scenarioNote, *config, card->id);
+    showMe_->showScenario(title, card->scenarioNote, *config, card->id, expectations);
     showMe_->show();
     showMe_->raise();
     showMe_->activateWindow();

@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QDockWidget>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QKeySequence>
@@ -12,12 +13,13 @@
 #include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
-#include <QSplitter>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "claims_panel.h"
+#include "pd/error.h"
 #include "run_controller.h"
 #include "screen_fit.h"
 #include "visualizer/timeline_view.h"
@@ -68,6 +70,21 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     run_row->addWidget(cancel_);
     layout->addLayout(run_row);
 
+    layout->addWidget(visualizer_, 1);
+    setCentralWidget(central);
+
+    // The claims sit beside the timeline: choosing one brings its evidence into view.
+    claims_ = new ClaimsPanel(this);
+    claims_dock_ = new QDockWidget(tr("Claims"), this);
+    claims_dock_->setObjectName(QStringLiteral("claimsDock"));
+    claims_dock_->setWidget(claims_);
+    claims_dock_->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                              QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::RightDockWidgetArea, claims_dock_);
+    connect(claims_, &ClaimsPanel::claimChosen, this, &ShowMeWindow::showClaimEvidence);
+
+    // The knobs are a drawer (Ctrl+K): open by default only where the screen leaves the
+    // timeline its room beside them.
     auto* knobs = new QWidget(this);
     auto* knobs_layout = new QVBoxLayout(knobs);
     auto* knobs_title =
@@ -81,32 +98,21 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     scroll->setWidget(knobs);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(240);
     knobs_scroll_ = scroll;
+    knobs_dock_ = new QDockWidget(tr("What if…"), this);
+    knobs_dock_->setObjectName(QStringLiteral("whatIfDock"));
+    knobs_dock_->setWidget(scroll);
+    addDockWidget(Qt::RightDockWidgetArea, knobs_dock_);
+    resizeDocks({claims_dock_, knobs_dock_}, {330, 330}, Qt::Horizontal);
 
-    auto* splitter = new QSplitter(Qt::Horizontal, central);
-    splitter->addWidget(visualizer_);
-    splitter->addWidget(scroll);
-    splitter->setStretchFactor(0, 1);
-    splitter->setStretchFactor(1, 0);
-    splitter->setCollapsible(0, false);
-    // The knobs get what their labels and fields need; the timeline the rest.
-    splitter->setSizes({1060, 340});
-    layout->addWidget(splitter, 1);
-    setCentralWidget(central);
-
-    // The knobs can make way for the timeline on a small screen (and come back).
-    show_knobs_ = new QAction(tr("&What-if panel"), this);
-    show_knobs_->setCheckable(true);
-    show_knobs_->setChecked(true);
+    show_knobs_ = knobs_dock_->toggleViewAction();
+    show_knobs_->setText(tr("&What-if panel"));
     show_knobs_->setShortcut(QKeySequence(tr("Ctrl+K")));
-    show_knobs_->setToolTip(tr("Show or hide the what-if knobs (Ctrl+K)"));
-    connect(show_knobs_, &QAction::toggled, scroll, &QWidget::setVisible);
-    // Dragging the splitter shut hides the panel too; the action follows it.
-    connect(splitter, &QSplitter::splitterMoved, this, [this, splitter] {
-        const bool open = splitter->sizes().value(1) > 0;
-        if (show_knobs_->isChecked() != open) show_knobs_->setChecked(open);
-    });
+    show_knobs_->setToolTip(tr("Open or close the what-if knobs (Ctrl+K)"));
+    QAction* show_claims = claims_dock_->toggleViewAction();
+    show_claims->setText(tr("C&laims"));
+    show_claims->setShortcut(QKeySequence(tr("Ctrl+L")));
+    show_claims->setToolTip(tr("Show or hide the card's claims (Ctrl+L)"));
 
     pin_ = new QAction(tr("&Pin this run for comparison"), this);
     pin_->setShortcut(QKeySequence(tr("Ctrl+P")));
@@ -143,6 +149,7 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     view->addAction(visualizer_->fitAllAction());
     view->addAction(visualizer_->playPauseAction());
     view->addSeparator();
+    view->addAction(show_claims);
     view->addAction(show_knobs_);
     QMenu* compare = menuBar()->addMenu(tr("&Compare"));
     compare->addAction(pin_);
@@ -181,7 +188,8 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
 ShowMeWindow::~ShowMeWindow() = default;
 
 void ShowMeWindow::showScenario(const QString& title, const QString& note,
-                                const pd::RunConfig& config, const QString& card_id) {
+                                const pd::RunConfig& config, const QString& card_id,
+                                const pd::Expectations& expectations) {
     // The same card asked for again (M while the window is open) keeps the learner's
     // what-if changes and the run on screen.
     if (isVisible() && title == card_title_ && note == visualizer_->note() && current_) return;
@@ -190,6 +198,8 @@ void ShowMeWindow::showScenario(const QString& title, const QString& note,
     setWindowTitle(tr("Show me — %1").arg(title));
     visualizer_->setNote(note);
     card_config_ = config;
+    expectations_ = expectations;
+    claims_dock_->setVisible(!expectations_.empty());
     what_if_->setConfig(config);
     pinned_.reset();
     current_.reset();  // another card's run is no picture of this one
@@ -204,8 +214,17 @@ void ShowMeWindow::showEvent(QShowEvent* event) {
     if (!placed_) {
         placed_ = true;
         fitToScreen();
+        // Narrower than 1400 px, the knobs would squeeze the timeline: their drawer starts
+        // closed (Ctrl+K opens it).
+        knobs_dock_->setVisible(width() >= 1400);
     }
     visualizer_->timeline()->setFocus(Qt::OtherFocusReason);
+}
+
+void ShowMeWindow::placeAt(const QSize& size) {
+    placed_ = true;
+    resize(size);
+    knobs_dock_->setVisible(size.width() >= 1400);
 }
 
 void ShowMeWindow::fitToScreen() {
@@ -261,7 +280,128 @@ QString ShowMeWindow::timelineKeysText() const {
 void ShowMeWindow::run(const pd::RunConfig& config) {
     // The knobs were set from the card, so they tell whether this run is the card's.
     running_is_card_ = !what_if_->differsFromCard();
+    follow_ups_.clear();
+    running_follow_up_.reset();
+    claims_checked_ = false;
+    evidence_rect_ = {};
+    if (expectations_.empty())
+        claims_->setWaiting(tr("This card makes no claims about its run."));
+    else if (running_is_card_)
+        claims_->setWaiting(tr("The card's claims are checked when its run ends."));
+    else
+        claims_->setWaiting(
+            tr("The card's claims are about its own settings; this run has "
+               "others. Reset to card to check them."));
     controller_->start(config);
+}
+
+QString ShowMeWindow::variantLabel(int variant) const {
+    if (variant < 0 || static_cast<std::size_t>(variant) >= expectations_.variants.size())
+        return {};
+    // {"seq_len":8,"batch":4} -> "seq_len 8, batch 4"
+    QString text =
+        QString::fromStdString(expectations_.variants[static_cast<std::size_t>(variant)]);
+    text.remove(QLatin1Char('{')).remove(QLatin1Char('}')).remove(QLatin1Char('"'));
+    text.replace(QLatin1Char(':'), QLatin1Char(' '))
+        .replace(QLatin1Char(','), QStringLiteral(", "));
+    return tr("comparison run with %1").arg(text);
+}
+
+void ShowMeWindow::queueFollowUps(const pd::RunConfig& config, const pd::RunResult& result) {
+    follow_ups_.clear();
+    repeat_results_.clear();
+    variant_runs_.assign(expectations_.variants.size(), std::nullopt);
+    compared_variant_ = -1;
+    // Repeats only of a run that completed: an out-of-memory run repeats identically.
+    if (result.status == pd::RunStatus::ok)
+        for (int i = 1; i < config.repeats; ++i) follow_ups_.push_back({true, i, config});
+    for (std::size_t v = 0; v < expectations_.variants.size(); ++v) {
+        try {
+            follow_ups_.push_back({false, static_cast<int>(v),
+                                   pd::variant_config(config, expectations_, v, "the card")});
+        } catch (const pd::Error& e) {
+            follow_ups_.clear();
+            claims_->setWaiting(
+                tr("The claims cannot be checked: %1").arg(QString::fromUtf8(e.what())));
+            emit claimsUnavailable(claims_->headline());
+            return;
+        }
+    }
+    startNextFollowUp();
+}
+
+void ShowMeWindow::startNextFollowUp() {
+    if (follow_ups_.empty()) {
+        running_follow_up_.reset();
+        checkClaims();
+        return;
+    }
+    running_follow_up_ = follow_ups_.front();
+    follow_ups_.pop_front();
+    const FollowUp& f = *running_follow_up_;
+    claims_->setWaiting(
+        f.repeat ? tr("Repeating the card's run (%1 of %2) so its timed figures show their "
+                      "spread…")
+                       .arg(f.index + 1)
+                       .arg(f.config.repeats)
+                 : tr("Running the %1 that the claims compare with…").arg(variantLabel(f.index)));
+    controller_->start(f.config);
+}
+
+void ShowMeWindow::finishFollowUp(std::shared_ptr<const pd::RunResult> result) {
+    const FollowUp f = *running_follow_up_;
+    running_follow_up_.reset();
+    if (f.repeat)
+        repeat_results_.push_back(result);
+    else
+        variant_runs_[static_cast<std::size_t>(f.index)] = Shown{f.config, result, false};
+    startNextFollowUp();
+}
+
+void ShowMeWindow::checkClaims() {
+    if (!current_ || !current_->is_card) return;
+    pd::RunEvidence card{current_->config,
+                         *current_->result,
+                         pd::compute_metrics(current_->result->trace, current_->config),
+                         {}};
+    for (const auto& r : repeat_results_) pd::add_repeat(card, *r);
+    std::vector<pd::RunEvidence> variants;
+    for (const auto& v : variant_runs_) {
+        if (!v) return;  // every comparison run is needed
+        variants.push_back(
+            {v->config, *v->result, pd::compute_metrics(v->result->trace, v->config), {}});
+    }
+    claims_->setOutcomes(pd::check_expectations(expectations_, card, variants));
+    claims_checked_ = true;
+    // The comparison the claims read is on screen without being asked for (a pinned run
+    // stays the learner's choice).
+    if (!pinned_ && !variant_runs_.empty()) showVariant(0);
+    int held = 0;
+    for (const auto& o : claims_->outcomes()) held += o.passed ? 1 : 0;
+    setStatus(tr("%1 %2 of %3 claims hold%4.")
+                  .arg(status(), QString::number(held), QString::number(claims_->count()),
+                       variant_runs_.empty() ? QString()
+                                             : tr("; B below is the %1").arg(variantLabel(0))),
+              false);
+    emit claimsReady();
+}
+
+void ShowMeWindow::showVariant(int variant) {
+    if (pinned_ || variant < 0 || static_cast<std::size_t>(variant) >= variant_runs_.size() ||
+        !variant_runs_[static_cast<std::size_t>(variant)])
+        return;
+    if (compared_variant_ == variant && visualizer_->hasComparison()) return;
+    const Shown& v = *variant_runs_[static_cast<std::size_t>(variant)];
+    visualizer_->setComparison(v.config, v.result, variantLabel(variant));
+    compared_variant_ = variant;
+}
+
+void ShowMeWindow::showClaimEvidence(int index) {
+    if (index < 0 || index >= claims_->count()) return;
+    const pd::ClaimOutcome& o = claims_->outcomes()[static_cast<std::size_t>(index)];
+    showVariant(o.variant);
+    const QRect r = visualizer_->revealEvidence(o);
+    evidence_rect_ = r.isEmpty() ? QRect() : QRect(visualizer_->mapTo(this, r.topLeft()), r.size());
 }
 
 void ShowMeWindow::resetToCard() {
@@ -300,6 +440,12 @@ void ShowMeWindow::onStarted(const pd::RunConfig& config) {
     updateProgressText();
     progress_->show();
     cancel_->show();
+    if (running_follow_up_) {
+        progress_phase_ =
+            running_follow_up_->repeat ? tr("Repeat of the card's run…") : tr("Comparison run…");
+        updateProgressText();
+        return;  // the card's run stays on screen and in the status line
+    }
     setStatus(tr("Running %1 on the engine…").arg(describe(config)), false);
 }
 
@@ -328,9 +474,11 @@ QString ShowMeWindow::progressText() const {
 void ShowMeWindow::onPartial(const pd::RunConfig& config,
                              std::shared_ptr<const pd::RunResult> so_far) {
     // A stale run's signals are dropped: this is the run last started.
+    if (running_follow_up_) return;  // drawn only as the comparison, once finished
     partial_on_screen_ = true;
     shown_is_card_ = running_is_card_;
     visualizer_->setRun(config, so_far);
+    compared_variant_ = -1;
     visualizer_->setNoteDescribesRun(shown_is_card_);
     if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
     setStatus(tr("%1: step %2 of %3 drawn while the rest runs; the figures are final when it "
@@ -350,6 +498,7 @@ void ShowMeWindow::showCurrent() {
     } else {
         shown_is_card_ = current_->is_card;
         visualizer_->setRun(current_->config, current_->result);
+        compared_variant_ = -1;
         visualizer_->setNoteDescribesRun(shown_is_card_);
         if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
     }
@@ -358,6 +507,15 @@ void ShowMeWindow::showCurrent() {
 
 void ShowMeWindow::onFinished(const pd::RunConfig& config,
                               std::shared_ptr<const pd::RunResult> result) {
+    if (running_follow_up_) {
+        if (follow_ups_.empty()) {
+            progress_ticker_->stop();
+            progress_->hide();
+            cancel_->hide();
+        }
+        finishFollowUp(std::move(result));
+        return;
+    }
     progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
@@ -366,6 +524,7 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
     shown_is_card_ = running_is_card_;
     current_ = Shown{config, result, shown_is_card_};
     visualizer_->setRun(config, result);
+    compared_variant_ = -1;
     visualizer_->setNoteDescribesRun(shown_is_card_);
     if (pinned_) visualizer_->setComparison(pinned_->config, pinned_->result);
     const QString clock = QString::fromLatin1(pd::name_of(result->trace.clock).data());
@@ -390,12 +549,34 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
     }
     updateActions();
     emit runShown(config);
+    // The card's own run: its claims need its repeats and comparison runs, run next.
+    if (shown_is_card_ && !expectations_.empty() &&
+        (result->status == pd::RunStatus::ok || result->status == pd::RunStatus::out_of_memory)) {
+        if (config.repeats > 1 || !expectations_.variants.empty()) {
+            progress_->show();
+            cancel_->show();
+            progress_ticker_->start();
+        }
+        queueFollowUps(config, *result);
+    } else if (!expectations_.empty() && shown_is_card_) {
+        claims_->setWaiting(tr("The claims are not checked: the run did not finish."));
+        emit claimsUnavailable(claims_->headline());
+    }
 }
 
 void ShowMeWindow::onCancelled() {
     progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
+    if (running_follow_up_) {
+        running_follow_up_.reset();
+        follow_ups_.clear();
+        claims_->setWaiting(
+            tr("The claims were not checked: their comparison run was "
+               "cancelled. Reset to card runs it all again."));
+        emit claimsUnavailable(claims_->headline());
+        return;
+    }
     // The knobs describe the picture again, not the run that was stopped; the stopped run's
     // first steps make way for the last finished run.
     what_if_->showKnobs(current_ ? current_->config : card_config_);
@@ -409,6 +590,13 @@ void ShowMeWindow::onRejected(const QString& message) {
     progress_ticker_->stop();
     progress_->hide();
     cancel_->hide();
+    if (running_follow_up_) {
+        running_follow_up_.reset();
+        follow_ups_.clear();
+        claims_->setWaiting(tr("The claims cannot be checked: %1").arg(message));
+        emit claimsUnavailable(claims_->headline());
+        return;
+    }
     setStatus(tr("This scenario cannot run: %1").arg(message), true);
 }
 
@@ -430,6 +618,7 @@ void ShowMeWindow::onKnobProblem(const QString& problem) {
 void ShowMeWindow::pinCurrentRun() {
     if (!current_ || partial_on_screen_) return;
     pinned_ = current_;
+    compared_variant_ = -1;
     visualizer_->setComparison(pinned_->config, pinned_->result);
     setStatus(tr("Pinned %1. Change a knob: the new run appears above it on the same time axis.")
                   .arg(describe(pinned_->config)),
@@ -440,6 +629,7 @@ void ShowMeWindow::pinCurrentRun() {
 void ShowMeWindow::clearPinnedRun() {
     pinned_.reset();
     visualizer_->clearComparison();
+    compared_variant_ = -1;
     updateActions();
 }
 

@@ -28,6 +28,11 @@ class TraceWindow : public QMainWindow {
     explicit TraceWindow(QWidget* parent = nullptr);
 
     void showImported(const QStringList& files, std::shared_ptr<const pd::RunResult> result);
+    // File > Open… (Ctrl+O): reads other traces (one file per rank) off the GUI thread and
+    // shows them here; on failure the run shown stays, and a box names the file and why.
+    void openTraces(const QStringList& files);
+    QAction* openAction() const { return open_; }
+    QStringList files() const { return files_; }
     pd::vis::VisualizerPanel* visualizer() const { return visualizer_; }
     // View > Clock: the traces' own clock, or every rank aligned on its first collective;
     // choosing one reads the files again with it.
@@ -35,14 +40,24 @@ class TraceWindow : public QMainWindow {
     QAction* firstCollectiveAction() const { return first_collective_; }
     pd::app::TraceLoader* loader() const { return loader_; }
 
+  signals:
+    // A File > Open or a clock change could not read the traces; the run shown is unchanged.
+    void loadFailed(const QString& message);
+
   private:
     void realign(pd::ClockAlignment alignment);
+    void chooseAndOpenTraces();
 
     pd::vis::VisualizerPanel* visualizer_;
     pd::app::TraceLoader* loader_;
+    QAction* open_;
     QAction* own_clock_;
     QAction* first_collective_;
     QStringList files_;
+    // What the load under way is: another trace (File > Open) or the same one again on
+    // another clock; its failure is worded accordingly.
+    bool opening_other_ = false;
+    bool shown_on_first_collective_ = false;  // the clock of the run shown
 };
 
 // The note shown above an imported timeline: how the ranks were aligned, how lanes were

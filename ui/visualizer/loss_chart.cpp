@@ -54,6 +54,44 @@ void LossChart::setRun(std::shared_ptr<const pd::RunResult> result, const pd::Ru
     rebuild();
 }
 
+LossChart::Extents LossChart::Extents::united(const Extents& o) const {
+    if (empty) return o;
+    if (o.empty) return *this;
+    Extents u;
+    u.empty = false;
+    u.loss_lo = std::min(loss_lo, o.loss_lo);
+    u.loss_hi = std::max(loss_hi, o.loss_hi);
+    u.time_hi_ms = std::max(time_hi_ms, o.time_hi_ms);
+    u.first_step = std::min(first_step, o.first_step);
+    u.last_step = std::max(last_step, o.last_step);
+    return u;
+}
+
+LossChart::Extents LossChart::naturalExtents() const {
+    Extents e;
+    e.loss_lo = std::numeric_limits<double>::max();
+    e.loss_hi = -e.loss_lo;
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+        const pd::StepMetrics& s = steps_[i];
+        const int n = s.step + 1;  // steps count from 1, as on the timeline
+        if (i == 0) e.first_step = e.last_step = n;
+        e.first_step = std::min(e.first_step, n);
+        e.last_step = std::max(e.last_step, n);
+        if (std::isfinite(s.loss)) {
+            e.loss_lo = std::min(e.loss_lo, s.loss);
+            e.loss_hi = std::max(e.loss_hi, s.loss);
+        }
+        e.time_hi_ms = std::max(e.time_hi_ms, s.time_s * 1e3);
+    }
+    e.empty = steps_.empty();
+    return e;
+}
+
+void LossChart::setSharedExtents(std::optional<Extents> extents) {
+    shared_ = extents;
+    rebuild();
+}
+
 void LossChart::setTheme(ThemeChoice theme) {
     theme_ = theme;
     applyPalette(TimelinePalette::choose(theme_, palette()));
@@ -83,24 +121,16 @@ void LossChart::rebuild() {
     time_ = new QLineSeries();
     time_->setName(tr("step time (ms)"));
     time_->setPointsVisible(true);
-    double loss_lo = std::numeric_limits<double>::max(), loss_hi = -loss_lo;
-    double time_hi = 0;
-    int first = 0, last = 0;
-    for (std::size_t i = 0; i < steps_.size(); ++i) {
-        const pd::StepMetrics& s = steps_[i];
+    for (const pd::StepMetrics& s : steps_) {
         const int n = s.step + 1;  // steps count from 1, as on the timeline
-        if (i == 0) first = last = n;
-        first = std::min(first, n);
-        last = std::max(last, n);
         // A diverged run's inf or NaN cannot be plotted: the title says so below.
-        if (std::isfinite(s.loss)) {
-            loss_->append(n, s.loss);
-            loss_lo = std::min(loss_lo, s.loss);
-            loss_hi = std::max(loss_hi, s.loss);
-        }
+        if (std::isfinite(s.loss)) loss_->append(n, s.loss);
         time_->append(n, s.time_s * 1e3);
-        time_hi = std::max(time_hi, s.time_s * 1e3);
     }
+    // A compared run's extents join this one's: both charts on the same scales.
+    const Extents e = shared_ ? naturalExtents().united(*shared_) : naturalExtents();
+    const double loss_lo = e.loss_lo, loss_hi = e.loss_hi, time_hi = e.time_hi_ms;
+    const int first = e.first_step, last = e.last_step;
     c->addSeries(loss_);
     c->addSeries(time_);
 
@@ -118,7 +148,7 @@ void LossChart::rebuild() {
     axis_time_->setTitleText(tr("step time (ms)"));
     axis_time_->setLabelFormat(QStringLiteral("%.3g"));
     // Round tick values (2.2, 2.4, ...) read at a glance.
-    if (loss_->count() > 0) {
+    if (loss_->count() > 0 && loss_lo <= loss_hi) {
         const auto [lo, hi] = padded(loss_lo, loss_hi, false);
         axis_loss_->setRange(lo, hi);
         axis_loss_->applyNiceNumbers();

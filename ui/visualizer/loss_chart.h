@@ -3,6 +3,8 @@
 // are each step's extent in the trace (RunMetrics::steps), never typed in.
 #pragma once
 
+#include <optional>
+
 #include <QChartView>
 #include <memory>
 
@@ -33,6 +35,20 @@ class LossChart : public QChartView {
     void renderChart(QPainter& painter, const QRectF& target, const TimelinePalette& palette);
     QSize sizeHint() const override { return {380, 260}; }
 
+    // The axes' extents: compared runs share them, so the taller line is the larger figure.
+    struct Extents {
+        double loss_lo = 0, loss_hi = 0;  // finite losses (lo > hi: none)
+        double time_hi_ms = 0;
+        int first_step = 0, last_step = 0;  // counted from 1
+        bool empty = true;
+        Extents united(const Extents& other) const;
+    };
+    Extents naturalExtents() const;
+    // Nullopt: the chart's own extents.
+    void setSharedExtents(std::optional<Extents> extents);
+    QValueAxis* lossAxis() const { return axis_loss_; }
+    QValueAxis* stepTimeAxis() const { return axis_time_; }
+
   protected:
     void changeEvent(QEvent* event) override;
 
@@ -44,6 +60,7 @@ class LossChart : public QChartView {
     std::vector<pd::StepMetrics> steps_;
     ThemeChoice theme_ = ThemeChoice::follow_palette;
     QString prefix_;
+    std::optional<Extents> shared_;
     QLineSeries* loss_ = nullptr;
     QLineSeries* time_ = nullptr;
     QValueAxis* axis_step_ = nullptr;

@@ -187,6 +187,22 @@ QString bubble_note(const pd::RunMetrics& m) {
     return text;
 }
 
+// " · steps 11.9–13.1 ms": how far a headline figure moved over the steps it covers (the
+// noise beside it); empty with fewer than two steps.
+template <typename Format>
+QString step_range_text(const std::vector<double>& samples, Format format) {
+    const pd::Spread s = pd::spread_of(samples);
+    if (s.samples < 2) return {};
+    return QStringLiteral(" · %1 steps %2–%3").arg(s.samples).arg(format(s.min), format(s.max));
+}
+
+std::vector<double> step_samples_of(const pd::RunMetrics& m,
+                                    double (*read)(const pd::StepFigures&)) {
+    std::vector<double> v;
+    for (const pd::StepFigures& f : m.figure_step_samples) v.push_back(read(f));
+    return v;
+}
+
 std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::RunResult& result,
                                       const pd::RunMetrics& m) {
     if (result.trace.origin.imported) return imported_lines(result, m);
@@ -215,8 +231,17 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                            QStringLiteral("Busy, communication and bubble figures cover these "
                                           "steps; the first pays for page faults and cold "
                                           "caches, so it is left out when there are more")});
-        out.push_back({QStringLiteral("Step time"), duration_text(m.median_step_time_s * 1e9),
-                       QStringLiteral("Median over the run's training steps")});
+        const auto ns = [](double seconds) { return duration_text(seconds * 1e9); };
+        out.push_back(
+            {QStringLiteral("Step time"),
+             QStringLiteral("%1 median%2")
+                 .arg(duration_text(m.median_step_time_s * 1e9),
+                      step_range_text(
+                          step_samples_of(m, [](const pd::StepFigures& f) { return f.time_s; }),
+                          ns)),
+             QStringLiteral("Median over the run's training steps; the range is the fastest and "
+                            "slowest figure step, the machine's noise: a difference smaller "
+                            "than it shows nothing")});
         out.push_back({QStringLiteral("Throughput"),
                        QStringLiteral("%1 samples/s").arg(m.samples_per_s, 0, 'f', 0),
                        QStringLiteral("Global batch / median step time")});
@@ -246,18 +271,28 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
             }
             out.push_back(
                 {QStringLiteral("Busy (mean)"),
-                 QStringLiteral("%1 · idle %2 per device")
+                 QStringLiteral("%1 · idle %2 per device%3")
                      .arg(percent_text(busy / static_cast<double>(m.devices.size())),
-                          duration_text(idle / static_cast<double>(m.devices.size()) * 1e9)),
+                          duration_text(idle / static_cast<double>(m.devices.size()) * 1e9),
+                          step_range_text(step_samples_of(m,
+                                                          [](const pd::StepFigures& f) {
+                                                              return f.mean_busy_fraction();
+                                                          }),
+                                          percent_text)),
                  QStringLiteral("Per device, averaged over devices: compute-stream time in "
                                 "forward, backward and optimizer work over the figure steps")});
         }
         out.push_back(
             {QStringLiteral("Communication"),
-             QStringLiteral("exposed %1 · overlapped %2, summed over %3 devices")
+             QStringLiteral("exposed %1 · overlapped %2, summed over %3 devices%4")
                  .arg(duration_text(m.exposed_comm_s * 1e9),
                       duration_text(m.overlapped_comm_s * 1e9))
-                 .arg(m.devices.size()),
+                 .arg(m.devices.size())
+                 .arg(step_range_text(
+                     step_samples_of(m, [](const pd::StepFigures& f) { return f.exposed_comm_s; }),
+                     [](double seconds) {
+                         return QStringLiteral("exposed ") + duration_text(seconds * 1e9);
+                     })),
              QStringLiteral("Summed over devices (each device's own figures are in the table), "
                             "over the figure steps. Exposed: communication not hidden behind "
                             "compute (HTA's definition); overlapped: running while compute "
@@ -265,15 +300,20 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     }
     if (m.bubble) {
         const pd::BubbleMetrics& b = *m.bubble;
+        std::vector<double> per_step;
+        for (const auto& [step, fraction] : b.measured_by_step) per_step.push_back(fraction);
+        const QString measured = percent_text(b.measured) + QStringLiteral(" median") +
+                                 step_range_text(per_step, percent_text)
+                                     .replace(QStringLiteral(" · "), QStringLiteral(", "));
         out.push_back(
             {QStringLiteral("Pipeline bubble"),
              b.predicted
                  ? QStringLiteral("measured %1 · predicted %2 from this run's stage times · "
                                   "theoretical %3")
-                       .arg(percent_text(b.measured), percent_text(b.predicted->fraction),
+                       .arg(measured, percent_text(b.predicted->fraction),
                             percent_text(b.theoretical))
                  : QStringLiteral("measured %1 · theoretical %2")
-                       .arg(percent_text(b.measured), percent_text(b.theoretical)),
+                       .arg(measured, percent_text(b.theoretical)),
              QStringLiteral("Measured 1 − Σbusy/(p·T), median over the figure steps; predicted: "
                             "the schedule replayed with this run's own forward, backward, "
                             "transfer and optimizer times, its critical path as T; theoretical "

@@ -49,7 +49,7 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
       memory_mode_(new QComboBox(this)),
       memory_(new MemoryBarsView(this)),
       compare_memory_(new MemoryBarsView(this)),
-      charts_tabs_(new QTabWidget(this)),
+      lower_tabs_(new QTabWidget(this)),
       loss_(new LossChart(this)),
       compare_loss_(new LossChart(this)),
       ring_(new RingDiagram(this)),
@@ -137,58 +137,53 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     compare_timeline_->hide();
     compare_timeline_->setLegendVisible(false);
 
-    auto* bottom = new QWidget;
-    auto* bottom_layout = new QHBoxLayout(bottom);
-    bottom_layout->setContentsMargins(0, 0, 0, 0);
-    auto* memory_box = new QWidget(bottom);
+    // The lower panels are tabs, each with the whole width (axes and labels readable); the
+    // splitter above them gives the learner the height to share with the timelines.
+    auto* memory_box = new QWidget(lower_tabs_);
     auto* memory_layout = new QVBoxLayout(memory_box);
     memory_layout->setContentsMargins(0, 0, 0, 0);
     memory_mode_->addItem(tr("Memory: peak over the run"));
     memory_mode_->addItem(tr("Memory: live at the playback cursor"));
     memory_layout->addWidget(memory_mode_);
-    // Compared runs' bars sit side by side, at the same height, so they read as a pair.
+    // Compared runs' bars sit side by side, at the same height and on one y-axis.
     auto* charts = new QHBoxLayout();
     charts->addWidget(memory_, 1);
     charts->addWidget(compare_memory_, 1);
     memory_layout->addLayout(charts, 1);
     compare_memory_->hide();
-    // Memory and the loss curve share one place: both are charts of the whole run.
-    auto* loss_box = new QWidget(bottom);
+    auto* loss_box = new QWidget(lower_tabs_);
     auto* loss_layout = new QHBoxLayout(loss_box);
     loss_layout->setContentsMargins(0, 0, 0, 0);
     loss_layout->addWidget(loss_, 1);
     loss_layout->addWidget(compare_loss_, 1);
     compare_loss_->hide();
-    charts_tabs_->setDocumentMode(true);
-    charts_tabs_->addTab(memory_box, tr("Memory"));
-    charts_tabs_->addTab(loss_box, tr("Loss and step time"));
-    bottom_layout->addWidget(charts_tabs_, 3);
-    auto* ring_box = new QWidget(bottom);
-    auto* ring_layout = new QVBoxLayout(ring_box);
-    ring_layout->setContentsMargins(0, 0, 0, 0);
-    ring_layout->addWidget(ring_, 1);
-    ring_layout->addWidget(compare_ring_, 1);
-    compare_ring_->hide();
-    bottom_layout->addWidget(ring_box, 0);
-    auto* metrics_box = new QWidget(bottom);
-    // Compared runs' numbers stack, A above B, each with the column's full width: side by
-    // side they wrapped and B was cut off. The charts area scrolls.
+    // Compared runs' numbers stack, A above B, each with the tab's full width.
+    auto* metrics_box = new QWidget;
     auto* metrics_layout = new QVBoxLayout(metrics_box);
     metrics_layout->setContentsMargins(0, 0, 0, 0);
     metrics_layout->addWidget(metrics_, 1);
     metrics_layout->addWidget(compare_metrics_, 1);
     compare_metrics_->hide();
-    bottom_layout->addWidget(metrics_box, 4);
-    // Charts and metrics scroll as one: on a 720-pixel screen the splitter can give the
-    // timelines most of the height and the learner scrolls down to the numbers.
-    auto* bottom_scroll = new QScrollArea(split);
-    bottom_scroll->setObjectName(QStringLiteral("chartsScroll"));
-    bottom_scroll->setWidget(bottom);
-    bottom_scroll->setWidgetResizable(true);
-    bottom_scroll->setFrameShape(QFrame::NoFrame);
-    bottom_scroll->setMinimumHeight(90);
+    metrics_scroll_ = new QScrollArea(lower_tabs_);
+    metrics_scroll_->setObjectName(QStringLiteral("metricsScroll"));
+    metrics_scroll_->setWidget(metrics_box);
+    metrics_scroll_->setWidgetResizable(true);
+    metrics_scroll_->setFrameShape(QFrame::NoFrame);
+    auto* ring_box = new QWidget(lower_tabs_);
+    auto* ring_layout = new QHBoxLayout(ring_box);
+    ring_layout->setContentsMargins(0, 0, 0, 0);
+    ring_layout->addWidget(ring_, 1);
+    ring_layout->addWidget(compare_ring_, 1);
+    compare_ring_->hide();
+    lower_tabs_->setObjectName(QStringLiteral("lowerPanels"));
+    lower_tabs_->setDocumentMode(true);
+    memory_tab_ = lower_tabs_->addTab(memory_box, tr("&Memory"));
+    loss_tab_ = lower_tabs_->addTab(loss_box, tr("&Loss and step time"));
+    metrics_tab_ = lower_tabs_->addTab(metrics_scroll_, tr("Me&trics"));
+    ring_tab_ = lower_tabs_->addTab(ring_box, tr("&Ring"));
+    lower_tabs_->setMinimumHeight(120);
     split->addWidget(top);
-    split->addWidget(bottom_scroll);
+    split->addWidget(lower_tabs_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
@@ -271,7 +266,7 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
     // What the last run's boxes said does not describe this one.
     clearDetails();
     if (result)
-        runs_[0] = Shown{config, result, pd::compute_metrics(result->trace, config)};
+        runs_[0] = Shown{config, result, pd::compute_metrics(result->trace, config), {}};
     else
         runs_[0].reset();
     showRun(0);
@@ -288,10 +283,11 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
 }
 
 void VisualizerPanel::setComparison(const pd::RunConfig& config,
-                                    std::shared_ptr<const pd::RunResult> result) {
+                                    std::shared_ptr<const pd::RunResult> result,
+                                    const QString& label) {
     if (!result) return clearComparison();
     clearDetails();
-    runs_[1] = Shown{config, result, pd::compute_metrics(result->trace, config)};
+    runs_[1] = Shown{config, result, pd::compute_metrics(result->trace, config), label};
     showRun(1);
     fitStep();
     sizeSplit();
@@ -381,9 +377,11 @@ void VisualizerPanel::showRun(int index) {
             loss_->setTitlePrefix(QString());
         }
         shareMemoryScale();
+        shareLossScale();
         return;
     }
     const QString title = (runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString()) +
+                          (shown->label.isEmpty() ? QString() : shown->label + tr(" — ")) +
                           run_title(shown->config, shown->result->trace);
     t->setRun(shown->result, shown->metrics.bubble, title, shown->metrics.stage_boundaries);
     t->setMaximumHeight(static_cast<int>(t->preferredHeight(true, t->legendVisible()) * 1.3));
@@ -393,8 +391,11 @@ void VisualizerPanel::showRun(int index) {
     lc->setTitlePrefix(runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString());
     r->setRun(shown->result);
     r->setVisible(r->hasRingSteps());
+    lower_tabs_->setTabVisible(
+        ring_tab_, ring_->hasRingSteps() || (runs_[1] && compare_ring_->hasRingSteps()));
     p->setRun(shown->config, *shown->result, shown->metrics, title);
     shareMemoryScale();
+    shareLossScale();
     if (index == 1) {
         // A's title gains its "A:" now that there is a B.
         if (runs_[0])
@@ -417,6 +418,119 @@ void VisualizerPanel::shareMemoryScale() {
                                             : 0.0;
     memory_->setSharedTopBytes(top);
     compare_memory_->setSharedTopBytes(top);
+}
+
+void VisualizerPanel::shareLossScale() {
+    if (runs_[0] && runs_[1]) {
+        loss_->setSharedExtents(compare_loss_->naturalExtents());
+        compare_loss_->setSharedExtents(loss_->naturalExtents());
+    } else {
+        loss_->setSharedExtents(std::nullopt);
+        compare_loss_->setSharedExtents(std::nullopt);
+    }
+}
+
+namespace {
+
+enum class EvidenceView { timeline, memory, loss, metrics, ring };
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Which view shows what a claim reads.
+EvidenceView evidence_view(const pd::ClaimOutcome& c) {
+    using Kind = pd::Claim::Kind;
+    if (c.kind == Kind::status)
+        return c.description.find(pd::name_of(pd::RunStatus::out_of_memory)) != std::string::npos
+                   ? EvidenceView::memory
+                   : EvidenceView::loss;
+    if (c.kind != Kind::metric) return EvidenceView::loss;
+    const std::string& m = c.metric;
+    if (starts_with(m, "peak.") || m == "capacity" || starts_with(m, "model_state.") ||
+        m == "activations.analytic")
+        return EvidenceView::memory;
+    if (m == "step_time" || m == "samples_per_s" || starts_with(m, "loss.") ||
+        m == "steps_completed")
+        return EvidenceView::loss;
+    if (m == "ring_steps_per_collective") return EvidenceView::ring;
+    if (starts_with(m, "bubble") || starts_with(m, "busy") || m == "idle" || m == "comm" ||
+        starts_with(m, "exposed_comm") || m == "overlapped_comm" || m == "max_microbatches_alive")
+        return EvidenceView::timeline;
+    return EvidenceView::metrics;
+}
+
+}  // namespace
+
+QRect VisualizerPanel::visiblePart(const QWidget* w, const QRect& rect) const {
+    if (!w->isVisible()) return {};
+    // Clipped by every ancestor up to the window (a scroll area's viewport hides the rest).
+    QRect r = QRect(w->mapTo(window(), rect.topLeft()), rect.size());
+    for (const QWidget* p = w; p && p != window(); p = p->parentWidget())
+        r = r.intersected(QRect(p->mapTo(window(), QPoint(0, 0)), p->size()));
+    r = r.intersected(window()->rect());
+    if (r.isEmpty()) return {};
+    return QRect(mapFrom(window(), r.topLeft()), r.size());
+}
+
+QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
+    if (!runs_[0]) return {};
+    const bool compared = claim.variant >= 0 && runs_[1].has_value();
+    EvidenceView view = evidence_view(claim);
+    if (view == EvidenceView::ring && !lower_tabs_->isTabVisible(ring_tab_))
+        view = EvidenceView::timeline;
+    const auto show_tab = [this](int tab, std::initializer_list<QWidget*> parts) {
+        lower_tabs_->setCurrentIndex(tab);
+        // A panel squeezed to nothing by the splitter gets its readable share back.
+        if (lower_tabs_->height() < 160) {
+            const int total = split_->height();
+            split_->setSizes({std::max(1, total - 220), 220});
+        }
+        QRect r;
+        for (QWidget* w : parts)
+            if (w->isVisible()) r = r.united(visiblePart(w, w->rect()));
+        return r;
+    };
+    switch (view) {
+        case EvidenceView::memory:
+            if (compared) return show_tab(memory_tab_, {memory_, compare_memory_});
+            return show_tab(memory_tab_, {memory_});
+        case EvidenceView::loss:
+            if (compared) return show_tab(loss_tab_, {loss_, compare_loss_});
+            return show_tab(loss_tab_, {loss_});
+        case EvidenceView::ring:
+            return show_tab(ring_tab_, {ring_});
+        case EvidenceView::metrics: {
+            lower_tabs_->setCurrentIndex(metrics_tab_);
+            QWidget* target = compared ? compare_metrics_ : metrics_;
+            metrics_scroll_->ensureWidgetVisible(target, 0, 0);
+            QRect r = visiblePart(metrics_, metrics_->rect());
+            if (compared) r = r.united(visiblePart(compare_metrics_, compare_metrics_->rect()));
+            return r;
+        }
+        case EvidenceView::timeline:
+            break;
+    }
+    // The timeline: a figure step, the devices the claim reads scrolled into sight.
+    if (timeline_->data().step_count() > 0) {
+        const int step = timeline_->defaultStep();
+        step_box_->setValue(step + 1);
+        fitStep();
+    }
+    TimelineView* t = compared ? compare_timeline_ : timeline_;
+    const int devices = std::max(1, t->data().devices());
+    const int first = claim.devices.empty() ? 0 : std::clamp(claim.devices.front(), 0, devices - 1);
+    const int last =
+        claim.devices.empty() ? devices - 1 : std::clamp(claim.devices.back(), 0, devices - 1);
+    const QSizeF size = t->size();
+    QRectF lanes =
+        t->laneRect(first, pd::StreamKind::compute, size, true, t->legendVisible())
+            .united(t->laneRect(last, pd::StreamKind::comm, size, true, t->legendVisible()));
+    timelines_scroll_->ensureVisible(
+        static_cast<int>(lanes.center().x()),
+        t->mapTo(timelines_scroll_->widget(), lanes.center().toPoint()).y(), 0,
+        static_cast<int>(lanes.height() / 2) + 4);
+    return visiblePart(t, lanes.toAlignedRect());
 }
 
 void VisualizerPanel::fitStep() {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "pd/expectations.h"
 #include "pd/metrics.h"
 #include "pd/run.h"
 #include "visualizer/picture_export.h"
@@ -44,7 +45,9 @@ class VisualizerPanel : public QWidget {
     // Shows one run; clears any comparison. A null result clears the panel.
     void setRun(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
     // Shows a second run below the first on the same time axis, metrics side by side.
-    void setComparison(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result);
+    // `label` says what B is ("comparison run with seq_len 8"); empty: the run's settings.
+    void setComparison(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result,
+                       const QString& label = {});
     void clearComparison();
     bool hasComparison() const;
     // The card's note on what to look at, shown above the timeline (empty hides it).
@@ -79,6 +82,13 @@ class VisualizerPanel : public QWidget {
     // The row of fit and export buttons above the timeline; a host may add its own actions.
     QToolBar* toolBar() const { return bar_; }
 
+    // Brings a claim's evidence into view: the lower tab that shows its figure, the timeline
+    // fitted to a figure step and scrolled to its devices, the comparison run beside it. The
+    // host shows the claim's comparison run (setComparison) first. Returns where the evidence
+    // is, in this panel's coordinates, clipped to what is visible (empty: nothing shows it).
+    QRect revealEvidence(const pd::ClaimOutcome& claim);
+    QTabWidget* lowerTabs() const { return lower_tabs_; }
+
     TimelineView* timeline() const { return timeline_; }
     TimelineView* comparisonTimeline() const { return compare_timeline_; }
     MemoryBarsView* memoryBars() const { return memory_; }
@@ -109,6 +119,7 @@ class VisualizerPanel : public QWidget {
         pd::RunConfig config;
         std::shared_ptr<const pd::RunResult> result;
         pd::RunMetrics metrics;
+        QString label;  // what the run is, before its settings in its title
     };
     void buildActions();
     void showRun(int index);  // 0: main run, 1: comparison
@@ -121,8 +132,12 @@ class VisualizerPanel : public QWidget {
     void copyImage();
     void sizeSplit();  // the timelines get their natural height, the rest goes below
     void clearDetails();
-    void shareMemoryScale();  // compared runs' memory bars on one y-axis  // back to the hint: on
-                              // every new run, nothing stale is described
+    void shareMemoryScale();
+    void shareLossScale();  // compared runs' loss and step-time charts on the same axes
+    // The part of `w` inside `rect` (w's coordinates) that is visible, in panel coordinates.
+    QRect visiblePart(const QWidget* w, const QRect& rect)
+        const;  // compared runs' memory bars on one y-axis  // back to the hint: on
+                // every new run, nothing stale is described
 
     std::optional<Shown> runs_[2];
     ThemeChoice theme_ = ThemeChoice::follow_palette;
@@ -149,7 +164,9 @@ class VisualizerPanel : public QWidget {
     QComboBox* memory_mode_;
     MemoryBarsView* memory_;
     MemoryBarsView* compare_memory_;
-    QTabWidget* charts_tabs_;
+    QTabWidget* lower_tabs_;
+    QScrollArea* metrics_scroll_ = nullptr;
+    int memory_tab_ = 0, loss_tab_ = 1, metrics_tab_ = 2, ring_tab_ = 3;
     LossChart* loss_;
     LossChart* compare_loss_;
     RingDiagram* ring_;

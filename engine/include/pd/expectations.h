@@ -70,8 +70,19 @@ struct RunEvidence {
     RunConfig config;
     RunResult result;
     RunMetrics metrics;
+    // The metrics of the scenario's further repeats (RunConfig::repeats - 1 of them): timed
+    // figures then read the median over every repeat's figure steps.
+    std::vector<RunMetrics> repeats;
 };
+// Runs `config` (config.repeats times; the first run's result is kept).
 RunEvidence run_for_evidence(const RunConfig& config);
+// Adds one more repeat's result to `evidence`.
+void add_repeat(RunEvidence& evidence, const RunResult& result);
+
+// A timed figure's samples: its value in each figure step of the run and of its repeats (for
+// per-device figures, on `device`). Empty for figures that are counted, not timed, and for
+// runs whose steps have no span of their own.
+std::vector<double> step_samples(std::string_view metric, const RunEvidence& run, int device);
 
 struct ClaimOutcome {
     std::string description;  // "bubble within 0.273 +- 0.03"
@@ -80,6 +91,23 @@ struct ClaimOutcome {
     // The claim reads a figure from clocks (a duration, a fraction of time): meaningful on a
     // quiet, uninstrumented build; sanitizers change the relative cost of operations.
     bool timed = false;
+
+    // What a view needs to bring the claim's evidence into sight (pd::ui's revealEvidence).
+    Claim::Kind kind = Claim::Kind::metric;
+    std::string metric;        // the figure it reads (metric claims)
+    std::vector<int> devices;  // the devices it reads; empty: run-wide
+    int variant = -1;          // the compare_with run it reads; -1: none
+    // The claim in a learner's words: "Peak activation memory on device 0 is 9 to 12 times
+    // the comparison run's (seq_len 8)".
+    std::string plain;
+    std::string measured_words;  // the measured value(s) as the learner reads them: "9.61x"
+    // A timed claim's run-to-run noise, from each figure step's own value: "this run's
+    // steps 12.1-13.0 ms; the comparison's 15.2-16.8 ms: the difference is larger than the
+    // spread". Empty where the figure is counted, not timed (bytes, calls: no noise).
+    std::string spread;
+    // Whether a comparison claim's difference is larger than both runs' spreads (the ranges
+    // of their steps do not overlap); nullopt where that does not apply.
+    std::optional<bool> beyond_spread;
 };
 
 // Checks every claim against `run` and `variants` (one per Expectations::variants, in order).

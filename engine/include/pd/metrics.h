@@ -21,6 +21,29 @@ struct StepMetrics {
     double time_s = 0.0;
 };
 
+// One figure step's headline figures on their own: how much they move from step to step is
+// the noise a learner must see beside them (a figure that moves by more than an effect does
+// not show that effect).
+struct StepFigures {
+    int step = 0;
+    double time_s = 0.0;
+    std::optional<double> bubble;               // pipelined runs
+    std::vector<double> busy_fraction;          // per device: compute busy / the step's span
+    std::vector<double> exposed_comm_device_s;  // per device
+    double exposed_comm_s = 0.0;                // summed over devices
+    double mean_busy_fraction() const;
+};
+
+// The median of some samples with their smallest and largest.
+struct Spread {
+    double median = 0.0;
+    double min = 0.0;
+    double max = 0.0;
+    int samples = 0;
+    bool empty() const { return samples == 0; }
+};
+Spread spread_of(std::vector<double> samples);
+
 // Busy, idle and communication times cover the figure steps (RunMetrics::figure_steps).
 struct DeviceMetrics {
     int device = 0;
@@ -98,6 +121,7 @@ struct BubbleMetrics {
     int microbatches = 1;
     int chunks = 1;
     double measured = 0.0;
+    std::map<int, double> measured_by_step;  // each figure step's own bubble
     double theoretical = 0.0;
     // Absent when the trace does not hold the schedule's every task (tracing off, a failed run).
     std::optional<BubblePrediction> predicted;
@@ -144,6 +168,9 @@ struct RunMetrics {
     std::vector<CollectiveMetrics> collectives;  // per device, over the whole run
     double exposed_comm_s = 0.0;                 // summed over devices, over figure_steps
     double overlapped_comm_s = 0.0;              // summed over devices, over figure_steps
+    // Each figure step's own figures, in step order (empty for a run whose steps overlap in
+    // time, as an asynchronous parameter server's do: there a step has no span of its own).
+    std::vector<StepFigures> figure_step_samples;
 
     // Filled by the config-aware overload.
     std::size_t parameter_count = 0;

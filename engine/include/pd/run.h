@@ -29,7 +29,11 @@ std::string_view name_of(RunStatus s);
 struct RunResult {
     RunStatus status = RunStatus::ok;
     std::string error;  // empty on success; otherwise what went wrong, and where
+    // The run's out-of-memory error: the lowest device that ran out (the same one each run).
     std::optional<OomInfo> oom;
+    // Every device that ran out, lowest first (oom is the first): in data parallelism each
+    // replica holds the same bytes, so all of them overflow at the same allocation.
+    std::vector<OomInfo> ooms;
     Trace trace;                          // everything recorded, also when the run stopped early
     std::vector<float> final_parameters;  // empty unless the run completed
     // bf16-mixed: the optimizer's fp32 master weights at the end, in the same layout (the

@@ -154,6 +154,10 @@ struct RunConfig {
     bool async_updates = false;
     int max_staleness = 0;
     Precision precision = Precision::fp32;
+    // How many times a card's run is repeated for its figures (scenario key `repeats`): timed
+    // figures then cover every repeat's steps, so a card whose effect is small against the
+    // machine's noise can show both. One run's trace is what the timeline shows.
+    int repeats = 1;
 
     // The element type of parameters, gradients and activations (and everything a
     // collective moves): bf16 under bf16_mixed, else fp32.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "pd/error.h"
 #include "pd/fault_plan.h"
@@ -34,12 +35,33 @@ class RunContext {
     std::string first_error_message() const;
     void throw_if_aborted() const;
 
+    // Out of memory does not stop the run at once. In data parallelism every replica makes
+    // the same allocations, so every device overflows at the same point; aborting on the
+    // first report would name whichever thread got there first, a different device each run.
+    // Instead the device that ran out stops (its streams skip what is left, see
+    // device_failed), the other devices go on until each has also run out, finished its work
+    // or blocked waiting on a device that stopped; then the run aborts with the lowest
+    // device's report as its error. Which devices ran out then depends on the program, not on
+    // thread timing.
+    void report_out_of_memory(int device, std::exception_ptr error);
+    bool device_failed(int device) const;
+    // Every report, lowest device first (one per device: its first).
+    std::vector<std::exception_ptr> out_of_memory_errors() const;
+    // Streams (and the host while it enqueues) that can still make progress: the run aborts on
+    // a pending out-of-memory report when this drops to zero. A stream counts from when work
+    // is queued on it until its queue is empty, except while it blocks in wait().
+    void work_began() noexcept;
+    void work_ended() noexcept;
+
     // Blocks until `ready()` holds. Never hangs: throws Aborted when the run is aborted and
     // CollectiveTimeout (naming `what`) when the timeout passes. Re-checks every few ms so an
     // abort raised elsewhere is seen without a notify on this particular condition variable.
     template <class Ready>
     void wait(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, Ready ready,
               const std::string& what) const {
+        if (ready()) return;
+        // Blocked: this stream cannot make progress until another one does.
+        const BlockedScope blocked(*this);
         const auto deadline = std::chrono::steady_clock::now() + timeout_;
         while (!ready()) {
             if (aborted()) throw_aborted(what);
@@ -62,6 +84,14 @@ class RunContext {
     int begin_collective_call(int device, const char* op) const;
 
   private:
+    // A stream's worker thread blocked in wait() stops counting as able to progress (the
+    // host thread never counted, so it is left alone).
+    struct BlockedScope {
+        explicit BlockedScope(const RunContext& ctx);
+        ~BlockedScope();
+        RunContext* ctx;
+    };
+    void abort_if_stalled_locked();
     [[noreturn]] void throw_aborted(const std::string& what) const;
     [[noreturn]] void throw_timeout(const std::string& what) const;
 
@@ -73,6 +103,8 @@ class RunContext {
     std::atomic<bool> aborted_{false};
     mutable std::mutex error_mutex_;
     std::exception_ptr first_error_;
+    std::map<int, std::exception_ptr> oom_errors_;  // by device; guarded by error_mutex_
+    int progressing_ = 0;                           // guarded by error_mutex_
     std::atomic<std::uint64_t> flow_ids_{0};
     FaultPlan faults_;
     mutable std::atomic<std::size_t> allocations_{0};

@@ -1,12 +1,14 @@
 #include "pd/expectations.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <deque>
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "config/claim_words.h"
 #include "pd/error.h"
 #include "pd/scenario.h"
 
@@ -618,9 +620,95 @@ struct Checker {
     // `device` stands in for a reference that names none (the claim's device).
     std::optional<double> read(const MetricRef& r, int device) const {
         const RunEvidence* e = evidence(r.variant);
+        if (!e) return std::nullopt;
         const MetricDef* def = find_metric(r.metric);
-        if (!e || !def) return std::nullopt;
-        return def->read(*e, def->info.per_device ? (r.device >= 0 ? r.device : device) : -1);
+        return read_metric(r.metric, *e,
+                           def && def->info.per_device ? (r.device >= 0 ? r.device : device) : -1);
+    }
+    std::vector<double> samples(const MetricRef& r, int device) const {
+        const RunEvidence* e = evidence(r.variant);
+        if (!e) return {};
+        return step_samples(r.metric, *e, r.device >= 0 ? r.device : device);
+    }
+
+    // "Peak activations memory on device 0 is between 9x and 12x the comparison run's
+    // (seq_len 8)".
+    std::string plain_words(const Claim& c, const std::vector<int>& devices,
+                            bool per_device) const {
+        std::string s = metric_words(c.subject.metric);
+        if (per_device) {
+            if (c.all_devices) {
+                s += " on every device";
+            } else {
+                s += devices.size() == 1 ? " on device " : " on devices ";
+                for (std::size_t i = 0; i < devices.size(); ++i)
+                    s += (i ? ", " : "") + std::to_string(devices[i]);
+            }
+        }
+        const bool ratio = c.relative_to.has_value();
+        const auto v = [&](double value) { return value_words(c.subject.metric, value, ratio); };
+        const std::string of = ratio ? " " + ref_words(*c.relative_to, c) : "";
+        if (c.at_least && c.at_most)
+            s += " is between " + v(*c.at_least) + " and " + v(*c.at_most) + of;
+        else if (c.at_least)
+            s += " is at least " + v(*c.at_least) + of;
+        else if (c.at_most)
+            s += " is at most " + v(*c.at_most) + of;
+        if (c.near_value && c.tolerance == 1e-9 && !c.tolerance_is_relative) {
+            s += " is exactly " + v(*c.near_value) + of;
+        } else if (c.near_value || c.near_ref) {
+            s += " is within " +
+                 (c.tolerance_is_relative ? figure(100 * c.tolerance) + "%" : v(c.tolerance)) +
+                 " of " + (c.near_value ? v(*c.near_value) + of : ref_words(*c.near_ref, c));
+        }
+        return s;
+    }
+
+    // "the comparison run's (seq_len 8)", "device 0's", "the textbook bubble".
+    std::string ref_words(const MetricRef& r, const Claim& c) const {
+        std::string s;
+        const std::string variant =
+            r.variant >= 0
+                ? " (" + variant_words(x.variants[static_cast<std::size_t>(r.variant)]) + ")"
+                : "";
+        if (r.metric == c.subject.metric) {
+            if (r.variant >= 0 && r.device >= 0)
+                return "device " + std::to_string(r.device) + "'s in the comparison run" + variant;
+            if (r.variant >= 0) return "the comparison run's" + variant;
+            if (r.device >= 0) return "device " + std::to_string(r.device) + "'s";
+            return "its own";
+        }
+        s = metric_words(r.metric);
+        s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+        if (s.rfind("one ", 0) != 0 && s.rfind("the ", 0) != 0) s = "the " + s;
+        if (r.device >= 0) s += " of device " + std::to_string(r.device);
+        if (r.variant >= 0) s += " in the comparison run" + variant;
+        return s;
+    }
+
+    // A timed claim's noise: the range of the figure over the steps (and repeats) of each run
+    // it reads, and for a comparison whether the two ranges stay apart.
+    void describe_spread(const Claim& c, const std::vector<int>& devices, ClaimOutcome& o) const {
+        const int d = devices.empty() ? -1 : devices.front();
+        const Spread subject = spread_of(samples(c.subject, d));
+        if (subject.empty()) return;
+        const auto range = [&](const Spread& sp, const std::string& metric) {
+            return value_words(metric, sp.min, false) + " to " + value_words(metric, sp.max, false);
+        };
+        const auto steps = [](const Spread& sp) {
+            return std::to_string(sp.samples) + (sp.samples == 1 ? " step" : " steps");
+        };
+        o.spread = "this run's " + steps(subject) + ": " + range(subject, c.subject.metric);
+        const MetricRef* other = c.relative_to ? &*c.relative_to
+                                 : c.near_ref  ? &*c.near_ref
+                                               : nullptr;
+        if (!other || other->variant < 0) return;
+        const Spread theirs = spread_of(samples(*other, d));
+        if (theirs.empty()) return;
+        o.spread += "; the comparison run's " + steps(theirs) + ": " + range(theirs, other->metric);
+        o.beyond_spread = subject.max < theirs.min || theirs.max < subject.min;
+        o.spread += *o.beyond_spread ? " (the difference is larger than the spread)"
+                                     : " (the ranges overlap: the difference is within the noise)";
     }
 
     ClaimOutcome status(const Claim& c) const {
@@ -633,6 +721,17 @@ struct Checker {
         if (oom)
             o.measured += " on device " + std::to_string(oom->device) + " in " +
                           std::string(name_of(oom->category));
+        o.kind = c.kind;
+        if (c.oom_device) o.devices = {*c.oom_device};
+        if (c.status == RunStatus::out_of_memory) {
+            o.plain = "The run runs out of memory";
+            if (c.oom_device) o.plain += " on device " + std::to_string(*c.oom_device);
+            if (c.oom_category) o.plain += ", allocating " + std::string(name_of(*c.oom_category));
+        } else {
+            o.plain = "The run " + std::string(c.status == RunStatus::ok
+                                                   ? "completes every step"
+                                                   : "ends " + std::string(name_of(c.status)));
+        }
         o.passed = run.result.status == c.status;
         if (c.oom_device) o.passed = o.passed && oom && oom->device == *c.oom_device;
         if (c.oom_category) o.passed = o.passed && oom && oom->category == *c.oom_category;
@@ -643,9 +742,14 @@ struct Checker {
         ClaimOutcome o;
         const auto& steps = run.metrics.steps;
         const bool falls = c.kind == Claim::Kind::loss_falls;
+        o.kind = c.kind;
         o.description = falls ? "loss falls by at least " + figure(c.percent) + "%"
                               : "loss diverges (last at least " + figure(c.percent) +
                                     "% above first, or not finite)";
+        o.plain = falls ? "The loss falls by at least " + figure(c.percent) +
+                              "% from the first step to the last"
+                        : "The loss diverges: the last step's is at least " + figure(c.percent) +
+                              "% above the first's, or not a number";
         if (steps.size() < 2) {
             o.measured = "only " + std::to_string(steps.size()) + " step(s)";
             return o;
@@ -684,6 +788,14 @@ struct Checker {
             }
         }
         if (c.relative_to) o.description += " / " + ref_text(*c.relative_to, c, x);
+        o.kind = c.kind;
+        o.metric = c.subject.metric;
+        if (per_device) o.devices = devices;
+        for (const MetricRef* r : {&c.subject, c.relative_to ? &*c.relative_to : nullptr,
+                                   c.near_ref ? &*c.near_ref : nullptr})
+            if (r && r->variant >= 0) o.variant = r->variant;
+        o.plain = plain_words(c, devices, per_device);
+        describe_spread(c, devices, o);
 
         o.passed = !devices.empty();
         std::string targets;
@@ -700,6 +812,10 @@ struct Checker {
                 continue;
             }
             o.measured += figure(*v);
+            o.measured_words +=
+                std::string(o.measured_words.empty() ? "" : ", ") +
+                (per_device && devices.size() > 1 ? "device " + std::to_string(d) + " " : "") +
+                value_words(c.subject.metric, *v, c.relative_to.has_value());
             bool ok = true;
             if (c.at_least) ok = ok && *v >= *c.at_least;
             if (c.at_most) ok = ok && *v <= *c.at_most;
@@ -740,7 +856,43 @@ struct Checker {
 std::optional<double> read_metric(std::string_view name, const RunEvidence& run, int device) {
     const MetricDef* def = find_metric(name);
     if (!def) return std::nullopt;
+    // With repeats, a timed figure is the median over every repeat's steps.
+    if (!run.repeats.empty()) {
+        const Spread pooled = spread_of(step_samples(name, run, device));
+        if (!pooled.empty()) return pooled.median;
+    }
     return def->read(run, def->info.per_device ? device : -1);
+}
+
+std::vector<double> step_samples(std::string_view metric, const RunEvidence& run, int device) {
+    std::vector<double> out;
+    const auto per_device = [device](const std::vector<double>& v) -> std::optional<double> {
+        if (device < 0 || static_cast<std::size_t>(device) >= v.size()) return std::nullopt;
+        return v[static_cast<std::size_t>(device)];
+    };
+    const auto collect = [&](const RunMetrics& m) {
+        for (const StepFigures& f : m.figure_step_samples) {
+            std::optional<double> v;
+            if (metric == "step_time")
+                v = f.time_s;
+            else if (metric == "bubble")
+                v = f.bubble;
+            else if (metric == "exposed_comm")
+                v = f.exposed_comm_s;
+            else if (metric == "busy_fraction")
+                v = per_device(f.busy_fraction);
+            else if (metric == "exposed_comm.device")
+                v = per_device(f.exposed_comm_device_s);
+            if (v) out.push_back(*v);
+        }
+    };
+    collect(run.metrics);
+    for (const RunMetrics& m : run.repeats) collect(m);
+    return out;
+}
+
+void add_repeat(RunEvidence& evidence, const RunResult& result) {
+    evidence.repeats.push_back(compute_metrics(result.trace, evidence.config));
 }
 
 bool is_timed_metric(std::string_view name) {
@@ -790,10 +942,14 @@ RunConfig variant_config(const RunConfig& base, const Expectations& x, std::size
 }
 
 RunEvidence run_for_evidence(const RunConfig& config) {
-    RunEvidence e{config, {}, {}};
+    RunEvidence e{config, {}, {}, {}};
     Run run(config);
     e.result = run.execute();
     e.metrics = compute_metrics(e.result.trace, config);
+    for (int i = 1; i < config.repeats && e.result.status == RunStatus::ok; ++i) {
+        Run again(config);
+        add_repeat(e, again.execute());
+    }
     return e;
 }
 

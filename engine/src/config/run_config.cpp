@@ -302,6 +302,10 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("accumulate", "each replica's batch of " + std::to_string(c.batch / replicas) +
                                " samples does not split into " + std::to_string(c.accumulate) +
                                " equal micro-steps");
+    constexpr int kMaxRepeats = 10;
+    if (c.repeats < 1 || c.repeats > kMaxRepeats)
+        fail("repeats", "must be between 1 and " + std::to_string(kMaxRepeats) + " runs (got " +
+                            std::to_string(c.repeats) + ")");
     if (c.max_staleness < 0 || c.max_staleness > 1000)
         fail("max_staleness",
              "must be between 0 and 1000 versions (got " + std::to_string(c.max_staleness) + ")");

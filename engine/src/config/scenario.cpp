@@ -200,6 +200,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.async_updates = r.boolean();
         else if (key == "max_staleness")
             c.max_staleness = r.integer();
+        else if (key == "repeats")
+            c.repeats = r.integer();
         else if (key == "backend") {
             const std::string name = r.text();
             const auto kind = backend_from_name(name);
@@ -220,7 +222,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32, native_collectives, expect)");
+                "pp, tp, backend, tf32, native_collectives, repeats, expect)");
     }
 }
 
@@ -268,6 +270,7 @@ std::string scenario_json(const RunConfig& c) {
     if (c.precision != Precision::fp32) j["precision"] = std::string(name_of(c.precision));
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;
+    if (c.repeats > 1) j["repeats"] = c.repeats;
     if (c.strategy == StrategyKind::ps && c.async_updates) {
         j["async"] = true;
         j["max_staleness"] = c.max_staleness;

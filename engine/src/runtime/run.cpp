@@ -111,13 +111,34 @@ double take_aux_loss(RunEnvironment& env) {
     return sum / env.config.batch;
 }
 
+// The host counts as able to progress while it enqueues work (RunContext::work_began):
+// a device that ran out of memory before the rest of the step is queued must not end the
+// run before the other devices have their share of it.
+struct HostEnqueues {
+    explicit HostEnqueues(RunContext& c) : ctx(c) { ctx.work_began(); }
+    ~HostEnqueues() { ctx.work_ended(); }
+    HostEnqueues(const HostEnqueues&) = delete;
+    HostEnqueues& operator=(const HostEnqueues&) = delete;
+    RunContext& ctx;
+};
+
 void classify_failure(RunContext& ctx, RunResult& result) {
+    // Every device that ran out, lowest first; the run's error names the lowest.
+    for (const auto& e : ctx.out_of_memory_errors()) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const OutOfMemory& oom) {
+            result.ooms.push_back(oom.info());
+        } catch (...) {
+        }
+    }
     const auto error = ctx.first_error();
     try {
         std::rethrow_exception(error);
     } catch (const OutOfMemory& e) {
         result.status = RunStatus::out_of_memory;
         result.oom = e.info();
+        if (result.ooms.empty()) result.ooms.push_back(e.info());  // raised on the host
         result.error = e.what();  // names device, category and sizes; where it was raised is noise
     } catch (const Cancelled& e) {
         result.status = RunStatus::cancelled;
@@ -132,6 +153,8 @@ void classify_failure(RunContext& ctx, RunResult& result) {
         result.status = RunStatus::failed;
         result.error = "unknown error";
     }
+    // Devices that ran out after another failure are its consequences, not the run's error.
+    if (result.status != RunStatus::out_of_memory) result.ooms.clear();
 }
 
 }  // namespace
@@ -170,12 +193,18 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
         } drain{env};
         try {
             report(0, 0.0, "setup");
-            strategy->enqueue_setup();
+            {
+                const HostEnqueues enqueuing(ctx);
+                strategy->enqueue_setup();
+            }
             env.synchronize_all();
             // Set-up is over: a long first step reads as training, not as set-up.
             if (!ctx.aborted()) report(0, 0.0, "training");
             for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
-                strategy->enqueue_step(step);
+                {
+                    const HostEnqueues enqueuing(ctx);
+                    strategy->enqueue_step(step);
+                }
                 // The host would wait idle for the step: it draws the next one's data instead.
                 if (step + 1 < config_.steps) env.batches.prefetch_after(step);
                 env.synchronize_all();

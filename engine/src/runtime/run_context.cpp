@@ -1,5 +1,7 @@
 #include "pd/run_context.h"
 
+#include "pd/stream.h"
+
 namespace pd {
 
 RunContext::RunContext(ClockMode resolved_clock, LinkModel link, bool tracing, double timeout_s)
@@ -19,9 +21,56 @@ std::int64_t RunContext::wall_now_ns() const {
 void RunContext::abort(std::exception_ptr error) noexcept {
     {
         std::lock_guard lock(error_mutex_);
-        if (!first_error_) first_error_ = std::move(error);
+        // A pending out-of-memory report came first: it stays the run's error.
+        if (!first_error_)
+            first_error_ = oom_errors_.empty() ? std::move(error) : oom_errors_.begin()->second;
     }
     aborted_.store(true, std::memory_order_release);
+}
+
+void RunContext::report_out_of_memory(int device, std::exception_ptr error) {
+    std::lock_guard lock(error_mutex_);
+    oom_errors_.emplace(device, std::move(error));  // a device's first report stays
+}
+
+bool RunContext::device_failed(int device) const {
+    std::lock_guard lock(error_mutex_);
+    return oom_errors_.count(device) > 0;
+}
+
+std::vector<std::exception_ptr> RunContext::out_of_memory_errors() const {
+    std::lock_guard lock(error_mutex_);
+    std::vector<std::exception_ptr> out;
+    for (const auto& [device, error] : oom_errors_) out.push_back(error);
+    return out;
+}
+
+void RunContext::work_began() noexcept {
+    std::lock_guard lock(error_mutex_);
+    ++progressing_;
+}
+
+void RunContext::work_ended() noexcept {
+    std::lock_guard lock(error_mutex_);
+    --progressing_;
+    abort_if_stalled_locked();
+}
+
+void RunContext::abort_if_stalled_locked() {
+    // Nothing can move any more and a device ran out: the run is over, and the lowest
+    // device that ran out names the error, whichever thread reported first.
+    if (progressing_ > 0 || oom_errors_.empty() || aborted_.load(std::memory_order_acquire)) return;
+    if (!first_error_) first_error_ = oom_errors_.begin()->second;
+    aborted_.store(true, std::memory_order_release);
+}
+
+RunContext::BlockedScope::BlockedScope(const RunContext& c)
+    : ctx(Stream::current() ? const_cast<RunContext*>(&c) : nullptr) {
+    if (ctx) ctx->work_ended();
+}
+
+RunContext::BlockedScope::~BlockedScope() {
+    if (ctx) ctx->work_began();
 }
 
 std::exception_ptr RunContext::first_error() const {

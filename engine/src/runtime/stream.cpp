@@ -46,6 +46,8 @@ Stream::~Stream() {
 void Stream::enqueue(Task task) {
     {
         std::lock_guard lock(mutex_);
+        // An idle stream with work again can make progress (RunContext::work_began).
+        if (!busy_ && queue_.empty()) ctx_.work_began();
         queue_.push_back(std::move(task));
     }
     work_cv_.notify_one();
@@ -202,14 +204,20 @@ void Stream::run_loop() {
         task = nullptr;  // release captures outside the lock
         lock.lock();
         busy_ = false;
-        if (queue_.empty()) idle_cv_.notify_all();
+        if (queue_.empty()) {
+            // Before the host can see this stream idle: a pending out-of-memory report
+            // aborts the run here when this was the last stream able to progress.
+            ctx_.work_ended();
+            idle_cv_.notify_all();
+        }
     }
     tl_current_stream = nullptr;
 }
 
 void Stream::run_task(Task& task) {
-    // After an abort the remaining work is skipped, not run: the run is over.
-    if (ctx_.aborted()) return;
+    // After an abort the remaining work is skipped, not run: the run is over. So is the work
+    // of a device that ran out of memory, while the others go on (RunContext's rule).
+    if (ctx_.aborted() || ctx_.device_failed(device_)) return;
     try {
         task();
     } catch (const OutOfMemory& oom) {
@@ -219,7 +227,7 @@ void Stream::run_task(Task& task) {
         event.bytes = oom.info().requested_bytes;
         event.start_ns = event.end_ns = now_ns();
         add_event(std::move(event));
-        ctx_.abort(std::current_exception());
+        ctx_.report_out_of_memory(device_, std::current_exception());
     } catch (...) {
         ctx_.abort(std::current_exception());
     }

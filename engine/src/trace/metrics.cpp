@@ -61,7 +61,68 @@ std::map<int, Interval> step_spans(const Trace& trace) {
     return spans;
 }
 
+struct DeviceTimes {
+    double busy_s = 0.0;  // compute-stream forward, backward and optimizer work
+    double comm_s = 0.0;  // covered by communication
+    double overlapped_comm_s = 0.0;
+};
+
+// One device's busy and communication time in the work tagged with `steps`.
+DeviceTimes device_times(const Trace& trace, int d, StepRange steps) {
+    constexpr double kNs = 1e-9;
+    std::vector<Interval> compute, comm;
+    for (const auto& e : trace.events) {
+        if (e.device != d || e.step < 0 || !steps.contains(e.step)) continue;
+        if (is_compute(e.kind) && e.stream == StreamKind::compute)
+            compute.push_back({e.start_ns, e.end_ns});
+        if (is_communication(e.kind)) comm.push_back({e.start_ns, e.end_ns});
+    }
+    compute = merge(std::move(compute));
+    comm = merge(std::move(comm));
+    return {static_cast<double>(length(compute)) * kNs, static_cast<double>(length(comm)) * kNs,
+            static_cast<double>(intersection(comm, compute)) * kNs};
+}
+
+// Each figure step's figures on their own, over the step's own span.
+std::vector<StepFigures> step_figures(const Trace& trace, const std::map<int, Interval>& spans,
+                                      StepRange steps) {
+    std::vector<StepFigures> out;
+    for (const auto& [step, span] : spans) {
+        if (!steps.contains(step)) continue;
+        StepFigures f;
+        f.step = step;
+        f.time_s = static_cast<double>(span.second - span.first) * 1e-9;
+        for (int d = 0; d < trace.devices; ++d) {
+            const DeviceTimes t = device_times(trace, d, StepRange{step, step});
+            f.busy_fraction.push_back(f.time_s > 0 ? t.busy_s / f.time_s : 0.0);
+            f.exposed_comm_device_s.push_back(t.comm_s - t.overlapped_comm_s);
+            f.exposed_comm_s += t.comm_s - t.overlapped_comm_s;
+        }
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
 }  // namespace
+
+double StepFigures::mean_busy_fraction() const {
+    if (busy_fraction.empty()) return 0.0;
+    double sum = 0.0;
+    for (const double b : busy_fraction) sum += b;
+    return sum / static_cast<double>(busy_fraction.size());
+}
+
+Spread spread_of(std::vector<double> samples) {
+    Spread s;
+    if (samples.empty()) return s;
+    std::sort(samples.begin(), samples.end());
+    const std::size_t n = samples.size();
+    s.samples = static_cast<int>(n);
+    s.min = samples.front();
+    s.max = samples.back();
+    s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+    return s;
+}
 
 StepRange figure_steps(const Trace& trace) {
     const std::map<int, Interval> spans = step_spans(trace);
@@ -121,20 +182,12 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
     for (int d = 0; d < trace.devices; ++d) {
         DeviceMetrics dm;
         dm.device = d;
-        std::vector<Interval> compute, comm;
-        for (const auto& e : trace.events) {
-            if (e.device != d || e.step < 0 || !m.figure_steps.contains(e.step)) continue;
-            if (is_compute(e.kind) && e.stream == StreamKind::compute)
-                compute.push_back({e.start_ns, e.end_ns});
-            if (is_communication(e.kind)) comm.push_back({e.start_ns, e.end_ns});
-        }
-        compute = merge(std::move(compute));
-        comm = merge(std::move(comm));
-        dm.busy_s = static_cast<double>(length(compute)) * kNs;
+        const DeviceTimes times = device_times(trace, d, m.figure_steps);
+        dm.busy_s = times.busy_s;
         dm.idle_s = std::max(0.0, window_s - dm.busy_s);
         dm.busy_fraction = window_s > 0 ? dm.busy_s / window_s : 0.0;
-        dm.comm_s = static_cast<double>(length(comm)) * kNs;
-        dm.overlapped_comm_s = static_cast<double>(intersection(comm, compute)) * kNs;
+        dm.comm_s = times.comm_s;
+        dm.overlapped_comm_s = times.overlapped_comm_s;
         dm.exposed_comm_s = dm.comm_s - dm.overlapped_comm_s;
         m.exposed_comm_s += dm.exposed_comm_s;
         m.overlapped_comm_s += dm.overlapped_comm_s;
@@ -154,6 +207,8 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
             dm.peak_reserved_bytes = trace.peak_reserved_bytes[static_cast<std::size_t>(d)];
         m.devices.push_back(dm);
     }
+
+    m.figure_step_samples = step_figures(trace, spans, m.figure_steps);
 
     // Collectives grouped by operation, size and group size.
     struct Acc {

@@ -44,7 +44,9 @@ BubbleMetrics measure_bubble(const Trace& trace, const RunConfig& config, StepRa
     std::vector<double> per_step;
     for (const auto& [step, span] : spans) {
         const double t = static_cast<double>(span.second - span.first);
-        if (t > 0) per_step.push_back(1.0 - static_cast<double>(busy[step]) / (trace.devices * t));
+        if (t <= 0) continue;
+        per_step.push_back(1.0 - static_cast<double>(busy[step]) / (trace.devices * t));
+        b.measured_by_step[step] = per_step.back();
     }
     if (!per_step.empty()) {
         std::sort(per_step.begin(), per_step.end());
@@ -237,6 +239,10 @@ RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     const Mesh mesh = config.effective_mesh();
     if (config.strategy != StrategyKind::ps && mesh.pp > 1) {
         m.bubble = measure_bubble(trace, config, m.figure_steps);
+        for (StepFigures& f : m.figure_step_samples)
+            if (const auto it = m.bubble->measured_by_step.find(f.step);
+                it != m.bubble->measured_by_step.end())
+                f.bubble = it->second;
         m.stage_boundaries = stage_boundaries(config);
     }
     m.stage_activations = measure_activations(trace, config);
@@ -251,6 +257,8 @@ RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
             if (begin < 0 || e.start_ns < begin) begin = e.start_ns;
             if (e.device == 0 && e.kind == EventKind::optimizer) end = std::max(end, e.end_ns);
         }
+        // No step has a span of its own, so no step has figures of its own either.
+        m.figure_step_samples.clear();
         if (begin >= 0 && end > begin && !trace.steps.empty()) {
             m.median_step_time_s =
                 static_cast<double>(end - begin) * 1e-9 / static_cast<double>(trace.steps.size());

@@ -1,0 +1,138 @@
+#include "config/claim_words.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "pd/memory_category.h"
+
+namespace pd {
+
+namespace {
+
+bool starts(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string spaced(std::string_view name) {
+    std::string out(name);
+    for (char& ch : out)
+        if (ch == '_' || ch == '.') ch = ' ';
+    return out;
+}
+
+std::string printf_text(const char* format, double v) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+enum class Unit { seconds, fraction, bytes, number };
+
+Unit unit_of(std::string_view m) {
+    if (m == "step_time" || m == "exposed_comm" || m == "overlapped_comm" || m == "busy" ||
+        m == "idle" || m == "comm" || m == "exposed_comm.device")
+        return Unit::seconds;
+    if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
+        m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
+        return Unit::fraction;
+    if (starts(m, "peak.") || m == "capacity" || starts(m, "model_state.") ||
+        m == "activations.analytic" || starts(m, "comm_bytes_per_step."))
+        return Unit::bytes;
+    return Unit::number;
+}
+
+std::string plain_number(double v) {
+    const double a = std::fabs(v);
+    if (v == std::floor(v) && a < 1e15) return printf_text("%.0f", v);
+    if (a != 0 && (a < 1e-3 || a >= 1e6)) return printf_text("%.3g", v);
+    if (a >= 100) return printf_text("%.1f", v);
+    return printf_text("%.3g", v);
+}
+
+}  // namespace
+
+std::string metric_words(std::string_view m) {
+    struct Name {
+        std::string_view metric, words;
+    };
+    static constexpr Name names[] = {
+        {"steps_completed", "Optimizer steps completed"},
+        {"loss.first", "Loss of the first step"},
+        {"loss.last", "Loss of the last step"},
+        {"step_time", "Step time"},
+        {"samples_per_s", "Throughput (samples per second)"},
+        {"exposed_comm", "Communication left exposed (not hidden by compute), all devices"},
+        {"overlapped_comm", "Communication hidden behind compute, all devices"},
+        {"parameter_count", "Parameters of the model"},
+        {"bubble", "Pipeline bubble (idle share of the step)"},
+        {"bubble.predicted", "Bubble predicted from this run's own stage times"},
+        {"bubble.theoretical", "Textbook bubble"},
+        {"routing.dropped_fraction", "Share of token choices dropped for want of capacity"},
+        {"routing.load_imbalance", "Busiest expert's tokens over the mean expert's"},
+        {"routing.capacity", "Tokens each expert has room for"},
+        {"routing.aux_loss.first", "Load-balancing loss of the first step"},
+        {"routing.aux_loss.last", "Load-balancing loss of the last step"},
+        {"staleness.max", "Most versions a gradient lagged the server"},
+        {"staleness.mean", "Mean staleness of the applied gradients"},
+        {"busy_fraction", "Compute busy share of the step"},
+        {"busy", "Compute busy time"},
+        {"idle", "Compute idle time"},
+        {"comm", "Time covered by communication"},
+        {"exposed_comm.device", "Exposed communication"},
+        {"exposed_comm_fraction", "Exposed communication share of the step"},
+        {"peak.total", "Peak memory, all categories"},
+        {"capacity", "Memory capacity"},
+        {"max_microbatches_alive", "Micro-batches alive at once (most)"},
+        {"activations.analytic", "One micro-batch's activations by Korthikanti et al.'s count"},
+        {"ring_steps_per_collective", "Ring steps per collective call"},
+    };
+    for (const Name& n : names)
+        if (n.metric == m) return std::string(n.words);
+    if (starts(m, "bubble.cause.")) return "Bubble added by " + spaced(m.substr(13));
+    if (starts(m, "comm_bytes_per_step."))
+        return "Bytes per step handed to " + spaced(m.substr(20));
+    if (starts(m, "model_state.analytic_"))
+        return "Analytic " + spaced(m.substr(21)) + " bytes (the strategy's formula)";
+    if (starts(m, "model_state.")) return "Bytes of " + spaced(m.substr(12)) + " at the end";
+    if (starts(m, "peak.")) return "Peak " + spaced(m.substr(5)) + " memory";
+    if (m.size() > 9 && m.substr(m.size() - 9) == "_per_step")
+        return spaced(m.substr(0, m.size() - 9)) + " calls per step";
+    return spaced(m);
+}
+
+std::string value_words(std::string_view metric, double v, bool ratio) {
+    if (!std::isfinite(v)) return v != v ? "not a number" : (v > 0 ? "infinite" : "-infinite");
+    if (ratio) return plain_number(v) + "x";
+    switch (unit_of(metric)) {
+        case Unit::seconds:
+            if (std::fabs(v) < 1e-3) return printf_text("%.0f us", v * 1e6);
+            return printf_text(std::fabs(v) < 0.1 ? "%.2f ms" : "%.1f ms", v * 1e3);
+        case Unit::fraction:
+            return printf_text("%.1f%%", v * 100);
+        case Unit::bytes: {
+            const double a = std::fabs(v);
+            if (a >= 1024.0 * 1024 * 1024)
+                return printf_text("%.2f GiB", v / (1024.0 * 1024 * 1024));
+            if (a >= 1024.0 * 1024) return printf_text("%.2f MiB", v / (1024.0 * 1024));
+            if (a >= 1024.0) return printf_text("%.1f KiB", v / 1024.0);
+            return printf_text("%.0f B", v);
+        }
+        case Unit::number:
+            break;
+    }
+    return plain_number(v);
+}
+
+std::string variant_words(const std::string& variant_json) {
+    const nlohmann::json j = nlohmann::json::parse(variant_json, nullptr, false);
+    if (!j.is_object()) return variant_json;
+    std::string out;
+    for (const auto& [key, value] : j.items()) {
+        if (!out.empty()) out += ", ";
+        out += key + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    return out;
+}
+
+}  // namespace pd
