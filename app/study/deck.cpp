@@ -27,7 +27,8 @@ namespace {
 const QStringList kConcepts = {
     QStringLiteral("why-model-parallelism"), QStringLiteral("data-parallelism"),
     QStringLiteral("gradient-sync"),         QStringLiteral("pipeline-parallelism"),
-    QStringLiteral("tensor-parallelism"),    QStringLiteral("sharded-data-parallelism"),
+    QStringLiteral("tensor-parallelism"),    QStringLiteral("context-parallelism"),
+    QStringLiteral("mixture-of-experts"),    QStringLiteral("sharded-data-parallelism"),
     QStringLiteral("memory-savers"),         QStringLiteral("strategy-and-hardware"),
     QStringLiteral("framework-apis"),
 };
@@ -966,6 +967,8 @@ QString tagDisplayName(const QString& tag) {
         {QStringLiteral("strategy-and-hardware"), QStringLiteral("Strategy and hardware")},
         {QStringLiteral("framework-apis"), QStringLiteral("Framework APIs")},
         {QStringLiteral("sharded-data-parallelism"), QStringLiteral("Sharded data parallelism")},
+        {QStringLiteral("mixture-of-experts"),
+         QStringLiteral("Mixture of experts / expert parallelism")},
         {QStringLiteral("pytorch"), QStringLiteral("PyTorch")},
         {QStringLiteral("tensorflow"), QStringLiteral("TensorFlow")},
         {QStringLiteral("vertex-ai"), QStringLiteral("Vertex AI")},

@@ -3,6 +3,9 @@
 // learner's history of the retired single deck moves to the decks that now hold its cards,
 // nothing lost and nothing counted twice.
 #include <QDir>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -12,6 +15,7 @@
 #include "study/deck_library.h"
 #include "study/fsrs.h"
 #include "study/review_store.h"
+#include "study/study_session.h"
 
 using pd::study::Card;
 using pd::study::CardKey;
@@ -151,6 +155,71 @@ class TestDeckSplit : public QObject {
         QCOMPARE(pd::study::carryOverRetiredHistory(store, library), QString());
         QCOMPARE(store.reviewCount(), 4);
         QCOMPARE(store.cardReviews(CardKey{first, both}).size(), 2);
+    }
+
+    // Context parallelism and mixture of experts are concepts of their own: every card about
+    // them (a cp or ep run, or a prompt on ring attention, Ulysses, experts) is filed there in
+    // both decks, not under "Why model parallelism", and a mock exam scores them there.
+    void contextParallelAndExpertCardsHaveTheirOwnConcepts() {
+        QVERIFY(pd::study::conceptNames().contains(QStringLiteral("context-parallelism")));
+        QVERIFY(pd::study::conceptNames().contains(QStringLiteral("mixture-of-experts")));
+        QCOMPARE(pd::study::tagDisplayName(QStringLiteral("concept::context-parallelism")),
+                 QStringLiteral("Context parallelism"));
+        QCOMPARE(pd::study::tagDisplayName(QStringLiteral("concept::mixture-of-experts")),
+                 QStringLiteral("Mixture of experts / expert parallelism"));
+        const QRegularExpression cpPrompt(QStringLiteral("context parallel|ring attention|Ulysses"),
+                                          QRegularExpression::CaseInsensitiveOption);
+        const QRegularExpression moePrompt(
+            QStringLiteral(
+                "expert parallel|mixture-of-experts|\\bMoE\\b|Switch Transformer|GShard"),
+            QRegularExpression::CaseInsensitiveOption);
+        for (const Deck& deck : bundledDecks()) {
+            int cp = 0, moe = 0;
+            for (const Card& card : deck.cards) {
+                const QString strategy =
+                    QJsonDocument::fromJson(card.scenarioJson.toUtf8())[QStringLiteral("strategy")]
+                        .toString();
+                const QStringList concepts = card.concepts();
+                const QString where = deck.id + QLatin1Char('/') + card.id;
+                if (strategy == QStringLiteral("cp") || cpPrompt.match(card.prompt).hasMatch()) {
+                    QVERIFY2(concepts.value(0) == QStringLiteral("context-parallelism"),
+                             qPrintable(where));
+                    ++cp;
+                }
+                if (strategy == QStringLiteral("ep") || moePrompt.match(card.prompt).hasMatch()) {
+                    QVERIFY2(concepts.value(0) == QStringLiteral("mixture-of-experts"),
+                             qPrintable(where));
+                    ++moe;
+                }
+                if (concepts.contains(QStringLiteral("context-parallelism")) ||
+                    concepts.contains(QStringLiteral("mixture-of-experts")))
+                    QVERIFY2(!concepts.contains(QStringLiteral("why-model-parallelism")),
+                             qPrintable(where));
+            }
+            QVERIFY2(cp >= 5 && moe >= 5, qPrintable(deck.id));  // the deck-wide minimum
+        }
+        // A mock exam's per-concept breakdown names them.
+        QTemporaryDir dir;
+        ReviewStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("e.sqlite")), nullptr));
+        const Deck deck = bundledDecks().front();
+        for (const QString& tag : {QStringLiteral("concept::context-parallelism"),
+                                   QStringLiteral("concept::mixture-of-experts")}) {
+            pd::study::SessionOptions options;
+            options.mode = pd::study::StudyMode::MockExam;
+            options.filter.tag = tag;
+            options.seed = 7;
+            const QDateTime now(QDate(2026, 11, 1), QTime(9, 0), Qt::UTC);
+            pd::study::StudySession exam(deck, store, {}, options, now);
+            QVERIFY(exam.total() > 0);
+            while (!exam.finished())
+                QVERIFY(exam.answer({0}, std::nullopt, std::nullopt, 1000, now));
+            QStringList scored;
+            for (const pd::study::ConceptScore& s : exam.conceptScores()) scored.append(s.name);
+            QVERIFY2(scored.contains(tag.mid(9)), qPrintable(scored.join(QLatin1Char(','))));
+            QVERIFY2(!scored.contains(QStringLiteral("why-model-parallelism")),
+                     qPrintable(scored.join(QLatin1Char(','))));
+        }
     }
 };
 
