@@ -19,6 +19,11 @@ const QStringList kColumns = {QStringLiteral("card_id"),         QStringLiteral(
                               QStringLiteral("card_key")};
 constexpr int kRequired = 5;  // fsrs-optimizer's columns; deck_id and card_key are ours
 
+// How a card's card_id is made (revlogCardNumber), in the words of the import's errors.
+const QString kCardIdRule = QStringLiteral(
+    "the card's 64-bit FNV-1a hash of the UTF-8 text deck_id, a line feed, card_key (e.g. "
+    "\"ml-systems-parallelism\\ncp-ring-attention\"), shifted right by 2 bits");
+
 int stateNumber(const ReviewEntry& e) {
     return e.before ? static_cast<int>(e.before->fsrs.state) : 0;  // 0: new
 }
@@ -86,6 +91,7 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
     if (!result.errors.isEmpty()) return result;
 
     QHash<CardKey, QList<ReviewEntry>> incoming;
+    bool explainedUnknown = false;
     for (int n = 1; n < lines.size(); ++n) {
         const QByteArray line = lines[n].trimmed();
         if (line.isEmpty()) continue;
@@ -124,18 +130,32 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
                 fail(n + 1, QStringLiteral("deck_id and card_key must be kebab-case ids"));
                 continue;
             }
-            if (revlogCardNumber(key.deckId, key.cardId) != number) {
-                fail(n + 1, QStringLiteral("card_id %1 is not the number of %2/%3")
+            if (const qint64 expected = revlogCardNumber(key.deckId, key.cardId);
+                expected != number) {
+                fail(n + 1, QStringLiteral("card_id %1 is not the number of %2/%3, which is %4 "
+                                           "(card_id is %5)")
                                 .arg(number)
-                                .arg(key.deckId, key.cardId));
+                                .arg(key.deckId, key.cardId)
+                                .arg(expected)
+                                .arg(kCardIdRule));
                 continue;
             }
         } else if (known.contains(number)) {
             key = known.value(number);
         } else {
-            fail(n + 1, QStringLiteral("card_id %1 is no card of the library, and the file has "
-                                       "no deck_id and card_key columns to name it")
-                            .arg(number));
+            // The rule once, in full; the rows after it refer to it.
+            fail(n + 1,
+                 explainedUnknown
+                     ? QStringLiteral("card_id %1 is no card of the library either").arg(number)
+                     : QStringLiteral("card_id %1 is no card of the library. Without "
+                                      "deck_id and card_key columns, a row names its "
+                                      "card by card_id alone, and card_id must be %2, "
+                                      "as ParallelDeck's Export Review History writes "
+                                      "it; add deck_id and card_key columns to name "
+                                      "cards directly")
+                           .arg(number)
+                           .arg(kCardIdRule));
+            explainedUnknown = true;
             continue;
         }
         const Deck* deck = library.deck(key.deckId);

@@ -149,6 +149,53 @@ class TestRevlogCsv : public QObject {
         QVERIFY(header.errors.join(QLatin1Char('\n'))
                     .contains(QStringLiteral("missing column 'review_rating'")));
     }
+
+    // A card_id that names no card says how card_id is made, precisely enough to compute it:
+    // FNV-1a (64 bits) of "deck_id\ncard_key" in UTF-8, shifted right by 2 bits. The rule the
+    // message states is checked here against revlogCardNumber, and a card_id that disagrees
+    // with its deck_id and card_key says the number they give.
+    void anUnknownCardIdSaysHowCardIdIsMade() {
+        Fixture f;
+        auto target = f.store(QStringLiteral("b.sqlite"));
+        const RevlogImport r = importRevlogCsv(
+            "card_id,review_time,review_rating,review_state,review_duration\n"
+            "12345,1669725000000,3,0,4000\n12346,1669725000000,3,0,4000\n",
+            QStringLiteral("five.csv"), *target, f.library, f.settings);
+        QCOMPARE(r.errors.size(), 2);
+        const QString first = r.errors.front();
+        QVERIFY2(first.startsWith(QStringLiteral("five.csv: line 2: card_id 12345")),
+                 qPrintable(first));
+        for (const QString& part :
+             {QStringLiteral("64-bit FNV-1a hash"), QStringLiteral("UTF-8 text deck_id"),
+              QStringLiteral("a line feed, card_key"), QStringLiteral("shifted right by 2 bits"),
+              QStringLiteral("add deck_id and card_key columns")})
+            QVERIFY2(first.contains(part), qPrintable(first));
+        // The rule as stated, computed here: it gives the number the export writes.
+        const QByteArray text = QByteArrayLiteral("test-deck\ncard-one");
+        quint64 h = 14695981039346656037ULL;
+        for (const char c : text) {
+            h ^= static_cast<unsigned char>(c);
+            h *= 1099511628211ULL;
+        }
+        QCOMPARE(static_cast<qint64>(h >> 2),
+                 revlogCardNumber(QStringLiteral("test-deck"), QStringLiteral("card-one")));
+        // The second such row refers to the first's explanation instead of repeating it.
+        QVERIFY2(r.errors.back().contains(QStringLiteral("card_id 12346 is no card")),
+                 qPrintable(r.errors.back()));
+
+        const RevlogImport named = importRevlogCsv(
+            "card_id,review_time,review_rating,review_state,review_duration,deck_id,card_key\n"
+            "12345,1669725000000,3,0,4000,test-deck,card-one\n",
+            QStringLiteral("seven.csv"), *target, f.library, f.settings);
+        QCOMPARE(named.errors.size(), 1);
+        const QString expected = QString::number(
+            revlogCardNumber(QStringLiteral("test-deck"), QStringLiteral("card-one")));
+        QVERIFY2(named.errors.front().contains(QStringLiteral("which is ") + expected),
+                 qPrintable(named.errors.front()));
+        QVERIFY2(named.errors.front().contains(QStringLiteral("FNV-1a")),
+                 qPrintable(named.errors.front()));
+        QCOMPARE(target->reviewCount(), 0);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestRevlogCsv)
