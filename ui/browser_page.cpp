@@ -9,6 +9,8 @@
 #include <QPushButton>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <array>
 
 #include "card_dialog.h"
 #include "card_table_model.h"
@@ -64,6 +66,7 @@ BrowserPage::BrowserPage(AppContext& context, QWidget* parent)
     view_->setModel(filter_);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    view_->setTabKeyNavigation(false);  // Tab leaves the table; the arrows move in it
     view_->setSortingEnabled(true);
     view_->sortByColumn(-1, Qt::AscendingOrder);
     view_->setAlternatingRowColors(true);
@@ -74,14 +77,11 @@ BrowserPage::BrowserPage(AppContext& context, QWidget* parent)
                                                     QHeaderView::Stretch);
     view_->horizontalHeader()->setHighlightSections(false);
     view_->setShowGrid(false);
-    view_->setColumnWidth(CardTableModel::ConceptColumn, 210);
-    view_->setColumnWidth(CardTableModel::DifficultyColumn, 110);
-    view_->setColumnWidth(CardTableModel::DueColumn, 100);
-    view_->setColumnWidth(CardTableModel::DeckColumn, 160);
-    view_->setColumnWidth(CardTableModel::IdColumn, 200);
+    fitColumns();  // and again whenever the view's viewport is resized (eventFilter)
     highlight_ = new SearchHighlightDelegate(view_);
     view_->setItemDelegate(highlight_);
     view_->installEventFilter(this);
+    view_->viewport()->installEventFilter(this);
     layout->addWidget(view_, 1);
     auto* bottom = new QHBoxLayout;
     count_ = new QLabel(this);
@@ -112,6 +112,14 @@ BrowserPage::BrowserPage(AppContext& context, QWidget* parent)
     connect(filter_, &QAbstractItemModel::modelReset, this, &BrowserPage::updateCount);
     connect(filter_, &QAbstractItemModel::layoutChanged, this, &BrowserPage::updateCount);
     connect(view_, &QTableView::activated, this, &BrowserPage::openCard);
+    // Enter in the search goes to what it found: the results, first row selected.
+    connect(search_, &QLineEdit::returnPressed, this, &BrowserPage::focusResults);
+    // Tab from the search reaches the results next, then the filters and Show me.
+    setTabOrder(search_, view_);
+    setTabOrder(view_, tag_);
+    setTabOrder(tag_, difficulty_);
+    setTabOrder(difficulty_, due_);
+    setTabOrder(due_, showMe_);
     rebuildTagFilter();
     updateCount();
 }
@@ -165,6 +173,44 @@ void BrowserPage::focusSearch() {
     search_->selectAll();
 }
 
+void BrowserPage::focusResults() {
+    view_->setFocus(Qt::OtherFocusReason);
+    if (filter_->rowCount() == 0) return;
+    const QModelIndex first = filter_->index(0, CardTableModel::PromptColumn);
+    view_->selectionModel()->setCurrentIndex(
+        first, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    view_->scrollTo(first);
+}
+
+// The question is what a learner reads: it takes the stretch, and the other columns give up
+// width (in proportion, down to a floor) so that it keeps at least half of the view (unless
+// the view is too narrow for the floors).
+void BrowserPage::fitColumns() {
+    struct Preferred {
+        int column;
+        int width;
+    };
+    static constexpr std::array<Preferred, 5> preferred = {{{CardTableModel::ConceptColumn, 210},
+                                                            {CardTableModel::DifficultyColumn, 110},
+                                                            {CardTableModel::DueColumn, 100},
+                                                            {CardTableModel::DeckColumn, 160},
+                                                            {CardTableModel::IdColumn, 160}}};
+    static constexpr int kFloor = 56;  // a column narrower than this shows nothing useful
+    const int room = view_->viewport()->width() / 2;
+    const auto widthAt = [](const Preferred& p, double scale) {
+        return std::max(kFloor, static_cast<int>(p.width * scale));
+    };
+    const auto total = [&](double scale) {
+        int sum = 0;
+        for (const Preferred& p : preferred) sum += widthAt(p, scale);
+        return sum;
+    };
+    // The largest scale (at most 1) whose widths, floors included, fit in the room.
+    double scale = 1.0;
+    while (scale > 0.05 && total(scale) > room) scale *= 0.95;
+    for (const Preferred& p : preferred) view_->setColumnWidth(p.column, widthAt(p, scale));
+}
+
 void BrowserPage::updateCount() {
     count_->setText(tr("%1 of %2 shown. Enter or double-click opens a card; M shows a card's "
                        "scenario.")
@@ -208,6 +254,7 @@ void BrowserPage::updateShowMe() {
 }
 
 bool BrowserPage::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == view_->viewport() && event->type() == QEvent::Resize) fitColumns();
     // M runs the selected card's scenario, as it does while studying.
     if (watched == view_ && event->type() == QEvent::KeyPress) {
         const auto* key = static_cast<QKeyEvent*>(event);

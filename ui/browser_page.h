@@ -24,6 +24,8 @@ class BrowserPage : public QWidget {
     explicit BrowserPage(AppContext& context, QWidget* parent = nullptr);
     void refresh();
     void focusSearch();
+    // The results: focus on the table, its first row selected (Enter in the search does this).
+    void focusResults();
     CardTableModel* model() const { return model_; }
     CardFilterModel* filterModel() const { return filter_; }
     QTableView* view() const { return view_; }
@@ -46,6 +48,7 @@ class BrowserPage : public QWidget {
     void updateShowMe();
     void updateCount();
     void rebuildTagFilter();
+    void fitColumns();
 
     AppContext& context_;
     CardTableModel* model_ = nullptr;

@@ -1,5 +1,7 @@
 // The card browser's models (checked by QAbstractItemModelTester) and its filters.
 #include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QHeaderView>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPainter>
@@ -42,6 +44,8 @@ class TestCardBrowser : public QObject {
     void reimportUpdatesAndKeepsHistory();
     void deleteRemovesDeckAndHistory();
     void mainWindowRunsShowMeFromBrowse();
+    void questionColumnIsTheWidest();
+    void searchLeadsToTheResults();
 
   private:
     std::unique_ptr<QTemporaryDir> dir_;
@@ -146,6 +150,70 @@ void TestCardBrowser::browserPageSearch() {
     QTRY_COMPARE(page.filterModel()->rowCount(), 1);
     page.refresh();
     QCOMPARE(page.filterModel()->rowCount(), 1);
+}
+
+// The question is what a learner reads: at a laptop's width it gets the most room, and
+// the card id (which used to be widest) gives way.
+void TestCardBrowser::questionColumnIsTheWidest() {
+    pd::ui::BrowserPage page(*context_);
+    for (const int width : {1000, 1400, 760}) {
+        page.resize(width, 600);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        QTableView* view = page.view();
+        const int question = view->columnWidth(CardTableModel::PromptColumn);
+        for (int c = 0; c < CardTableModel::ColumnCount; ++c) {
+            if (c == CardTableModel::PromptColumn) continue;
+            QVERIFY2(question > view->columnWidth(c),
+                     qPrintable(QStringLiteral("at %1 px: question %2, column %3 %4")
+                                    .arg(width)
+                                    .arg(question)
+                                    .arg(c)
+                                    .arg(view->columnWidth(c))));
+        }
+        QVERIFY2(question * 2 >= view->viewport()->width() - 2,  // at least half
+                 qPrintable(QStringLiteral("at %1 px: question %2 of %3")
+                                .arg(width)
+                                .arg(question)
+                                .arg(view->viewport()->width())));
+        QCOMPARE(view->horizontalHeader()->sectionResizeMode(CardTableModel::PromptColumn),
+                 QHeaderView::Stretch);
+    }
+}
+
+// Enter in the search goes to the results with the first row selected; Tab from the search
+// reaches the results next (before the filters), and Tab leaves the table.
+void TestCardBrowser::searchLeadsToTheResults() {
+    pd::ui::BrowserPage page(*context_);
+    page.resize(1000, 600);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowActive(&page));
+    page.focusSearch();
+    QCOMPARE(QApplication::focusWidget(), page.searchEdit());
+    QTest::keyClick(page.searchEdit(), Qt::Key_Tab);
+    QCOMPARE(QApplication::focusWidget(), page.view());
+    QTest::keyClick(page.view(), Qt::Key_Tab);
+    QVERIFY(QApplication::focusWidget() != page.view());  // on to the tag filter
+    QVERIFY(qobject_cast<QComboBox*>(QApplication::focusWidget()));
+
+    page.focusSearch();
+    QTest::keyClicks(page.searchEdit(), QStringLiteral("card-two"));
+    QCOMPARE(page.filterModel()->rowCount(), 1);
+    QTest::keyClick(page.searchEdit(), Qt::Key_Return);
+    QCOMPARE(QApplication::focusWidget(), page.view());
+    QCOMPARE(page.view()->currentIndex().row(), 0);
+    QVERIFY(page.view()->selectionModel()->isRowSelected(0, QModelIndex()));
+    QCOMPARE(page.view()->currentIndex().data(CardTableModel::CardIdRole).toString(),
+             QStringLiteral("card-two"));
+    QVERIFY(page.showMeButton()->toolTip() != QStringLiteral("Select a card first"));
+    // A wider search: Enter selects its first row again.
+    page.focusSearch();
+    QTest::keyClicks(page.searchEdit(), QStringLiteral("card"));
+    QVERIFY(page.filterModel()->rowCount() > 1);
+    QTest::keyClick(page.searchEdit(), Qt::Key_Enter);
+    QCOMPARE(QApplication::focusWidget(), page.view());
+    QCOMPARE(page.view()->currentIndex().row(), 0);
 }
 
 void TestCardBrowser::cardIdColumn() {
