@@ -191,13 +191,10 @@ void HomePage::refresh() {
         auto* study = new QPushButton(tr("Study now"), studyPart);
         study->setObjectName(QStringLiteral("primary"));
         study->setMinimumHeight(38);
-        study->setToolTip(tr("Review the cards FSRS says are due, then today's new cards (Enter)"));
+        study->setToolTip(
+            tr("Review the cards FSRS says are due, then today's new cards, of the concept and "
+               "difficulty chosen beside it (Enter on Decks: the whole first deck with work)"));
         const QString deckId = deck.id;
-        connect(study, &QPushButton::clicked, this, [this, deckId] {
-            study::SessionOptions o;
-            o.mode = study::StudyMode::Review;
-            emit studyRequested(deckId, o);
-        });
         studyRow->addWidget(study);
         auto* conceptBox = new QComboBox(filterPart);
         conceptBox->setObjectName(QStringLiteral("conceptFilter"));
@@ -218,6 +215,17 @@ void HomePage::refresh() {
         for (auto d : {study::Difficulty::Foundation, study::Difficulty::Application,
                        study::Difficulty::Expert})
             difficulty->addItem(study::difficultyDisplayName(d), static_cast<int>(d));
+        // The learner's last choice on this deck, kept when the page is rebuilt.
+        const Filter kept = filters_.value(deckId);
+        if (const int i = conceptBox->findData(kept.tag); i >= 0) conceptBox->setCurrentIndex(i);
+        if (const int i = difficulty->findData(kept.difficulty); i >= 0)
+            difficulty->setCurrentIndex(i);
+        connect(conceptBox, &QComboBox::currentIndexChanged, this, [this, deckId, conceptBox] {
+            filters_[deckId].tag = conceptBox->currentData().toString();
+        });
+        connect(difficulty, &QComboBox::currentIndexChanged, this, [this, deckId, difficulty] {
+            filters_[deckId].difficulty = difficulty->currentData().toInt();
+        });
         const auto options = [conceptBox, difficulty](study::StudyMode mode) {
             study::SessionOptions o;
             o.mode = mode;
@@ -226,8 +234,12 @@ void HomePage::refresh() {
             if (d >= 0) o.filter.difficulty = static_cast<study::Difficulty>(d);
             return o;
         };
-        conceptBox->setToolTip(tr("Practice and mock exams draw from this concept"));
-        difficulty->setToolTip(tr("Practice and mock exams draw from this difficulty"));
+        conceptBox->setToolTip(tr("Study now, Practice and mock exams draw from this concept"));
+        difficulty->setToolTip(tr("Study now, Practice and mock exams draw from this difficulty"));
+        // Study now reviews the due and new cards of the chosen concept and difficulty.
+        connect(study, &QPushButton::clicked, this, [this, deckId, options] {
+            emit studyRequested(deckId, options(study::StudyMode::Review));
+        });
         auto* practice = new QPushButton(tr("Practice"), filterPart);
         practice->setObjectName(QStringLiteral("practice"));
         practice->setToolTip(

@@ -1,6 +1,7 @@
 // Home: every deck with its due, new and learned counts, and the ways to study it.
 #pragma once
 
+#include <QHash>
 #include <QWidget>
 
 #include "app_context.h"
@@ -26,6 +27,12 @@ class HomePage : public QWidget {
     void keyPressEvent(QKeyEvent* event) override;
 
   private:
+    // The learner's filter on a deck's card, kept over refresh() (which rebuilds the cards).
+    struct Filter {
+        QString tag;          // concept:: tag; empty: any concept
+        int difficulty = -1;  // study::Difficulty; -1: any
+    };
+    QHash<QString, Filter> filters_;  // deck id -> its filter
     AppContext& context_;
     QVBoxLayout* list_ = nullptr;
     QLabel* summary_ = nullptr;

@@ -60,6 +60,18 @@ QString countWord(int n) {
 // Seconds of mock-exam time per question.
 constexpr int kExamSecondsPerQuestion = 90;
 
+// The verdict banner in the current theme's right or wrong colours (its "correct" property
+// says which): set when a verdict is shown, and again when the theme changes while it is.
+void styleVerdictBanner(QFrame* banner) {
+    const ThemeColors c = themeColors();
+    const bool correct = banner->property("correct").toBool();
+    banner->setStyleSheet(
+        QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
+                       "solid %2; } QLabel { color: %2; }")
+            .arg(css(correct ? c.rightBackground : c.wrongBackground),
+                 css(correct ? c.right : c.wrong)));
+}
+
 }  // namespace
 
 // One answer option: key badge, indicator, text and, after the reveal, a verdict and the
@@ -252,6 +264,7 @@ StudyPage::~StudyPage() = default;
 
 void StudyPage::buildQuestionView() {
     scroll_ = new QScrollArea(views_);
+    scroll_->setObjectName(QStringLiteral("questionScroll"));
     scroll_->setWidgetResizable(true);
     scroll_->setFrameShape(QFrame::NoFrame);
     scroll_->setFocusPolicy(Qt::NoFocus);
@@ -416,7 +429,14 @@ void StudyPage::buildActionBar(QVBoxLayout* pageLayout) {
 }
 
 void StudyPage::buildResultsView() {
-    auto* page = new QWidget(views_);
+    // Scrolls: an exam's list of missed questions can be longer than the window.
+    resultsScroll_ = new QScrollArea(views_);
+    resultsScroll_->setObjectName(QStringLiteral("resultsScroll"));
+    resultsScroll_->setWidgetResizable(true);
+    resultsScroll_->setFrameShape(QFrame::NoFrame);
+    resultsScroll_->setFocusPolicy(Qt::NoFocus);
+    resultsScroll_->verticalScrollBar()->setSingleStep(40);
+    auto* page = new QWidget(resultsScroll_);
     auto* centre = new QHBoxLayout(page);
     centre->setContentsMargins(28, 28, 28, 28);
     auto* column = new QWidget(page);
@@ -440,7 +460,8 @@ void StudyPage::buildResultsView() {
     centre->addStretch(1);
     centre->addWidget(column, 100);
     centre->addStretch(1);
-    views_->addWidget(page);
+    resultsScroll_->setWidget(page);
+    views_->addWidget(resultsScroll_);
 }
 
 bool StudyPage::start(const QString& deckId, const study::SessionOptions& options) {
@@ -458,6 +479,13 @@ bool StudyPage::start(const QString& deckId, const study::SessionOptions& option
     setFocus();
     showCurrent();  // a numeric card then gives the focus to its field
     return true;
+}
+
+void StudyPage::focusAnswer() {
+    if (!revealed_ && !isShowingResults() && currentIsNumeric() && !numeric_->measuring())
+        numeric_->input()->setFocus(Qt::OtherFocusReason);
+    else
+        setFocus(Qt::OtherFocusReason);
 }
 
 bool StudyPage::isShowingResults() const {
@@ -630,6 +658,17 @@ void StudyPage::checkAnswer() {
         showCurrent();
         return;
     }
+    // Practice saves the answer as it is checked: leaving before "Next card" loses nothing.
+    if (session_->mode() == StudyMode::Practice) {
+        QString error;
+        if (!session_->answer(chosen, std::nullopt, confidence_, answerMs_, context_.now(), &error,
+                              study::StudySession::Then::Stay)) {
+            hintLabel_->setText(tr("Could not save the answer: %1").arg(error));
+            return;
+        }
+        emit answered();
+        updateHeader();
+    }
     revealed_ = true;
     const study::Card& card = *session_->current();
     const bool correct = card.isCorrectAnswer(chosen);
@@ -655,6 +694,17 @@ void StudyPage::revealNumeric(const std::optional<study::NumericGrade>& grade,
     revealed_ = true;
     const study::Card& card = *session_->current();
     numericCorrect_ = grade && grade->correct;
+    QString unsaved;
+    if (session_->mode() == StudyMode::Practice) {
+        // Saved as it is checked, as a choice card's answer is.
+        if (session_->answerNumeric(numericCorrect_, std::nullopt, confidence_, answerMs_,
+                                    context_.now(), &unsaved, study::StudySession::Then::Stay)) {
+            emit answered();
+            updateHeader();
+        } else {
+            unsaved = tr(" (could not save the answer: %1)").arg(unsaved);
+        }
+    }
     if (grade) {
         numericResult_->setText(numeric_->resultHtml(*grade));
         numericResult_->setVisible(true);
@@ -664,9 +714,10 @@ void StudyPage::revealNumeric(const std::optional<study::NumericGrade>& grade,
     suggested_ = session_->suggestedGradeForNumeric(numericCorrect_, confidence_);
     setFocus(Qt::OtherFocusReason);  // the grade keys 1-4 and Enter are the page's
     finishReveal(card, numericCorrect_,
-                 !grade           ? tr("Not measured: %1").arg(failure)
-                 : grade->correct ? tr("Right: the run measured %1").arg(measured)
-                                  : tr("Not quite: the run measured %1").arg(measured));
+                 (!grade           ? tr("Not measured: %1").arg(failure)
+                  : grade->correct ? tr("Right: the run measured %1").arg(measured)
+                                   : tr("Not quite: the run measured %1").arg(measured)) +
+                     unsaved);
 }
 
 QString StudyPage::verdictText() const {
@@ -680,14 +731,10 @@ QString StudyPage::numericResultText() const {
 // Every card's reveal ends here: the verdict banner, the sources, the question's controls
 // put away, then the four grades with their next due times (review) or Next (practice).
 void StudyPage::finishReveal(const study::Card& card, bool correct, const QString& verdict) {
-    const ThemeColors c = themeColors();
     verdictLabel_->setText((correct ? QStringLiteral("\u2713  ") : QStringLiteral("\u2717  ")) +
                            verdict);
-    verdictBanner_->setStyleSheet(
-        QStringLiteral("QFrame#verdictBanner { background: %1; border-radius: 10px; border: 2px "
-                       "solid %2; } QLabel { color: %2; }")
-            .arg(css(correct ? c.rightBackground : c.wrongBackground),
-                 css(correct ? c.right : c.wrong)));
+    verdictBanner_->setProperty("correct", correct);
+    styleVerdictBanner(verdictBanner_);
     verdictBanner_->setVisible(true);
     showSources(card);
     confidenceRow_->setVisible(false);
@@ -752,6 +799,11 @@ void StudyPage::gradeAndContinue(Rating rating) {
 
 void StudyPage::continuePractice() {
     if (!revealed_ || !session_ || session_->mode() != StudyMode::Practice) return;
+    if (session_->currentAnswered()) {  // saved when it was checked
+        session_->next(context_.now());
+        showCurrent();
+        return;
+    }
     QString error;
     const bool saved = currentIsNumeric()
                            ? session_->answerNumeric(numericCorrect_, std::nullopt, confidence_,
@@ -830,13 +882,20 @@ void StudyPage::showResults() {
                 tr("Concepts under 70% are worth a practice session: on Decks (Ctrl+1), pick the "
                    "concept on the deck's card and press Practice.") +
                 QStringLiteral("</p>");
+        html += missedQuestionsHtml();
         resultsBody_->setText(html);
     } else if (answered == 0) {
         resultsTitle_->setText(tr("Nothing to study right now"));
         resultsBody_->setText(
             session_->mode() == StudyMode::Review
-                ? tr("<p>No cards of this deck are due, and today's new cards are done. Come back "
-                     "later, or practise any concept without touching the schedule.</p>")
+                ? (session_->filter().tag.isEmpty() && !session_->filter().difficulty
+                       ? tr("<p>No cards of this deck are due, and today's new cards are done. "
+                            "Come back later, or practise any concept without touching the "
+                            "schedule.</p>")
+                       : tr("<p>No cards of this deck that match the chosen concept and "
+                            "difficulty are due, and today's new cards of them are done. Choose "
+                            "another concept, come back later, or practise these cards without "
+                            "touching the schedule.</p>"))
                 : tr("<p>No card matches this filter.</p>"));
     } else {
         resultsTitle_->setText(tr("Session complete"));
@@ -856,10 +915,50 @@ void StudyPage::showResults() {
     }
 }
 
+// The exam's wrong answers, each with its question, the learner's answer and the right one.
+QString StudyPage::missedQuestionsHtml() const {
+    const QList<study::MissedQuestion> missed = session_->missedQuestions();
+    if (missed.isEmpty()) return {};
+    const ThemeColors c = themeColors();
+    const auto optionList = [](const study::Card& card, const QList<int>& indices) {
+        QStringList texts;
+        for (int i : indices)
+            if (i >= 0 && i < card.options.size())
+                texts.append(card.options[i].text.toHtmlEscaped());
+        return texts.join(QStringLiteral("<br>"));
+    };
+    QString html =
+        QStringLiteral("<h3>%1</h3>").arg(tr("Missed questions (%1)").arg(missed.size()));
+    int n = 0;
+    for (const study::MissedQuestion& m : missed) {
+        const study::Card& card = *m.card;
+        QList<int> right;
+        for (int i = 0; i < card.options.size(); ++i)
+            if (card.options[i].correct) right.append(i);
+        html +=
+            QStringLiteral(
+                "<p><b>%1.</b> %2<br><span style='color:%3'>%4 %5</span><br>"
+                "<span style='color:%6'>%7 %8</span></p>")
+                .arg(++n)
+                .arg(card.prompt.toHtmlEscaped(), css(c.wrong),
+                     right.size() > 1 ? tr("Your answers:") : tr("Your answer:"),
+                     m.answered ? optionList(card, m.chosen)
+                                : tr("<i>not answered before the time ran out</i>"),
+                     css(c.right), right.size() > 1 ? tr("Right answers:") : tr("Right answer:"),
+                     optionList(card, right));
+    }
+    return html;
+}
+
 void StudyPage::updateHeader() {
     if (!session_) return;
-    modeLabel_->setText(
-        QStringLiteral("%1  \u00b7  %2").arg(modeTitle(session_->mode()), session_->deck().title));
+    QStringList parts = {modeTitle(session_->mode()), session_->deck().title};
+    // A session over part of the deck says which part.
+    if (!session_->filter().tag.isEmpty())
+        parts.append(study::tagDisplayName(session_->filter().tag));
+    if (session_->filter().difficulty)
+        parts.append(study::difficultyDisplayName(*session_->filter().difficulty));
+    modeLabel_->setText(parts.join(QStringLiteral("  \u00b7  ")));
     progressLabel_->setText(progressText());
     updateTimer();
 }
@@ -1028,7 +1127,7 @@ void StudyPage::scrollToRightAnswer() {
 
 // Page Up/Down and the arrows scroll the card; the number keys and Enter keep their jobs.
 bool StudyPage::scrollByKey(int key) {
-    QScrollBar* bar = scroll_->verticalScrollBar();
+    QScrollBar* bar = (isShowingResults() ? resultsScroll_ : scroll_)->verticalScrollBar();
     switch (key) {
         case Qt::Key_PageDown:
             bar->triggerAction(QAbstractSlider::SliderPageStepAdd);
@@ -1060,6 +1159,9 @@ void StudyPage::refreshSettings() {
 void StudyPage::refreshTheme() {
     applyStyles();
     for (OptionRow* row : optionRows_) row->restyle();
+    // A verdict shown when the theme changes takes the new theme's colours too.
+    if (verdictBanner_ && verdictBanner_->property("correct").isValid())
+        styleVerdictBanner(verdictBanner_);
 }
 
 void StudyPage::applyStyles() {

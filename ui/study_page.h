@@ -54,6 +54,9 @@ class StudyPage : public QWidget {
     QString verdictText() const;
     QString numericResultText() const;  // what the reveal of a numeric card says
     bool undo();
+    // Gives the keyboard focus to where the learner types next: the answer field of a numeric
+    // card not yet checked, else the page (its keys choose, check and grade).
+    void focusAnswer();
     void refreshTheme();
     // After Settings changed (e.g. whether Show me is offered before checking).
     void refreshSettings();
@@ -85,6 +88,7 @@ class StudyPage : public QWidget {
     void continuePractice();
     void showResults();
     void updateHeader();
+    QString missedQuestionsHtml() const;
     void updateTimer();
     void applyStyles();
     bool choiceComplete() const;
@@ -139,6 +143,7 @@ class StudyPage : public QWidget {
     void updateShowMe();
     QTimer* examTimer_ = nullptr;
 
+    QScrollArea* resultsScroll_ = nullptr;
     QLabel* resultsTitle_ = nullptr;
     QLabel* resultsBody_ = nullptr;
     QPushButton* resultsBack_ = nullptr;

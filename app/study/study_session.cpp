@@ -193,6 +193,8 @@ StudySession::StudySession(const Deck& deck, ReviewStore& store, const StudySett
         QList<std::pair<FsrsTimePoint, int>> due;
         QList<int> fresh;
         for (int i = 0; i < deck.cards.size(); ++i) {
+            // "Study now" with a concept (or difficulty) chosen reviews that part of the deck.
+            if (!options_.filter.matches(deck.cards[i])) continue;
             const auto it = all.find(deck.cards[i].id);
             if (it == all.end()) {
                 fresh.append(i);
@@ -252,20 +254,34 @@ const Card* StudySession::current() const {
 }
 
 int StudySession::remaining() const {
-    return static_cast<int>(queue_.size() + learning_.size()) + (current_ >= 0 ? 1 : 0);
+    // A card answered with Then::Stay is done: it counts as answered, not as to go.
+    const bool currentToGo = current_ >= 0 && !stayed_;
+    return static_cast<int>(queue_.size() + learning_.size()) + (currentToGo ? 1 : 0);
 }
 
 int StudySession::returning() const {
-    return static_cast<int>(learning_.size()) + (current_ >= 0 && seen_.contains(current_) ? 1 : 0);
+    const bool currentReturns = current_ >= 0 && !stayed_ && seen_.contains(current_);
+    return static_cast<int>(learning_.size()) + (currentReturns ? 1 : 0);
 }
 
 void StudySession::show(int cardIndex) {
     current_ = cardIndex;
     currentHinted_ = false;
+    stayed_ = false;
     optionOrder_.clear();
     if (cardIndex < 0) return;
+    // Drawn once per card: undo (and a card coming back) must not move the options about.
+    if (const auto known = optionOrders_.constFind(cardIndex); known != optionOrders_.cend()) {
+        optionOrder_ = *known;
+        return;
+    }
     for (int i = 0; i < deck_->cards[cardIndex].options.size(); ++i) optionOrder_.append(i);
     if (options_.shuffleOptions) shuffle(optionOrder_, rngState_);
+    optionOrders_.insert(cardIndex, optionOrder_);
+}
+
+void StudySession::next(const QDateTime& now) {
+    if (stayed_) advance(now);
 }
 
 void StudySession::advance(const QDateTime& now) {
@@ -307,32 +323,40 @@ std::array<QDateTime, 4> StudySession::previewDue(const QDateTime& now) const {
 
 bool StudySession::answer(const QList<int>& chosen, std::optional<Rating> chosenGrade,
                           std::optional<int> confidence, qint64 durationMs, const QDateTime& now,
-                          QString* error) {
+                          QString* error, Then then) {
     const Card* card = current();
+    if (stayed_) {
+        if (error) *error = QStringLiteral("this card's answer is already recorded");
+        return false;
+    }
     if (!card) {
         if (error) *error = QStringLiteral("the session has ended");
         return false;
     }
     return record(*card, card->isCorrectAnswer(chosen), chosen, chosenGrade, confidence, durationMs,
-                  now, error);
+                  now, error, then);
 }
 
 bool StudySession::answerNumeric(bool correct, std::optional<Rating> chosenGrade,
                                  std::optional<int> confidence, qint64 durationMs,
-                                 const QDateTime& now, QString* error) {
+                                 const QDateTime& now, QString* error, Then then) {
     const Card* card = current();
+    if (stayed_) {
+        if (error) *error = QStringLiteral("this card's answer is already recorded");
+        return false;
+    }
     if (!card || !card->isNumeric()) {
         if (error)
             *error = card ? QStringLiteral("the current card is not a numeric card")
                           : QStringLiteral("the session has ended");
         return false;
     }
-    return record(*card, correct, {}, chosenGrade, confidence, durationMs, now, error);
+    return record(*card, correct, {}, chosenGrade, confidence, durationMs, now, error, then);
 }
 
 bool StudySession::record(const Card& cardRef, bool correct, const QList<int>& chosen,
                           std::optional<Rating> chosenGrade, std::optional<int> confidence,
-                          qint64 durationMs, const QDateTime& now, QString* error) {
+                          qint64 durationMs, const QDateTime& now, QString* error, Then then) {
     const Card* card = &cardRef;
     ReviewEntry e;
     e.card = {deck_->id, card->id};
@@ -361,7 +385,7 @@ bool StudySession::record(const Card& cardRef, bool correct, const QList<int>& c
     if (id == 0) return false;
 
     const bool firstAnswer = !seen_.contains(current_);
-    history_.append({current_, id, correct, requeue, firstAnswer});
+    history_.append({current_, id, correct, requeue, firstAnswer, e.chosen});
     seen_.insert(current_);
     if (requeue) learning_.append(current_);
     ++answered_;
@@ -371,7 +395,10 @@ bool StudySession::record(const Card& cardRef, bool correct, const QList<int>& c
         s.second += 1;
         s.first += correct ? 1 : 0;
     }
-    advance(now);
+    if (then == Then::Stay)
+        stayed_ = true;
+    else
+        advance(now);
     return true;
 }
 
@@ -389,7 +416,9 @@ bool StudySession::undo(QString* error) {
     const Done done = history_.takeLast();
     if (done.requeued) learning_.removeOne(done.cardIndex);
     if (done.firstAnswer) seen_.remove(done.cardIndex);
-    if (current_ >= 0) queue_.prepend(current_);
+    // The card on screen goes back to the front of the queue, unless it is the one undone
+    // (answered with Then::Stay and still current).
+    if (current_ >= 0 && !stayed_) queue_.prepend(current_);
     --answered_;
     if (done.correct) --correctAnswers_;
     for (const QString& c : deck_->cards[done.cardIndex].concepts()) {
@@ -413,16 +442,25 @@ Rating StudySession::suggestedGradeForNumeric(bool correct, std::optional<int> c
 
 void StudySession::finishNow(Unanswered unanswered) {
     QList<int> rest = queue_;
-    if (current_ >= 0) rest.prepend(current_);
+    if (current_ >= 0 && !stayed_) rest.prepend(current_);
     endedEarly_ = unanswered == Unanswered::LeaveOut;
     for (int i : rest) {
         ++unanswered_;
         if (endedEarly_) continue;
+        timedOut_.append(i);
         for (const QString& c : deck_->cards[i].concepts()) scores_[c].second += 1;
     }
     queue_.clear();
     learning_.clear();
     show(-1);
+}
+
+QList<MissedQuestion> StudySession::missedQuestions() const {
+    QList<MissedQuestion> out;
+    for (const Done& d : history_)
+        if (!d.correct) out.append({&deck_->cards[d.cardIndex], d.chosen, true});
+    for (int i : timedOut_) out.append({&deck_->cards[i], {}, false});
+    return out;
 }
 
 QList<ConceptScore> StudySession::conceptScores() const {

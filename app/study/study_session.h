@@ -71,7 +71,7 @@ struct CardFilter {
 
 struct SessionOptions {
     StudyMode mode = StudyMode::Review;
-    CardFilter filter;       // practice and mock exam
+    CardFilter filter;       // every mode: review keeps the due and new cards that match
     int examQuestions = 20;  // mock exam: at most this many questions
     quint64 seed = 0;        // shuffling of cards and options (0: from the clock)
     bool shuffleOptions = true;
@@ -92,16 +92,27 @@ struct ConceptScore {
     int total = 0;
 };
 
+// A question a session scored wrong: the card, the options the learner chose (indices in the
+// card; empty when the clock ran out before an answer) and whether it was answered at all.
+struct MissedQuestion {
+    const Card* card = nullptr;
+    QList<int> chosen;
+    bool answered = true;
+};
+
 class StudySession {
   public:
     StudySession(const Deck& deck, ReviewStore& store, const StudySettings& settings,
                  SessionOptions options, const QDateTime& now);
 
     StudyMode mode() const { return options_.mode; }
+    const CardFilter& filter() const { return options_.filter; }
     const Deck& deck() const { return *deck_; }
     bool finished() const { return current_ < 0; }
     const Card* current() const;
-    // Display position -> option index in the card (the options may be shuffled).
+    // Display position -> option index in the card (the options may be shuffled). A card keeps
+    // the order it was first shown in for the whole session: undo and a card coming back show
+    // its options where the learner saw them.
     const QList<int>& optionOrder() const { return optionOrder_; }
     int answered() const { return answered_; }
     int correctAnswers() const { return correctAnswers_; }
@@ -116,17 +127,27 @@ class StudySession {
     // The due time each grade would give the current card (review mode).
     std::array<QDateTime, 4> previewDue(const QDateTime& now) const;
 
+    // After an answer is recorded: move on to the next card now, or keep the answered card
+    // current (its reveal on screen) until next(). Practice saves an answer when it is checked,
+    // so leaving before "Next card" loses nothing.
+    enum class Then { Advance, Stay };
+
     // Records the learner's answer to the current card (option indices in the card) and moves
-    // on. Review mode stores the new schedule for `chosenGrade`, the learner's own grade, or,
-    // without one, suggestedGrade().
+    // on (or stays, `then`). Review mode stores the new schedule for `chosenGrade`, the
+    // learner's own grade, or, without one, suggestedGrade().
     bool answer(const QList<int>& chosen, std::optional<Rating> chosenGrade,
                 std::optional<int> confidence, qint64 durationMs, const QDateTime& now,
-                QString* error = nullptr);
+                QString* error = nullptr, Then then = Then::Advance);
 
     // A numeric card's answer, graded against its run's measured figure (correct or not).
     bool answerNumeric(bool correct, std::optional<Rating> chosenGrade,
                        std::optional<int> confidence, qint64 durationMs, const QDateTime& now,
-                       QString* error = nullptr);
+                       QString* error = nullptr, Then then = Then::Advance);
+
+    // The current card's answer is recorded (Then::Stay) and the session waits for next().
+    bool currentAnswered() const { return stayed_; }
+    // Moves on from a card answered with Then::Stay (nothing otherwise).
+    void next(const QDateTime& now);
 
     // Show me ran on the current card before it was checked: its answer is recorded as hinted.
     void markCurrentHinted() { currentHinted_ = current_ >= 0; }
@@ -146,11 +167,14 @@ class StudySession {
     bool endedEarly() const { return endedEarly_; }
     QList<ConceptScore> conceptScores() const;
     int unanswered() const { return unanswered_; }
+    // The questions scored wrong, in the order they were asked: each wrong answer still in the
+    // log (undo takes one back), then the questions the clock left unanswered (counted wrong).
+    QList<MissedQuestion> missedQuestions() const;
 
   private:
     bool record(const Card& card, bool correct, const QList<int>& chosen,
                 std::optional<Rating> chosenGrade, std::optional<int> confidence, qint64 durationMs,
-                const QDateTime& now, QString* error);
+                const QDateTime& now, QString* error, Then then);
     void advance(const QDateTime& now);
     void show(int cardIndex);
 
@@ -159,7 +183,8 @@ class StudySession {
         qint64 logId;
         bool correct;
         bool requeued;
-        bool firstAnswer;  // the card's first answer in this session
+        bool firstAnswer;   // the card's first answer in this session
+        QList<int> chosen;  // option indices in the card, sorted
     };
 
     const Deck* deck_;
@@ -171,11 +196,14 @@ class StudySession {
     QList<int> learning_;  // review mode: cards in a learning step, shown again when due
     int current_ = -1;
     QList<int> optionOrder_;
+    QHash<int, QList<int>> optionOrders_;  // card index -> the order it was first shown in
+    bool stayed_ = false;                  // the current card is answered (Then::Stay)
     QList<Done> history_;
     QHash<QString, QPair<int, int>> scores_;  // concept -> (correct, total)
     int answered_ = 0;
     int correctAnswers_ = 0;
     int unanswered_ = 0;
+    QList<int> timedOut_;  // finishNow(CountAsWrong): the cards left unanswered
     bool endedEarly_ = false;
     bool currentHinted_ = false;
     QSet<int> seen_;  // card indices answered at least once

@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QPushButton>
 #include <QTemporaryDir>
@@ -12,6 +13,7 @@
 #include "home_page.h"
 #include "main_window.h"
 #include "message_box_clicker.h"
+#include "numeric_answer_panel.h"
 #include "settings_dialog.h"
 #include "stats_page.h"
 #include "study_page.h"
@@ -47,6 +49,9 @@ class TestMainWindow : public QObject {
     void themesGiveDistinctVerdictColours();
     void openTraceOpensATraceWindow();
     void openTraceSaysWhyAFileIsNoTrace();
+    void numericCardTakesTypingAtOnce();
+    void studyNowReviewsTheChosenConcept();
+    void conceptFilterIsKeptOnReturnToDecks();
 
   private:
     QAction* action(MainWindow& w, const QString& text) const;
@@ -275,6 +280,97 @@ void TestMainWindow::conceptFilterGivesThatConceptsCards() {
         }
     }
     QVERIFY(checked >= 2 * 4);  // the small deck's two concepts and the bundled deck's
+}
+
+// A session that opens on a numeric card: its answer field has the focus, so typing goes in
+// without a click (the window used to give the focus to the page after the field had it).
+void TestMainWindow::numericCardTakesTypingAtOnce() {
+    const auto parsed = parseDeck(
+        pd::test::deckJson(
+            {pd::test::numericCard(QStringLiteral("n")),
+             pd::test::singleCard(QStringLiteral("plain"), QStringLiteral("data-parallelism"))},
+            QStringLiteral("numeric-deck")),
+        QStringLiteral("numeric.json"), {true});
+    QVERIFY(parsed.deck);
+    QVERIFY(library_->importDeck(*parsed.deck, nullptr));
+    MainWindow w(*context_);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    emit w.homePage()->studyRequested(QStringLiteral("numeric-deck"), SessionOptions{});
+    QCOMPARE(w.currentPage(), MainWindow::Page::Study);
+    pd::ui::StudyPage* page = w.studyPage();
+    QVERIFY(page->session()->current()->isNumeric());
+    QLineEdit* input = page->numericPanel()->input();
+    QCOMPARE(QApplication::focusWidget(), input);
+    QTest::keyClicks(QApplication::focusWidget(), QStringLiteral("42"));
+    QCOMPARE(input->text(), QStringLiteral("42"));
+    // Back to Decks and into the session again: still the field.
+    QTest::keyClick(&w, Qt::Key_1, Qt::ControlModifier);
+    QCOMPARE(w.currentPage(), MainWindow::Page::Home);
+    w.showPage(MainWindow::Page::Study);
+    QCOMPARE(QApplication::focusWidget(), input);
+}
+
+// "Study now" reviews the cards of the concept chosen beside it, not the whole deck.
+void TestMainWindow::studyNowReviewsTheChosenConcept() {
+    MainWindow w(*context_);
+    w.show();
+    auto* box = w.homePage()->findChild<QComboBox*>(QStringLiteral("conceptFilter"));
+    QVERIFY(box);
+    const int pipeline = box->findData(QStringLiteral("concept::pipeline-parallelism"));
+    QVERIFY(pipeline > 0);
+    box->setCurrentIndex(pipeline);
+    QWidget* deckCard = box;
+    while (deckCard && deckCard->objectName() != QStringLiteral("deckCard"))
+        deckCard = deckCard->parentWidget();
+    QVERIFY(deckCard);
+    auto* studyNow = deckCard->findChild<QPushButton*>(QStringLiteral("primary"));
+    QVERIFY(studyNow && studyNow->text() == QStringLiteral("Study now"));
+    studyNow->click();
+    QCOMPARE(w.currentPage(), MainWindow::Page::Study);
+    const StudySession* session = w.studyPage()->session();
+    QCOMPARE(session->mode(), StudyMode::Review);
+    QCOMPARE(session->total(), 2);  // card-two and card-four, both new
+    QVERIFY(session->current()->concepts().contains(QStringLiteral("pipeline-parallelism")));
+    // Grading it keeps to the concept: the next card is the other pipeline card.
+    pd::ui::StudyPage* page = w.studyPage();
+    const QString first = session->current()->id;
+    QTest::keyClick(page, static_cast<Qt::Key>(Qt::Key_1 + session->optionOrder().indexOf(0)));
+    QTest::keyClick(page, Qt::Key_Return);
+    QTest::keyClick(page, Qt::Key_4);  // Easy: not back today
+    QVERIFY(session->current()->id != first);
+    QVERIFY(session->current()->concepts().contains(QStringLiteral("pipeline-parallelism")));
+}
+
+// The concept and difficulty chosen on a deck's card stay chosen when the learner comes back
+// to Decks (the page is rebuilt each time it is shown).
+void TestMainWindow::conceptFilterIsKeptOnReturnToDecks() {
+    MainWindow w(*context_);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    auto* box = w.homePage()->findChild<QComboBox*>(QStringLiteral("conceptFilter"));
+    auto* difficulty = w.homePage()->findChild<QComboBox*>(QStringLiteral("difficultyFilter"));
+    QVERIFY(box && difficulty);
+    box->setCurrentIndex(box->findData(QStringLiteral("concept::pipeline-parallelism")));
+    difficulty->setCurrentIndex(difficulty->findData(static_cast<int>(Difficulty::Application)));
+    // Away to Browse and back.
+    QTest::keyClick(&w, Qt::Key_2, Qt::ControlModifier);
+    QTest::keyClick(&w, Qt::Key_1, Qt::ControlModifier);
+    QCOMPARE(w.currentPage(), MainWindow::Page::Home);
+    box = w.homePage()->findChild<QComboBox*>(QStringLiteral("conceptFilter"));
+    difficulty = w.homePage()->findChild<QComboBox*>(QStringLiteral("difficultyFilter"));
+    QCOMPARE(box->currentData().toString(), QStringLiteral("concept::pipeline-parallelism"));
+    QCOMPARE(difficulty->currentData().toInt(), static_cast<int>(Difficulty::Application));
+    // Through a practice session and Esc back to Decks.
+    auto* practice = box->parentWidget()->findChild<QPushButton*>(QStringLiteral("practice"));
+    QVERIFY(practice);
+    practice->click();
+    QCOMPARE(w.currentPage(), MainWindow::Page::Study);
+    QCOMPARE(w.studyPage()->session()->current()->id, QStringLiteral("card-four"));
+    QTest::keyClick(w.studyPage(), Qt::Key_Escape);
+    QCOMPARE(w.currentPage(), MainWindow::Page::Home);
+    box = w.homePage()->findChild<QComboBox*>(QStringLiteral("conceptFilter"));
+    QCOMPARE(box->currentText(), QStringLiteral("Pipeline parallelism"));
 }
 
 void TestMainWindow::sessionInProgressIsNotReplacedSilently() {

@@ -4,11 +4,14 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRadioButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalSpy>
+#include <QStyleOptionButton>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 
 #include "app/study_test_support.h"
 #include "message_box_clicker.h"
@@ -16,6 +19,7 @@
 #include "pd/expectations.h"
 #include "pd/scenario.h"
 #include "study_page.h"
+#include "theme.h"
 
 using namespace pd::study;
 using pd::ui::StudyPage;
@@ -42,8 +46,13 @@ class TestStudyPage : public QObject {
     void showMeBeforeCheckingIsAnOptInHint();
     void keysScrollTheCardAndRevealScrollsToTheAnswer();
     void sourcesAppearAfterTheAnswerAsLinks();
+    void verdictBannerFollowsTheTheme();
+    void darkThemeRadioCirclesStandOut();
     void numericCardIsGradedByItsRun();
     void numericCardRightAnswerAndNoExamQuestion();
+    void practiceAnswerIsSavedWhenChecked();
+    void undoKeepsTheOptionOrder();
+    void mockExamResultsListTheMissedQuestions();
 
   private:
     // The display position (0-based) of the card's option `index`.
@@ -136,6 +145,108 @@ QString TestStudyPage::numericDeck() {
         QStringLiteral("numeric.json"), {true});
     if (!parsed.deck || !library_->importDeck(*parsed.deck, nullptr)) return {};
     return QStringLiteral("numeric-deck");
+}
+
+// Practice saves each answer as it is checked: leaving with the last one revealed (before
+// "Next card") keeps it, and the dialog counts every checked answer.
+void TestStudyPage::practiceAnswerIsSavedWhenChecked() {
+    SessionOptions options;
+    options.mode = StudyMode::Practice;
+    QVERIFY(page_->start(QStringLiteral("test-deck"), options));
+    for (int i = 0; i < 4; ++i) {
+        const Card* card = page_->session()->current();
+        press(Qt::Key_1 + positionOf(0));
+        if (card->type == CardType::Multiple) press(Qt::Key_1 + positionOf(1));
+        press(Qt::Key_Return);  // check
+        QVERIFY(page_->isRevealed());
+        QCOMPARE(store_->reviewCount(), i + 1);  // saved now, not on Next
+        QCOMPARE(store_->lastReview()->card.cardId, card->id);
+        QVERIFY(store_->lastReview()->correct);
+        QVERIFY(anyLabelContains(QStringLiteral("%1 answered").arg(i + 1)));
+        if (i < 3) press(Qt::Key_Return);  // Next card
+    }
+    // The fourth is revealed, not moved on from: leaving keeps it and says four.
+    auto leave = pd::test::answerNextMessageBox(QStringLiteral("Leave"));
+    press(Qt::Key_Escape);
+    QVERIFY(leave->opened && leave->clicked);
+    QVERIFY2(leave->text.contains(QStringLiteral("4 answers are saved")), qPrintable(leave->text));
+    QCOMPARE(store_->reviewCount(), 4);
+    QCOMPARE(page_->session()->answered(), 4);
+    // Next after the last one ends the session, with nothing recorded twice.
+    press(Qt::Key_Return);
+    QVERIFY(page_->isShowingResults());
+    QCOMPARE(store_->reviewCount(), 4);
+    QVERIFY(anyLabelContains(QStringLiteral("You gave <b>4 answers</b> on <b>4 cards</b>")));
+}
+
+// Undo brings the answered card back with its options where they were, and the card that was
+// on screen keeps its order too when it comes again.
+void TestStudyPage::undoKeepsTheOptionOrder() {
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    const auto rowTexts = [this] {
+        QStringList texts;
+        for (QWidget* row : page_->findChildren<QWidget*>(QStringLiteral("optionRow")))
+            texts.append(row->findChildren<QLabel*>().value(1)->text());  // badge, then text
+        return texts;
+    };
+    const QString firstId = page_->session()->current()->id;
+    const QList<int> firstOrder = page_->session()->optionOrder();
+    const QStringList firstRows = rowTexts();
+    QCOMPARE(firstRows.size(), 3);
+    for (int round = 0; round < 6; ++round) {
+        press(Qt::Key_1 + positionOf(0));
+        press(Qt::Key_Return);
+        press(Qt::Key_Return);  // Good
+        QVERIFY(page_->session()->current()->id != firstId);
+        const QString secondId = page_->session()->current()->id;
+        const QList<int> secondOrder = page_->session()->optionOrder();
+        press(Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(page_->session()->current()->id, firstId);
+        QCOMPARE(page_->session()->optionOrder(), firstOrder);
+        QCOMPARE(rowTexts(), firstRows);
+        // Answer it again: the second card comes back in the order it had.
+        press(Qt::Key_1 + positionOf(0));
+        press(Qt::Key_Return);
+        press(Qt::Key_Return);
+        QCOMPARE(page_->session()->current()->id, secondId);
+        QCOMPARE(page_->session()->optionOrder(), secondOrder);
+        press(Qt::Key_Z, Qt::ControlModifier);
+    }
+}
+
+// The exam's results list every question answered wrong, with the learner's answer and the
+// right one; a question answered right is not listed.
+void TestStudyPage::mockExamResultsListTheMissedQuestions() {
+    SessionOptions options;
+    options.mode = StudyMode::MockExam;
+    QVERIFY(page_->start(QStringLiteral("test-deck"), options));
+    while (!page_->isShowingResults()) {
+        const Card* card = page_->session()->current();
+        if (card->id == QStringLiteral("card-one")) {
+            press(Qt::Key_1 + positionOf(0));  // right
+        } else {
+            press(Qt::Key_1 + positionOf(2));                                        // "C": wrong
+            if (card->type == CardType::Multiple) press(Qt::Key_1 + positionOf(3));  // and "D"
+        }
+        press(Qt::Key_Return);
+    }
+    QVERIFY(anyLabelContains(QStringLiteral("Mock exam: 1 of 4 right")));
+    QVERIFY(anyLabelContains(QStringLiteral("Missed questions (3)")));
+    QString results;
+    for (QLabel* l : page_->findChildren<QLabel*>())
+        if (l->isVisible() && l->text().contains(QStringLiteral("Missed questions")))
+            results = l->text();
+    for (const QString& prompt :
+         {QStringLiteral("Question card-two?"), QStringLiteral("Question card-four?"),
+          QStringLiteral("Which two hold for card-three? (Choose two.)")})
+        QVERIFY2(results.contains(prompt), qPrintable(prompt));
+    QVERIFY(!results.contains(QStringLiteral("Question card-one?")));
+    // Each with the answer given and the right one: "C" for "A" on the single cards,
+    // "C" and "D" for "A" and "B" on the two-answer card.
+    QCOMPARE(results.count(QStringLiteral("Your answer: C<")), 2);
+    QCOMPARE(results.count(QStringLiteral("Right answer: A<")), 2);
+    QCOMPARE(results.count(QStringLiteral("Your answers: C<br>D<")), 1);
+    QCOMPARE(results.count(QStringLiteral("Right answers: A<br>B<")), 1);
 }
 
 // Opened links land here instead of in a browser (QDesktopServices' handler for https).
@@ -313,7 +424,7 @@ void TestStudyPage::chooseTwoCannotBeCheckedWithOneOrThree() {
     QVERIFY(check->isEnabled());
     press(Qt::Key_Return);
     QVERIFY(page_->isRevealed());
-    QCOMPARE(store_->reviewCount(), 0);  // practice records on Next
+    QCOMPARE(store_->reviewCount(), 1);  // practice records the answer as it is checked
 }
 
 void TestStudyPage::enterWithoutAnswerDoesNothing() {
@@ -526,7 +637,7 @@ void TestStudyPage::keysScrollTheCardAndRevealScrollsToTheAnswer() {
     options.shuffleOptions = false;  // the right option is the last one
     QVERIFY(page_->start(QStringLiteral("long-deck"), options));
     QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
-    auto* scroll = page_->findChild<QScrollArea*>();
+    auto* scroll = page_->findChild<QScrollArea*>(QStringLiteral("questionScroll"));
     QVERIFY(scroll);
     QScrollBar* bar = scroll->verticalScrollBar();
     QVERIFY(bar->maximum() > 0);
@@ -646,6 +757,82 @@ void TestStudyPage::numericCardRightAnswerAndNoExamQuestion() {
     QVERIFY(page_->start(deck, exam));
     QCOMPARE(page_->session()->total(), 1);
     QVERIFY(!page_->session()->current()->isNumeric());
+}
+
+namespace {
+
+// WCAG's contrast ratio of two colours (1 to 21).
+double contrastRatio(const QColor& a, const QColor& b) {
+    auto luminance = [](const QColor& c) {
+        auto channel = [](double v) {
+            return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+        };
+        return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) +
+               0.0722 * channel(c.blueF());
+    };
+    const double la = luminance(a), lb = luminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+// Back to the palette and style sheet the other tests run with.
+void restoreDefaultTheme(const QPalette& palette) {
+    qApp->setStyleSheet(QString());
+    QApplication::setPalette(palette);
+}
+
+}  // namespace
+
+// Issue 40: the verdict banner kept the light theme's colours when the theme was switched
+// while it was shown.
+void TestStudyPage::verdictBannerFollowsTheTheme() {
+    const QPalette saved = QApplication::palette();
+    pd::ui::applyTheme(*qApp, QStringLiteral("light"));
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    press(Qt::Key_1 + positionOf(0));  // right
+    press(Qt::Key_Return);
+    auto* banner = page_->findChild<QFrame*>(QStringLiteral("verdictBanner"));
+    QVERIFY(banner && banner->isVisible());
+    // Inside the 2 px border, left of the label's 16 px margin: the banner's own fill.
+    auto fill = [banner] {
+        const QImage image = banner->grab().toImage();
+        return image.pixelColor(8, image.height() / 2);
+    };
+    QVERIFY2(fill().lightness() > 200, qPrintable(fill().name()));
+    pd::ui::applyTheme(*qApp, QStringLiteral("dark"));
+    const QColor dark = fill();
+    const QColor expected = pd::ui::themeColors().rightBackground;
+    restoreDefaultTheme(saved);
+    QVERIFY2(dark.lightness() < 100, qPrintable(dark.name()));
+    QCOMPARE(dark.name(), expected.name());
+}
+
+// Issue 40: in the dark theme the option rows' radio circles were faint (Fusion draws their
+// outline darker than the window, on a dark surface): the outline must stand out from what
+// is around it (WCAG's 3:1 for parts of controls).
+void TestStudyPage::darkThemeRadioCirclesStandOut() {
+    const QPalette saved = QApplication::palette();
+    pd::ui::applyTheme(*qApp, QStringLiteral("dark"));
+    QVERIFY(page_->start(QStringLiteral("test-deck"), SessionOptions{}));
+    QRadioButton* radio = nullptr;
+    for (QRadioButton* r : page_->findChildren<QRadioButton*>())
+        if (r->isVisible() && !r->isChecked()) radio = r;
+    QVERIFY(radio);
+    const QImage image = radio->grab().toImage();
+    QStyleOptionButton option;
+    option.initFrom(radio);
+    const QRect indicator =
+        radio->style()->subElementRect(QStyle::SE_RadioButtonIndicator, &option, radio);
+    // The background is what lies just outside the circle; the outline, the pixel of the
+    // circle's box that differs most from it.
+    const QColor background = image.pixelColor(indicator.topLeft());
+    double best = 1;
+    for (int y = indicator.top(); y <= indicator.bottom(); ++y)
+        for (int x = indicator.left(); x <= indicator.right(); ++x)
+            best = std::max(best, contrastRatio(image.pixelColor(x, y), background));
+    restoreDefaultTheme(saved);
+    QVERIFY2(best >= 3.0, qPrintable(QStringLiteral("outline contrast %1:1 against %2")
+                                         .arg(best, 0, 'f', 2)
+                                         .arg(background.name())));
 }
 
 QTEST_MAIN(TestStudyPage)
