@@ -658,7 +658,8 @@ struct Checker {
             s += " is exactly " + v(*c.near_value) + of;
         } else if (c.near_value || c.near_ref) {
             s += " is within " +
-                 (c.tolerance_is_relative ? figure(100 * c.tolerance) + "%" : v(c.tolerance)) +
+                 (c.tolerance_is_relative ? value_words("bubble", c.tolerance, false)
+                                          : v(c.tolerance)) +
                  " of " + (c.near_value ? v(*c.near_value) + of : ref_words(*c.near_ref, c));
         }
         return s;

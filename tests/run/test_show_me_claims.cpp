@@ -1,0 +1,149 @@
+// The Show me window's claims: every bundled card laid out at 1280x720, as a learner's small
+// screen shows it, brings each claim's evidence into view inside the window (the headless
+// report `paralleldeck --show-me ID --claims-json FILE` writes the same figures); a card
+// whose claims compare runs shows its comparison run as B without being asked; a timed
+// figure carries its spread.
+#include <QDir>
+#include <QDockWidget>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QTabWidget>
+#include <QTest>
+
+#include "claims_panel.h"
+#include "claims_report.h"
+#include "pd/scenario.h"
+#include "show_me_window.h"
+#include "study/bundled_decks.h"
+#include "study/deck.h"
+#include "visualizer/timeline_view.h"
+#include "visualizer/visualizer_panel.h"
+
+namespace {
+
+const pd::study::Deck& bundledDeck() {
+    static const pd::study::Deck deck = [] {
+        pd::study::Deck all;
+        for (const QString& f : pd::study::bundledDeckFiles()) {
+            const auto loaded =
+                pd::study::loadDeckFile(QDir(QStringLiteral(PD_DECK_DIR)).filePath(f));
+            if (!loaded.deck)
+                qFatal("a bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
+            for (const pd::study::Card& card : loaded.deck->cards)
+                if (!all.card(card.id)) all.cards.append(card);
+        }
+        return all;
+    }();
+    return deck;
+}
+
+pd::ui::ClaimsReportRequest requestFor(const QString& cardId, QSize size) {
+    const pd::study::Card* card = bundledDeck().card(cardId);
+    if (!card) qFatal("no bundled card %s", qPrintable(cardId));
+    pd::ui::ClaimsReportRequest r;
+    r.card_id = cardId;
+    r.title = card->prompt.left(70);
+    r.note = card->scenarioNote;
+    r.window_size = size;
+    pd::ConfigSources sources;
+    pd::apply_scenario_json(card->scenarioJson.toStdString(), "card", r.config, sources,
+                            &r.expectations);
+    pd::validate(r.config, sources);
+    return r;
+}
+
+}  // namespace
+
+class TestShowMeClaims : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void everyClaimsEvidenceIsInsideTheWindow_data() {
+        QTest::addColumn<QString>("cardId");
+        for (const pd::study::Card& card : bundledDeck().cards)
+            if (card.hasScenario()) QTest::addRow("%s", qPrintable(card.id)) << card.id;
+    }
+
+    void everyClaimsEvidenceIsInsideTheWindow() {
+        QFETCH(QString, cardId);
+        pd::ui::ShowMeWindow window;
+        QJsonObject report;
+        QString error;
+        QVERIFY2(pd::ui::claimsReport(window, requestFor(cardId, {1280, 720}), &report, &error),
+                 qPrintable(error));
+        QCOMPARE(report[QStringLiteral("window")][QStringLiteral("width")].toInt(), 1280);
+        QCOMPARE(report[QStringLiteral("window")][QStringLiteral("height")].toInt(), 720);
+        const QJsonArray claims = report[QStringLiteral("claims")].toArray();
+        QVERIFY2(!claims.isEmpty(), "a bundled scenario has claims");
+        const QRect inside(0, 0, 1280, 720);
+        for (const QJsonValue& v : claims) {
+            const QJsonObject c = v.toObject();
+            const QJsonObject e = c[QStringLiteral("evidence")].toObject();
+            const QRect r(e[QStringLiteral("x")].toInt(), e[QStringLiteral("y")].toInt(),
+                          e[QStringLiteral("width")].toInt(), e[QStringLiteral("height")].toInt());
+            const QByteArray what = (c[QStringLiteral("text")].toString() +
+                                     QStringLiteral(": evidence at %1,%2 %3x%4")
+                                         .arg(r.x())
+                                         .arg(r.y())
+                                         .arg(r.width())
+                                         .arg(r.height()))
+                                        .toUtf8();
+            QVERIFY2(!c[QStringLiteral("text")].toString().isEmpty(), what.constData());
+            // Readable, not a sliver: at least a few lines of a chart or one device's lanes.
+            QVERIFY2(r.width() >= 200 && r.height() >= 24, what.constData());
+            QVERIFY2(inside.contains(r), what.constData());
+        }
+    }
+
+    void aComparisonClaimShowsItsRunAsB() {
+        pd::ui::ShowMeWindow window;
+        QJsonObject report;
+        QString error;
+        QVERIFY2(pd::ui::claimsReport(window, requestFor(QStringLiteral("wmp-activation-memory"),
+                                                         {1280, 720}),
+                                      &report, &error),
+                 qPrintable(error));
+        // Claims 3 and 4 compare with seq_len 8 and batch 4: choosing each shows its run.
+        window.claimsPanel()->choose(3);
+        QCOMPARE(window.comparedVariant(), 1);
+        QVERIFY(window.visualizer()->hasComparison());
+        QVERIFY(window.visualizer()->comparisonTimeline()->isVisible());
+        window.claimsPanel()->choose(2);
+        QCOMPARE(window.comparedVariant(), 0);
+        // Memory evidence: the memory tab, both runs' bars on one axis.
+        QCOMPARE(window.visualizer()->lowerTabs()->currentIndex(), 0);
+        const auto& o = window.claimsPanel()->outcomes()[2];
+        QVERIFY(o.plain.find("comparison run's (seq_len 8)") != std::string::npos);
+        QVERIFY(!o.measured_words.empty() && o.measured_words.back() == 'x');
+    }
+
+    void aTimedClaimShowsItsSpread() {
+        // A pipeline card: its bubble claim reads a figure from clocks, so the panel gives the
+        // range over the figure steps beside the median.
+        pd::ui::ShowMeWindow window;
+        QJsonObject report;
+        QString error;
+        QVERIFY2(pd::ui::claimsReport(window, requestFor(QStringLiteral("pp-gpipe-bubble"),
+                                                         {1280, 720}),
+                                      &report, &error),
+                 qPrintable(error));
+        bool timed_with_spread = false;
+        for (const auto& o : window.claimsPanel()->outcomes())
+            if (o.timed && o.metric == "bubble") timed_with_spread = !o.spread.empty();
+        QVERIFY(timed_with_spread);
+    }
+
+    void theWhatIfDrawerIsClosedOnASmallScreenAndOpenOnALargeOne() {
+        pd::ui::ShowMeWindow small;
+        small.placeAt({1280, 720});
+        small.show();
+        QVERIFY(!small.whatIfDock()->isVisible());
+        pd::ui::ShowMeWindow large;
+        large.placeAt({1600, 1000});
+        large.show();
+        QVERIFY(large.whatIfDock()->isVisible());
+    }
+};
+
+QTEST_MAIN(TestShowMeClaims)
+#include "test_show_me_claims.moc"
