@@ -10,6 +10,7 @@
 #include <QStatusBar>
 
 #include "trace_loader.h"
+#include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 
 namespace pd::ui {
@@ -109,6 +110,30 @@ TraceWindow::TraceWindow(QWidget* parent)
     resize(1400, 900);
 }
 
+void TraceWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    refitUntouchedStep();  // the window's layout has given the timeline its width by now
+}
+
+void TraceWindow::resizeEvent(QResizeEvent* event) {
+    QMainWindow::resizeEvent(event);
+    refitUntouchedStep();
+}
+
+void TraceWindow::refitUntouchedStep() {
+    if (!keep_step_fitted_ || !isVisible()) return;
+    pd::vis::TimelineView* timeline = visualizer_->timeline();
+    const pd::vis::TimeMapping& now = timeline->mapping();
+    if (fitted_ && (now.start_ns != fitted_->start_ns || now.ns_per_px != fitted_->ns_per_px)) {
+        keep_step_fitted_ = false;  // zoomed, panned or fitted otherwise: the view is theirs
+        return;
+    }
+    if (timeline->width() == fitted_width_) return;
+    visualizer_->fitStepAction()->trigger();
+    fitted_ = timeline->mapping();
+    fitted_width_ = timeline->width();
+}
+
 void TraceWindow::realign(pd::ClockAlignment alignment) {
     if (files_.isEmpty()) return;
     statusBar()->showMessage(tr("Reading the traces again\u2026"));
@@ -154,6 +179,10 @@ void TraceWindow::showImported(const QStringList& files,
     visualizer_->setExportBaseName(QStringLiteral("trace"));
     visualizer_->setNote(importedRunNote(result->trace));
     visualizer_->setRun(pd::app::importedRunConfig(*result), result);
+    keep_step_fitted_ = true;
+    fitted_.reset();
+    fitted_width_ = -1;
+    if (isVisible()) refitUntouchedStep();
     const int ranks = result->trace.devices;
     statusBar()->showMessage((ranks == 1 ? tr("1 rank from %1") : tr("%1 ranks from %2").arg(ranks))
                                  .arg(qs(result->trace.origin.producer)));

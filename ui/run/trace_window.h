@@ -6,9 +6,11 @@
 #include <QMainWindow>
 #include <QStringList>
 #include <memory>
+#include <optional>
 
 #include "pd/run.h"
 #include "pd/trace_import.h"
+#include "visualizer/time_mapping.h"
 
 class QAction;
 
@@ -44,9 +46,14 @@ class TraceWindow : public QMainWindow {
     // A File > Open or a clock change could not read the traces; the run shown is unchanged.
     void loadFailed(const QString& message);
 
+  protected:
+    void showEvent(QShowEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
   private:
     void realign(pd::ClockAlignment alignment);
     void chooseAndOpenTraces();
+    void refitUntouchedStep();
 
     pd::vis::VisualizerPanel* visualizer_;
     pd::app::TraceLoader* loader_;
@@ -58,6 +65,12 @@ class TraceWindow : public QMainWindow {
     // another clock; its failure is worded accordingly.
     bool opening_other_ = false;
     bool shown_on_first_collective_ = false;  // the clock of the run shown
+    // The step a run opens on is fitted again as the window takes its size (shown, resized)
+    // until the learner zooms or pans: the panel fits it once, to the width the timeline had
+    // before the window was shown. What the last such fit set, to tell a learner's change.
+    bool keep_step_fitted_ = false;
+    std::optional<pd::vis::TimeMapping> fitted_;
+    int fitted_width_ = -1;
 };
 
 // The note shown above an imported timeline: how the ranks were aligned, how lanes were

@@ -161,6 +161,20 @@ std::vector<std::int64_t> running_max_end(const std::vector<T>& items, auto end_
     return out;
 }
 
+// busy_before[k]: the length of the union of boxes[0, k), the boxes sorted by start.
+std::vector<std::int64_t> busy_before(const std::vector<TimelineBox>& boxes) {
+    std::vector<std::int64_t> out;
+    out.reserve(boxes.size() + 1);
+    out.push_back(0);
+    std::int64_t covered_to = std::numeric_limits<std::int64_t>::min();
+    for (const TimelineBox& b : boxes) {
+        const std::int64_t from = std::max(b.start_ns, covered_to);
+        out.push_back(out.back() + std::max<std::int64_t>(0, b.end_ns - from));
+        covered_to = std::max(covered_to, b.end_ns);
+    }
+    return out;
+}
+
 }  // namespace
 
 TimelineData::TimelineData(std::shared_ptr<const pd::RunResult> result,
@@ -272,6 +286,8 @@ TimelineData::TimelineData(std::shared_ptr<const pd::RunResult> result,
         group_collectives(lane, t, records[static_cast<std::size_t>(lane.device)]);
         lane.collective_boxes_max_end =
             running_max_end(lane.collective_boxes, [](const TimelineBox& b) { return b.end_ns; });
+        lane.boxes_busy_before = busy_before(lane.boxes);
+        lane.collective_boxes_busy_before = busy_before(lane.collective_boxes);
     }
 
     for (const auto& [id, ends] : flow_ends)

@@ -56,11 +56,16 @@ struct TimelineLane {
     std::vector<std::int64_t> events_max_end;  // running max of end over `events`
     std::vector<TimelineBox> boxes;            // waits excluded: they show as idle grey
     std::vector<std::int64_t> boxes_max_end;
+    // busy_before[k]: the time covered by boxes[0, k) (their union; boxes.size() + 1 values),
+    // so the busy time of any run of boxes is a difference: a rectangle standing for many
+    // sub-pixel boxes is shaded by how busy it is, not painted solid.
+    std::vector<std::int64_t> boxes_busy_before;
     // Collective calls, and the boxes drawn when their ring steps are too narrow to read:
     // `boxes` with each call's ring steps replaced by its one or two halves.
     std::vector<TimelineCollective> collectives;
     std::vector<TimelineBox> collective_boxes;
     std::vector<std::int64_t> collective_boxes_max_end;
+    std::vector<std::int64_t> collective_boxes_busy_before;
     std::int64_t median_ring_step_ns = 0;  // 0 when the lane has no ring steps
 };
 
