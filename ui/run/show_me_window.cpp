@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -99,6 +100,7 @@ ShowMeWindow::ShowMeWindow(QWidget* parent) : QMainWindow(parent) {
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     knobs_scroll_ = scroll;
+    fitKnobsWidth();
     knobs_dock_ = new QDockWidget(tr("What if…"), this);
     knobs_dock_->setObjectName(QStringLiteral("whatIfDock"));
     knobs_dock_->setWidget(scroll);
@@ -213,12 +215,22 @@ void ShowMeWindow::showEvent(QShowEvent* event) {
     QMainWindow::showEvent(event);
     if (!placed_) {
         placed_ = true;
+        fitKnobsWidth();  // the application's font is known now
         fitToScreen();
         // Narrower than 1400 px, the knobs would squeeze the timeline: their drawer starts
         // closed (Ctrl+K opens it).
         knobs_dock_->setVisible(width() >= 1400);
     }
     visualizer_->timeline()->setFocus(Qt::OtherFocusReason);
+}
+
+void ShowMeWindow::fitKnobsWidth() {
+    // The drawer is as wide as its widest knob or label needs: nothing in it is cut off (its
+    // scroll area scrolls only vertically).
+    QScrollArea* scroll = knobs_scroll_;
+    const int needed = scroll->widget()->minimumSizeHint().width() +
+                       scroll->verticalScrollBar()->sizeHint().width() + 2 * scroll->frameWidth();
+    scroll->setMinimumWidth(needed);
 }
 
 void ShowMeWindow::placeAt(const QSize& size) {

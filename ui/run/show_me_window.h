@@ -19,6 +19,7 @@ class QDockWidget;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QScrollArea;
 class QTimer;
 
 namespace pd::app {
@@ -129,6 +130,7 @@ class ShowMeWindow : public QMainWindow {
     QString timelineKeysText() const;
     // First shown: no larger than the screen's free area, and entirely on it.
     void fitToScreen();
+    void fitKnobsWidth();
     void updateProgressText();
 
     pd::app::RunController* controller_;
@@ -144,7 +146,7 @@ class ShowMeWindow : public QMainWindow {
     QAction* unpin_;
     QAction* escape_;
     QAction* show_knobs_;
-    QWidget* knobs_scroll_;
+    QScrollArea* knobs_scroll_;
     QString card_title_;
     bool placed_ = false;
     std::optional<Shown> current_;

@@ -145,7 +145,8 @@ void LossChart::rebuild() {
     axis_loss_->setTitleText(tr("loss"));
     axis_loss_->setLabelFormat(QStringLiteral("%.3g"));
     axis_time_ = new QValueAxis();
-    axis_time_->setTitleText(tr("step time (ms)"));
+    // Short: the legend names the line, and a long title is elided on a short chart.
+    axis_time_->setTitleText(tr("ms"));
     axis_time_->setLabelFormat(QStringLiteral("%.3g"));
     // Round tick values (2.2, 2.4, ...) read at a glance.
     if (loss_->count() > 0 && loss_lo <= loss_hi) {

@@ -4,6 +4,7 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QStringList>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -30,8 +31,14 @@ void TimelineView::setRun(std::shared_ptr<const pd::RunResult> result,
     bubble_ = bubble;
     title_ = std::move(title);
     paint_cache_.clear();
+    // What the pointer showed described the last run: gone at once, not at the next move.
+    const bool was_hovering = hovered_ >= 0;
     hovered_ = selected_ = -1;
+    if (was_hovering) emit eventHovered(-1);
+    setHoverText({});
+    if (QToolTip::isVisible() && underMouse()) QToolTip::hideText();
     cursor_ns_.reset();
+    time_zero_ns_.reset();
     updateGeometry();
     fitStep(defaultStep());
 }
@@ -156,6 +163,16 @@ void TimelineView::setMapping(const TimeMapping& mapping, std::int64_t origin_ns
     update();
 }
 
+void TimelineView::setTimeZero(std::optional<std::int64_t> display_ns) {
+    if (time_zero_ns_ == display_ns) return;
+    time_zero_ns_ = display_ns;
+    update();
+}
+
+std::int64_t TimelineView::timeZero() const {
+    return time_zero_ns_ ? *time_zero_ns_ : runRange().first - origin_ns_;
+}
+
 void TimelineView::setFocusStep(std::optional<int> step) {
     focus_step_ = step && data_.step_range(*step) ? step : std::nullopt;
     update();
@@ -211,6 +228,7 @@ TimelineView::View TimelineView::currentView(std::optional<QSizeF> size) const {
     v.size = size.value_or(QSizeF(this->size()));
     v.mapping = mapping_;
     v.origin_ns = origin_ns_;
+    v.time_zero_ns = timeZero();
     v.cursor_ns = cursor_ns_;
     v.palette = palette();
     v.highlighted_event = hovered_ >= 0 ? hovered_ : selected_;
@@ -226,6 +244,21 @@ TimelineView::PaintStats TimelineView::paint(QPainter& p, const View& view) cons
 void TimelineView::paintEvent(QPaintEvent*) {
     QPainter p(this);
     paint(p, currentView());
+    if (highlight_ && data_.devices() > 0) {
+        const int last = std::min(highlight_->second, data_.devices() - 1);
+        const QRectF lanes =
+            laneRect(highlight_->first, pd::StreamKind::compute, size(), true, legend_)
+                .united(laneRect(last, pd::StreamKind::comm, size(), true, legend_));
+        QPen pen(QWidget::palette().color(QPalette::Highlight), 2.0);
+        p.setPen(pen);
+        p.setBrush(Qt::NoBrush);
+        p.drawRoundedRect(lanes.adjusted(-kLeftMargin + 4, -3, 3, 3), 4, 4);
+    }
+}
+
+void TimelineView::setHighlightedDevices(std::optional<std::pair<int, int>> devices) {
+    highlight_ = devices;
+    update();
 }
 
 void TimelineView::resizeEvent(QResizeEvent* event) {
@@ -278,10 +311,17 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
         emit eventHovered(hit);
         update();
     }
-    if (hit >= 0)
-        QToolTip::showText(event->globalPosition().toPoint(), tooltipFor(hit), this);
+    setHoverText(tooltipAt(event->position()));
+    if (!hover_text_.isEmpty())
+        QToolTip::showText(event->globalPosition().toPoint(), hover_text_, this);
     else
         QToolTip::hideText();
+}
+
+void TimelineView::setHoverText(const QString& text) {
+    if (text == hover_text_) return;
+    hover_text_ = text;
+    emit hoverTextChanged(hover_text_);
 }
 
 void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
@@ -303,6 +343,7 @@ void TimelineView::leaveEvent(QEvent* event) {
         emit eventHovered(-1);
         update();
     }
+    setHoverText({});
     QWidget::leaveEvent(event);
 }
 
@@ -346,7 +387,7 @@ void TimelineView::changeEvent(QEvent* event) {
 QString TimelineView::tooltipFor(int event) const {
     const pd::Trace& trace = data_.trace();
     const pd::TraceEvent& e = trace.events[static_cast<std::size_t>(event)];
-    QString text = describe_event(e, origin_ns_);
+    QString text = describe_event(e, labelOrigin());
     const TimelineLane& lane = data_.lane(e.device, e.stream);
     const int call = data_.collective_of(lane, event);
     if (call < 0 || !collectivesCollapsed(lane, mapping_.ns_per_px)) return text;
@@ -373,24 +414,96 @@ QString TimelineView::tooltipFor(int event) const {
         .arg(text);
 }
 
-int TimelineView::eventAt(const QPointF& pos) const {
-    if (data_.empty() || pos.x() < kLeftMargin) return -1;
+const TimelineLane* TimelineView::laneAt(const QPointF& pos) const {
+    if (data_.empty() || pos.x() < kLeftMargin) return nullptr;
     const TimelineLayout l = timeline_layout(scene(), QSizeF(size()), true, legend_);
     const double rel = pos.y() - l.rows_top;
-    if (rel < 0) return -1;
+    if (rel < 0) return nullptr;
     const int device = static_cast<int>(rel / l.row_h);
-    if (device >= data_.devices()) return -1;
+    if (device >= data_.devices()) return nullptr;
     const double in_row = rel - device * l.row_h;
-    pd::StreamKind stream;
-    if (in_row < l.compute_h)
-        stream = pd::StreamKind::compute;
-    else if (in_row >= l.compute_h + 1 && in_row < l.compute_h + 1 + l.comm_h)
-        stream = pd::StreamKind::comm;
-    else
-        return -1;
+    if (in_row < l.compute_h) return &data_.lane(device, pd::StreamKind::compute);
+    if (in_row >= l.compute_h + 1 && in_row < l.compute_h + 1 + l.comm_h)
+        return &data_.lane(device, pd::StreamKind::comm);
+    return nullptr;
+}
+
+int TimelineView::eventAt(const QPointF& pos) const {
+    const TimelineLane* lane = laneAt(pos);
+    if (!lane) return -1;
     const double t = mapping_.t_of(pos.x()) + static_cast<double>(origin_ns_);
     if (cursor_ns_ && t > static_cast<double>(*cursor_ns_ + origin_ns_)) return -1;
-    return data_.event_at(data_.lane(device, stream), t, 3 * mapping_.ns_per_px);
+    return data_.event_at(*lane, t, 3 * mapping_.ns_per_px);
+}
+
+QString TimelineView::tooltipAt(const QPointF& pos) const {
+    const TimelineLane* lane = laneAt(pos);
+    if (!lane) return {};
+    if (const auto merged = merged_boxes_at(data_, *lane, currentView(), pos.x())) {
+        // One rectangle stands for many events: describe them all, not the one nearest.
+        std::vector<std::pair<int, pd::EventKind>> kinds;
+        for (std::size_t k = 0; k < merged->events_by_kind.size(); ++k)
+            if (merged->events_by_kind[k] > 0)
+                kinds.emplace_back(merged->events_by_kind[k], static_cast<pd::EventKind>(k));
+        std::stable_sort(kinds.begin(), kinds.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        QStringList parts;
+        for (const auto& [count, kind] : kinds)
+            parts << QStringLiteral("%1 %2").arg(count).arg(kind_text(kind).toHtmlEscaped());
+        const double origin = static_cast<double>(labelOrigin());
+        return QStringLiteral(
+                   "<b>%1 events merged</b> (each too narrow to draw; zoom in to see them)<br>"
+                   "from %2 to %3 (span %4)<br>busy %5 in total: %6")
+            .arg(merged->events)
+            .arg(duration_text(static_cast<double>(merged->start_ns) - origin),
+                 duration_text(static_cast<double>(merged->end_ns) - origin),
+                 duration_text(static_cast<double>(merged->end_ns - merged->start_ns)),
+                 duration_text(static_cast<double>(merged->busy_ns)),
+                 parts.join(QStringLiteral(", ")));
+    }
+    const int hit = eventAt(pos);
+    if (hit < 0) return {};
+    const QString text = tooltipFor(hit);
+    // A box drawn for consecutive events of one micro-batch (the layers of its forward, say):
+    // what the box stands for first, then the event under the pointer.
+    const auto& boxes = lane->boxes;
+    const auto& e = data_.trace().events[static_cast<std::size_t>(hit)];
+    auto it = std::upper_bound(boxes.begin(), boxes.end(), e.start_ns,
+                               [](std::int64_t t, const TimelineBox& b) { return t < b.start_ns; });
+    const TimelineBox* box = nullptr;
+    while (it != boxes.begin()) {
+        --it;
+        if (hit >= it->first_event && hit < it->first_event + it->event_count) {
+            box = &*it;
+            break;
+        }
+        if (it->end_ns < e.start_ns) break;
+    }
+    if (!box || box->event_count < 2) return text;
+    const auto& events = data_.trace().events;
+    std::int64_t busy = 0;
+    int layer_lo = -1, layer_hi = -1;
+    for (int i = box->first_event; i < box->first_event + box->event_count; ++i) {
+        const auto& x = events[static_cast<std::size_t>(i)];
+        busy += x.duration_ns();
+        if (x.layer >= 0) {
+            layer_lo = layer_lo < 0 ? x.layer : std::min(layer_lo, x.layer);
+            layer_hi = std::max(layer_hi, x.layer);
+        }
+    }
+    QString what = QStringLiteral("%1 %2 events").arg(box->event_count).arg(kind_text(box->kind));
+    if (box->microbatch >= 0) what += QStringLiteral(" of micro-batch %1").arg(box->microbatch);
+    if (layer_lo >= 0)
+        what += layer_lo == layer_hi ? QStringLiteral(", layer %1").arg(layer_lo)
+                                     : QStringLiteral(", layers %1–%2").arg(layer_lo).arg(layer_hi);
+    const double origin = static_cast<double>(labelOrigin());
+    return QStringLiteral(
+               "<b>One box: %1</b><br>from %2 to %3 (span %4) · busy %5 in total"
+               "<hr>%6")
+        .arg(what.toHtmlEscaped(), duration_text(static_cast<double>(box->start_ns) - origin),
+             duration_text(static_cast<double>(box->end_ns) - origin),
+             duration_text(static_cast<double>(box->end_ns - box->start_ns)),
+             duration_text(static_cast<double>(busy)), text);
 }
 
 }  // namespace pd::vis

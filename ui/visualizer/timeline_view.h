@@ -61,6 +61,10 @@ class TimelineView : public QWidget {
     QRectF laneRect(int device, pd::StreamKind stream, const QSizeF& size, bool header = true,
                     bool legend = true) const;
     // The second run of a comparison leaves the legend to the first.
+    // Frames devices `first`..`last`'s lanes on screen (a claim's evidence); nullopt clears.
+    // Exports leave the frame out: it marks what the learner chose, not what the run did.
+    void setHighlightedDevices(std::optional<std::pair<int, int>> devices);
+    std::optional<std::pair<int, int>> highlightedDevices() const { return highlight_; }
     void setLegendVisible(bool visible);
     bool legendVisible() const { return legend_; }
     QSize sizeHint() const override;
@@ -68,6 +72,15 @@ class TimelineView : public QWidget {
 
     const TimeMapping& mapping() const { return mapping_; }
     std::int64_t origin() const { return origin_ns_; }
+    // The display time the ruler reads as zero: the run's first event unless set (compared
+    // runs share the earlier start, as the playback clock does). The playback slider counts
+    // from the same moment (PlaybackClock::begin()), so the ruler, the slider and the
+    // details' times agree and never read below zero. A new run clears what was set.
+    void setTimeZero(std::optional<std::int64_t> display_ns);
+    std::int64_t timeZero() const;
+    // The trace time the ruler reads as zero: what event times are told from
+    // (describe_event(e, labelOrigin())).
+    std::int64_t labelOrigin() const { return origin_ns_ + timeZero(); }
     // Shared axis in compare mode: sets without emitting mappingChanged.
     void setMapping(const TimeMapping& mapping, std::int64_t origin_ns);
     // The step this view shows (View::focus_step); unset, or a step the run
@@ -107,6 +120,13 @@ class TimelineView : public QWidget {
     // What hovering event `event` (index into Trace::events) shows at the current
     // zoom: a ring step of a call drawn as one box also describes the whole call.
     QString tooltipFor(int event) const;
+    // What hovering at `pos` shows: over a rectangle that merges boxes too narrow to draw
+    // one by one, what it merges (how many events, their span, their summed duration);
+    // over a box, tooltipFor(it); else nothing.
+    QString tooltipAt(const QPointF& pos) const;
+    // The text the pointer's position shows now (tooltipAt the last hover); empty when the
+    // pointer is over nothing, has left, or a new run came.
+    QString hoverText() const { return hover_text_; }
 
     std::optional<std::int64_t> playbackCursor() const { return cursor_ns_; }
     int selectedEvent() const { return selected_; }
@@ -129,6 +149,8 @@ class TimelineView : public QWidget {
     void mappingChanged(const pd::vis::TimeMapping& mapping, std::int64_t origin_ns);
     void eventClicked(const pd::TraceEvent& event);
     void eventHovered(int event_index);
+    // hoverText() changed (empty: nothing hovered); a details line can show it.
+    void hoverTextChanged(const QString& text);
 
   protected:
     void paintEvent(QPaintEvent* event) override;
@@ -145,6 +167,9 @@ class TimelineView : public QWidget {
     TimelineScene scene() const { return {data_, bubble_, title_}; }
     double layoutWidth() const;
     int eventAt(const QPointF& pos) const;
+    // The lane under `pos`, or null (the device names, a gap between rows, below the rows).
+    const TimelineLane* laneAt(const QPointF& pos) const;
+    void setHoverText(const QString& text);
     double plotWidth() const;
     void applyPendingFit();
     void emitMapping();
@@ -157,13 +182,16 @@ class TimelineView : public QWidget {
     std::optional<pd::BubbleMetrics> bubble_;
     QString title_;
     bool legend_ = true;
+    std::optional<std::pair<int, int>> highlight_;
     ThemeChoice theme_ = ThemeChoice::follow_palette;
     TimeMapping mapping_;
     std::int64_t origin_ns_ = 0;
+    std::optional<std::int64_t> time_zero_ns_;
     std::optional<std::int64_t> cursor_ns_;
     std::optional<int> focus_step_;
     std::optional<std::pair<std::int64_t, std::int64_t>> pending_fit_;  // until sized
     int hovered_ = -1;
+    QString hover_text_;
     int selected_ = -1;
     bool dragging_ = false;
     QPointF press_pos_;

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -263,8 +264,9 @@ void VisualizerPanel::buildActions() {
 void VisualizerPanel::setRun(const pd::RunConfig& config,
                              std::shared_ptr<const pd::RunResult> result) {
     runs_[1].reset();
-    // What the last run's boxes said does not describe this one.
+    // What the last run's boxes said does not describe this one, nor does a claim's frame.
     clearDetails();
+    for (TimelineView* t : {timeline_, compare_timeline_}) t->setHighlightedDevices(std::nullopt);
     if (result)
         runs_[0] = Shown{config, result, pd::compute_metrics(result->trace, config), {}};
     else
@@ -479,6 +481,7 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
     EvidenceView view = evidence_view(claim);
     if (view == EvidenceView::ring && !lower_tabs_->isTabVisible(ring_tab_))
         view = EvidenceView::timeline;
+    for (TimelineView* t : {timeline_, compare_timeline_}) t->setHighlightedDevices(std::nullopt);
     const auto show_tab = [this](int tab, std::initializer_list<QWidget*> parts) {
         lower_tabs_->setCurrentIndex(tab);
         // A panel squeezed to nothing by the splitter gets its readable share back.
@@ -517,15 +520,30 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
         step_box_->setValue(step + 1);
         fitStep();
     }
+    // The timelines take the height they need from the lower tabs (which keep a strip, their
+    // tab bar and a little of the chart, to be brought back).
+    {
+        double natural = timeline_->preferredHeight(true, timeline_->legendVisible()) +
+                         playback_bar_->sizeHint().height() + details_->minimumHeight() + 16;
+        if (runs_[1]) natural += compare_timeline_->preferredHeight(true, false);
+        const int total = split_->height();
+        const int top = std::min(static_cast<int>(natural), total - 130);
+        if (top > split_->sizes().value(0)) split_->setSizes({top, std::max(1, total - top)});
+    }
     TimelineView* t = compared ? compare_timeline_ : timeline_;
     const int devices = std::max(1, t->data().devices());
     const int first = claim.devices.empty() ? 0 : std::clamp(claim.devices.front(), 0, devices - 1);
     const int last =
         claim.devices.empty() ? devices - 1 : std::clamp(claim.devices.back(), 0, devices - 1);
+    timeline_->setHighlightedDevices(std::nullopt);
+    compare_timeline_->setHighlightedDevices(std::nullopt);
+    t->setHighlightedDevices(std::pair{first, last});
     const QSizeF size = t->size();
     QRectF lanes =
         t->laneRect(first, pd::StreamKind::compute, size, true, t->legendVisible())
             .united(t->laneRect(last, pd::StreamKind::comm, size, true, t->legendVisible()));
+    // From the top: the run's header stays in sight whenever the lanes fit below it.
+    timelines_scroll_->verticalScrollBar()->setValue(0);
     timelines_scroll_->ensureVisible(
         static_cast<int>(lanes.center().x()),
         t->mapTo(timelines_scroll_->widget(), lanes.center().toPoint()).y(), 0,

@@ -30,6 +30,7 @@ struct StepFigures {
     std::optional<double> bubble;               // pipelined runs
     std::vector<double> busy_fraction;          // per device: compute busy / the step's span
     std::vector<double> exposed_comm_device_s;  // per device
+    std::vector<double> comm_device_s;          // per device: covered by communication
     double exposed_comm_s = 0.0;                // summed over devices
     double mean_busy_fraction() const;
 };
@@ -166,8 +167,11 @@ struct RunMetrics {
     StepRange figure_steps;  // what busy, communication and bubble figures cover
     std::vector<DeviceMetrics> devices;
     std::vector<CollectiveMetrics> collectives;  // per device, over the whole run
-    double exposed_comm_s = 0.0;                 // summed over devices, over figure_steps
-    double overlapped_comm_s = 0.0;              // summed over devices, over figure_steps
+    // The same over figure_steps only (empty when there are none): what a table under
+    // "Figures over steps 2–3" counts.
+    std::vector<CollectiveMetrics> figure_collectives;
+    double exposed_comm_s = 0.0;     // summed over devices, over figure_steps
+    double overlapped_comm_s = 0.0;  // summed over devices, over figure_steps
     // Each figure step's own figures, in step order (empty for a run whose steps overlap in
     // time, as an asynchronous parameter server's do: there a step has no span of its own).
     std::vector<StepFigures> figure_step_samples;
@@ -190,6 +194,10 @@ double bus_bandwidth_factor(const std::string& op, int ranks);
 
 // The steady steps of a trace (see StepRange).
 StepRange figure_steps(const Trace& trace);
+// Collective calls grouped by operation, bytes and group size, counted per device: over the
+// whole run, or over the calls tagged with one of `steps`.
+std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,
+                                                  std::optional<StepRange> steps = std::nullopt);
 
 RunMetrics compute_metrics(const Trace& trace, int global_batch);
 // All of the above plus what needs the run's settings: bubble, activations per stage, model

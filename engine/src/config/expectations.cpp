@@ -874,8 +874,21 @@ std::vector<double> step_samples(std::string_view metric, const RunEvidence& run
     const auto collect = [&](const RunMetrics& m) {
         for (const StepFigures& f : m.figure_step_samples) {
             std::optional<double> v;
+            const auto busy_s = [&]() -> std::optional<double> {
+                const auto b = per_device(f.busy_fraction);
+                return b ? std::optional<double>(*b * f.time_s) : std::nullopt;
+            };
             if (metric == "step_time")
                 v = f.time_s;
+            else if (metric == "samples_per_s")
+                v = f.time_s > 0 ? std::optional<double>(run.config.batch / f.time_s)
+                                 : std::nullopt;
+            else if (metric == "busy")
+                v = busy_s();
+            else if (metric == "idle")
+                v = busy_s() ? std::optional<double>(f.time_s - *busy_s()) : std::nullopt;
+            else if (metric == "comm")
+                v = per_device(f.comm_device_s);
             else if (metric == "bubble")
                 v = f.bubble;
             else if (metric == "exposed_comm")

@@ -96,6 +96,7 @@ std::vector<StepFigures> step_figures(const Trace& trace, const std::map<int, In
             const DeviceTimes t = device_times(trace, d, StepRange{step, step});
             f.busy_fraction.push_back(f.time_s > 0 ? t.busy_s / f.time_s : 0.0);
             f.exposed_comm_device_s.push_back(t.comm_s - t.overlapped_comm_s);
+            f.comm_device_s.push_back(t.comm_s);
             f.exposed_comm_s += t.comm_s - t.overlapped_comm_s;
         }
         out.push_back(std::move(f));
@@ -210,6 +211,15 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
 
     m.figure_step_samples = step_figures(trace, spans, m.figure_steps);
 
+    m.collectives = collective_metrics(trace);
+    if (!m.figure_steps.empty()) m.figure_collectives = collective_metrics(trace, m.figure_steps);
+    return m;
+}
+
+std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,
+                                                  std::optional<StepRange> steps) {
+    constexpr double kNs = 1e-9;
+    std::vector<CollectiveMetrics> out;
     // Collectives grouped by operation, size and group size.
     struct Acc {
         std::int64_t total_ns = 0;
@@ -218,6 +228,7 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
     };
     std::map<std::tuple<std::string, std::size_t, int>, Acc> groups;
     for (const auto& c : trace.collectives) {
+        if (steps && (c.step < 0 || !steps->contains(c.step))) continue;
         Acc& a = groups[{c.op, c.bytes, c.ranks}];
         a.total_ns += c.end_ns - c.start_ns;
         a.records += 1;
@@ -234,9 +245,9 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
             cm.algbw_gbps = static_cast<double>(cm.bytes) / cm.mean_time_s / 1e9;
             cm.busbw_gbps = cm.algbw_gbps * bus_bandwidth_factor(cm.op, cm.ranks);
         }
-        m.collectives.push_back(cm);
+        out.push_back(cm);
     }
-    return m;
+    return out;
 }
 
 }  // namespace pd
