@@ -58,6 +58,39 @@ class TestMemoryAndFailures : public QObject {
         QCOMPARE(r.trace.devices, 2);
     }
 
+    // Data parallelism replicates the model state, so every replica overflows at the same
+    // allocation (the card wmp-dp-replicates-memory). Which device the run names must not
+    // depend on which thread got there first: every device that overflowed is recorded (an
+    // oom event on its lane, an entry in ooms) and the run names the lowest, run after run.
+    void every_replica_that_overflows_is_named_the_same_way() {
+        RunConfig c = small_config(StrategyKind::dp, 4);
+        c.layers = 8;
+        c.width = 256;
+        c.batch = 32;
+        c.steps = 2;
+        c.optimizer = OptimizerKind::adamw;
+        c.capacity_bytes = 40 * 1024 * 1024;
+        c.clock = ClockMode::device;
+        for (int attempt = 0; attempt < 4; ++attempt) {
+            const RunResult r = run_config(c);
+            QCOMPARE(r.status, RunStatus::out_of_memory);
+            QVERIFY(r.oom.has_value());
+            QCOMPARE(r.oom->device, 0);
+            QCOMPARE(r.oom->category, MemoryCategory::optimizer_state);
+            QCOMPARE(r.ooms.size(), std::size_t{4});
+            for (int d = 0; d < 4; ++d) {
+                QCOMPARE(r.ooms[static_cast<std::size_t>(d)].device, d);
+                QCOMPARE(r.ooms[static_cast<std::size_t>(d)].category,
+                         MemoryCategory::optimizer_state);
+            }
+            std::map<int, int> marks;
+            for (const auto& e : r.trace.events)
+                if (e.kind == EventKind::oom) ++marks[e.device];
+            QCOMPARE(marks, (std::map<int, int>{{0, 1}, {1, 1}, {2, 1}, {3, 1}}));
+            QVERIFY(r.error.find("device 0") != std::string::npos);
+        }
+    }
+
     // Activations overflow in the middle of a step: peers stuck in collectives are released.
     void activations_that_do_not_fit_mid_run() {
         RunConfig c = small_config(StrategyKind::dp, 4);

@@ -2,6 +2,8 @@
 // lines the panel and the exported picture share.
 #include <QAbstractItemModelTester>
 #include <QtTest>
+#include <map>
+#include <tuple>
 
 #include "pd/metrics.h"
 #include "visualizer/format.h"
@@ -56,12 +58,65 @@ class TestMetricsModels : public QObject {
         QCOMPARE(model.rowCount(), 0);
     }
 
+    // The collectives table and the metrics lines sit under "Figures over steps 2–3": they
+    // count the calls of those steps, not of the whole run (setup and the cold first step).
+    void collectivesCountTheFigureSteps() {
+        pd::RunConfig c = config_;
+        c.steps = 3;
+        const auto r = test::run_engine(c);
+        QCOMPARE(r->status, pd::RunStatus::ok);
+        const auto m = pd::compute_metrics(r->trace, c);
+        QCOMPARE(m.figure_steps.first, 1);
+        QCOMPARE(m.figure_steps.last, 2);
+        // Calls per device in the figure steps, by operation, size and group, from the trace.
+        std::map<std::tuple<std::string, std::size_t, int>, int> expected;
+        std::map<std::tuple<std::string, std::size_t, int>, int> whole_run;
+        for (const auto& rec : r->trace.collectives) {
+            ++whole_run[{rec.op, rec.bytes, rec.ranks}];
+            if (rec.step >= 0 && m.figure_steps.contains(rec.step))
+                ++expected[{rec.op, rec.bytes, rec.ranks}];
+        }
+        for (auto& [key, n] : expected) n /= c.devices;
+        QVERIFY(!expected.empty());
+        // The run's other steps had calls too: a table over the whole run would differ.
+        QVERIFY(whole_run.begin()->second / c.devices != expected.begin()->second);
+        CollectiveMetricsModel model;
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setMetrics(m);
+        QCOMPARE(model.rowCount(), static_cast<int>(expected.size()));
+        std::map<std::tuple<std::string, std::size_t, int>, int> shown;
+        for (int row = 0; row < model.rowCount(); ++row) {
+            const std::string op =
+                model.data(model.index(row, CollectiveMetricsModel::Op)).toString().toStdString();
+            const int ranks = model.data(model.index(row, CollectiveMetricsModel::Ranks)).toInt();
+            const int calls = model.data(model.index(row, CollectiveMetricsModel::Calls)).toInt();
+            for (const auto& [key, n] : expected)
+                if (std::get<0>(key) == op && std::get<2>(key) == ranks &&
+                    model.data(model.index(row, CollectiveMetricsModel::Bytes)).toString() ==
+                        bytes_text(static_cast<double>(std::get<1>(key))))
+                    shown[key] = calls;
+        }
+        QCOMPARE(shown, expected);
+        // The lines under the "Figures over" line say the same counts.
+        const auto lines = summary_lines(c, *r, m);
+        for (const auto& [key, n] : expected) {
+            const QString wanted = QStringLiteral("%1 × %2").arg(n).arg(
+                bytes_text(static_cast<double>(std::get<1>(key))));
+            bool found = false;
+            for (const auto& line : lines)
+                found = found || (line.label == QString::fromStdString(std::get<0>(key)) &&
+                                  line.value.startsWith(wanted));
+            QVERIFY2(found, qPrintable(wanted));
+        }
+    }
+
     void collectiveModel() {
         CollectiveMetricsModel model;
         QAbstractItemModelTester tester(&model,
                                         QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setMetrics(metrics_);
-        QCOMPARE(model.rowCount(), static_cast<int>(metrics_.collectives.size()));
+        QCOMPARE(model.rowCount(), static_cast<int>(metrics_.figure_collectives.size()));
         const QString busbw = model.data(model.index(0, CollectiveMetricsModel::BusBw)).toString();
         QVERIFY(busbw.endsWith(QStringLiteral("GB/s")));
         QVERIFY(!model.headerData(CollectiveMetricsModel::BusBw, Qt::Horizontal, Qt::ToolTipRole)
@@ -224,7 +279,7 @@ class TestMetricsModels : public QObject {
         panel.setRun(config_, *result_, metrics_, QStringLiteral("dp"));
         QCOMPARE(panel.deviceModel()->rowCount(), config_.devices);
         QCOMPARE(panel.collectiveModel()->rowCount(),
-                 static_cast<int>(metrics_.collectives.size()));
+                 static_cast<int>(metrics_.figure_collectives.size()));
         panel.clear();
         QCOMPARE(panel.deviceModel()->rowCount(), 0);
     }

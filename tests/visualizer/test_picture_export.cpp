@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "pd/metrics.h"
+#include "visualizer/metrics_text.h"
 #include "visualizer/picture_export.h"
 #include "visualizer_test_support.h"
 
@@ -104,6 +105,58 @@ class TestPictureExport : public QObject {
         QString error;
         QVERIFY2(export_picture(dir_.filePath(QStringLiteral("oom.png")), c, r, &error),
                  qPrintable(error));
+    }
+
+    // Every label of an exported picture is whole: the memory chart's legend names each
+    // category in full (Qt Charts' own legend cut them to "para…"), the metrics lines wrap
+    // instead of ending in "…", in either theme, at the width the panel exports (1000 px, the
+    // memory chart a 420 px column). SVG keeps its text as text, so the file says what shows.
+    void everyLabelIsWhole_data() {
+        QTest::addColumn<ThemeChoice>("theme");
+        QTest::addColumn<double>("width");
+        QTest::newRow("light, 1000 px") << ThemeChoice::light << 1000.0;
+        QTest::newRow("dark, 1000 px") << ThemeChoice::dark << 1000.0;
+        QTest::newRow("dark, 1600 px") << ThemeChoice::dark << 1600.0;
+    }
+    void everyLabelIsWhole() {
+        QFETCH(ThemeChoice, theme);
+        QFETCH(double, width);
+        // A run that ran out of memory holds every legend entry: categories, the failed
+        // request and the capacity line; the pipeline's bubble causes make long lines.
+        pd::RunConfig oom = test::small_dp();
+        oom.capacity_bytes = 64 * 1024;
+        const auto oom_run = test::run_engine(oom);
+        PictureOptions o;
+        o.theme = theme;
+        o.width = width;
+        for (const auto& [config, result] :
+             std::vector<std::pair<pd::RunConfig, std::shared_ptr<const pd::RunResult>>>{
+                 {config_, result_}, {oom, oom_run}}) {
+            const QString path = dir_.filePath(QStringLiteral("whole.svg"));
+            QString error;
+            QVERIFY2(export_picture(path, config, result, &error, o), qPrintable(error));
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QString svg = QString::fromUtf8(f.readAll())
+                                    .replace(QStringLiteral("&amp;"), QStringLiteral("&"))
+                                    .replace(QStringLiteral("&lt;"), QStringLiteral("<"))
+                                    .replace(QStringLiteral("&gt;"), QStringLiteral(">"))
+                                    .replace(QStringLiteral("&quot;"), QStringLiteral("\""))
+                                    .replace(QStringLiteral("&#39;"), QStringLiteral("'"));
+            QVERIFY2(!svg.contains(QChar(0x2026)), "an exported label ends in an ellipsis");
+            for (const char* name : {"parameters", "gradients", "optimizer state"})
+                if (result->status == pd::RunStatus::ok)
+                    QVERIFY2(svg.contains(QStringLiteral(">%1<").arg(QLatin1String(name))), name);
+            if (result->status != pd::RunStatus::ok) {
+                QVERIFY(svg.contains(QStringLiteral(">failed request (over capacity)<")));
+                QVERIFY(svg.contains(QStringLiteral(">capacity<")));
+            }
+            const auto metrics = pd::compute_metrics(result->trace, config);
+            for (const MetricLine& line : summary_lines(config, *result, metrics))
+                for (const QString& word : line.value.split(QLatin1Char(' ')))
+                    QVERIFY2(svg.contains(word),
+                             qPrintable(line.label + QStringLiteral(": ") + word));
+        }
     }
 
     void errorsSayWhy() {

@@ -4,15 +4,22 @@
 // follows a scrub back; Fit step keeps the cursor; an out-of-memory run fits its own range).
 #include <QAction>
 #include <QComboBox>
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QToolButton>
 #include <QtTest>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
 
 #include "pd/metrics.h"
+#include "visualizer/format.h"
 #include "visualizer/memory_bars.h"
 #include "visualizer/memory_snapshot.h"
+#include "visualizer/metrics_text.h"
 #include "visualizer/playback.h"
 #include "visualizer/ring_diagram.h"
 #include "visualizer/timeline_view.h"
@@ -64,6 +71,59 @@ class TestPlayback : public QObject {
         QVERIFY(playing.count() >= 2);
     }
 
+    // A new range (a new run) while playing: every signal the clock sends finds the new
+    // range with the cursor at its end, never the last run's cursor.
+    void newRangeWhilePlayingTellsOnlyTheNewCursor() {
+        PlaybackClock clock;
+        PlaybackBar bar(&clock);
+        clock.setRange(0, 1000000, 400000);
+        clock.play();
+        clock.advance(2000);
+        QVERIFY(clock.isPlaying());
+        QVERIFY(clock.cursor() > 0 && clock.cursor() < 1000000);
+        std::vector<std::int64_t> seen;
+        auto look = [&] { seen.push_back(clock.cursor()); };
+        connect(&clock, &PlaybackClock::playingChanged, this, look);
+        connect(&clock, &PlaybackClock::cursorChanged, this, look);
+        connect(&clock, &PlaybackClock::rangeChanged, this, look);
+        clock.setRange(5000000, 6000000, 400000);
+        QVERIFY(!clock.isPlaying());
+        QVERIFY(!seen.empty());
+        for (std::int64_t c : seen) QCOMPARE(c, std::int64_t{6000000});
+        QCOMPARE(bar.slider()->value(), bar.slider()->maximum());
+        disconnect(&clock, nullptr, this, nullptr);
+    }
+
+    // The panel given a new run while the last one plays: the new run's view is its fitted
+    // step, with no playhead, and the slider at the end; nothing of the last run's position.
+    void newRunWhilePlayingStartsOver() {
+        pd::RunConfig c = dp_config_;
+        c.steps = 3;
+        const auto three = test::run_engine(c);
+        VisualizerPanel fresh;
+        fresh.resize(1200, 800);
+        fresh.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&fresh));
+        fresh.setRun(c, three);
+        const TimeMapping fitted = fresh.timeline()->mapping();
+
+        VisualizerPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(c, three);
+        PlaybackClock* clock = panel.playback();
+        clock->play();
+        // Play into the last step, past what Fit step shows.
+        clock->setCursor(clock->end() - (clock->end() - clock->begin()) / 20);
+        QVERIFY(clock->isPlaying());
+        panel.setRun(c, three);
+        QVERIFY(!clock->isPlaying());
+        QCOMPARE(clock->cursor(), clock->end());
+        QCOMPARE(panel.timeline()->playbackCursor(), std::optional<std::int64_t>{});
+        QCOMPARE(panel.timeline()->mapping(), fitted);
+    }
+
     void sliderScrubs() {
         PlaybackClock clock;
         PlaybackBar bar(&clock);
@@ -105,6 +165,126 @@ class TestPlayback : public QObject {
         const auto m = pd::compute_metrics(r->trace, c);
         const MemorySnapshot peak = peak_memory(*r, m);
         QVERIFY(peak.over_capacity(r->oom->device));
+    }
+
+    // The card wmp-dp-replicates-memory: data parallelism on 4 devices until the optimizer
+    // state does not fit. Every replica overflows at the same allocation; the timeline's
+    // marks, the memory chart's failed requests and the run's error name the same devices,
+    // the same ones every run.
+    void everyViewNamesTheSameDevicesOutOfMemory() {
+        pd::RunConfig c = test::small_dp();
+        c.devices = 4;
+        c.layers = 8;
+        c.width = 256;
+        c.batch = 32;
+        c.steps = 2;
+        c.bucket_bytes = pd::RunConfig{}.bucket_bytes;
+        c.capacity_bytes = 40 * 1024 * 1024;
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            const auto r = test::run_engine(c);
+            QCOMPARE(r->status, pd::RunStatus::out_of_memory);
+            QVERIFY(r->oom.has_value());
+            std::set<int> named;
+            for (const auto& o : r->ooms) named.insert(o.device);
+            QCOMPARE(named, (std::set<int>{0, 1, 2, 3}));
+            QCOMPARE(r->oom->device, *named.begin());
+            QVERIFY(r->error.find("device 0") != std::string::npos);
+            VisualizerPanel panel;
+            panel.resize(1200, 800);
+            panel.setRun(c, r);
+            std::set<int> marked;
+            const auto& events = panel.timeline()->data().trace().events;
+            for (int i : panel.timeline()->data().oom_events())
+                marked.insert(events[static_cast<std::size_t>(i)].device);
+            QCOMPARE(marked, named);
+            // The status line names them all, the first in full.
+            const auto lines = summary_lines(c, *r, pd::compute_metrics(r->trace, c));
+            QVERIFY2(lines.front().value.contains(
+                         QStringLiteral("devices 0, 1, 2 and 3 all ran out of memory; the first, "
+                                        "device 0 out of memory")),
+                     qPrintable(lines.front().value));
+            const MemorySnapshot peak = panel.memoryBars()->snapshot();
+            std::set<int> charted;
+            for (const auto& o : peak.ooms) charted.insert(o.device);
+            QCOMPARE(charted, named);
+            for (int d : named) QVERIFY(peak.over_capacity(d));
+            // Live at the end of the run, too.
+            MemoryTimeline live(*r);
+            const MemorySnapshot end = live.at(std::numeric_limits<std::int64_t>::max());
+            for (int d : named) QVERIFY(end.over_capacity(d));
+        }
+    }
+
+    // The ring diagram keeps everything inside its rectangle at any size it is given: the
+    // caption's wrapped lines whole, the nodes apart from each other, each chunk label clear
+    // of the nodes (it sat on top of them with eight devices, and a short tab cut the ring).
+    void ringDiagramFitsItsRect_data() {
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<QSize>("size");
+        for (int devices : {2, 4, 8})
+            for (QSize size : {QSize(200, 220), QSize(230, 250), QSize(420, 260), QSize(600, 220),
+                               QSize(1000, 320), QSize(200, 400)})
+                QTest::addRow("%d devices, %dx%d", devices, size.width(), size.height())
+                    << devices << size;
+    }
+    void ringDiagramFitsItsRect() {
+        QFETCH(int, devices);
+        QFETCH(QSize, size);
+        pd::RunConfig c = test::small_dp();
+        c.devices = devices;
+        c.batch = 48;
+        const auto r = test::run_engine(c);
+        RingDiagram ring;
+        ring.setRun(r);
+        // The moment the most devices are in a ring step at once.
+        std::size_t most = 0;
+        std::int64_t when = 0;
+        for (const auto& e : r->trace.events)
+            if (e.kind == pd::EventKind::reduce_scatter_step && e.duration_ns() > 2) {
+                const std::int64_t t = (e.start_ns + e.end_ns) / 2;
+                const std::size_t n = ring.movesAt(t).size();
+                if (n > most) {
+                    most = n;
+                    when = t;
+                }
+            }
+        QVERIFY(most > 0);
+        ring.setCursorTime(when);
+        const QRectF rect(QPointF(0, 0), QSizeF(size));
+        const RingDiagram::Layout l = ring.layout(rect);
+        auto inside = [&](const QRectF& box) { return rect.contains(box); };
+        QVERIFY(inside(l.title_rect));
+        QVERIFY(inside(l.caption_rect));
+        QVERIFY(QFontMetricsF(l.title_font).horizontalAdvance(l.title) <= l.title_rect.width());
+        const QRectF wrapped = QFontMetricsF(l.caption_font)
+                                   .boundingRect(QRectF(0, 0, l.caption_rect.width(), 1e6),
+                                                 Qt::TextWordWrap, l.caption);
+        QVERIFY(wrapped.height() <= l.caption_rect.height() + 0.5);
+        QCOMPARE(static_cast<int>(l.nodes.size()), devices);
+        for (std::size_t i = 0; i < l.nodes.size(); ++i) {
+            const QRectF node(l.nodes[i] - QPointF(l.node_r, l.node_r),
+                              QSizeF(2 * l.node_r, 2 * l.node_r));
+            QVERIFY(inside(node));
+            QVERIFY(node.top() >= l.title_rect.bottom() && node.bottom() <= l.caption_rect.top());
+            // "d7" fits its node.
+            const QString name = QStringLiteral("d%1").arg(i);
+            QVERIFY(QFontMetricsF(l.node_font).horizontalAdvance(name) <= 2 * l.node_r);
+            for (std::size_t j = i + 1; j < l.nodes.size(); ++j) {
+                const QPointF d = l.nodes[i] - l.nodes[j];
+                QVERIFY(std::hypot(d.x(), d.y()) > 2 * l.node_r);
+            }
+        }
+        QVERIFY(!l.chunk_labels.empty());
+        for (const QRectF& box : l.chunk_labels) {
+            QVERIFY(inside(box));
+            for (const QPointF& n : l.nodes) {
+                // Nearest point of the label to the node's centre, outside the node.
+                const QPointF near(std::clamp(n.x(), box.left(), box.right()),
+                                   std::clamp(n.y(), box.top(), box.bottom()));
+                QVERIFY2(std::hypot(near.x() - n.x(), near.y() - n.y()) >= l.node_r,
+                         "a chunk label covers a device");
+            }
+        }
     }
 
     void ringDiagramShowsTheChunkInFlight() {
@@ -282,6 +462,59 @@ class TestPlayback : public QObject {
         QVERIFY(stepped.start_ns >= static_cast<double>(begin) - 0.05 * span);
         QVERIFY(stepped.end_ns(plot_w) >= static_cast<double>(end));
         QVERIFY(stepped.end_ns(plot_w) <= static_cast<double>(end) + 0.05 * span);
+    }
+
+    // The ruler and the playback slider count from the same moment (the run's start), so
+    // neither reads below zero: Fit step 2 no longer puts the ruler's zero at the step's start
+    // while the slider counts from the run's, and a run that died before its first step does
+    // not read thousands of milliseconds on the ruler while the slider reads a few.
+    void rulerAndSliderCountFromOneZero_data() {
+        QTest::addColumn<bool>("outOfMemory");
+        QTest::newRow("fit step 2 of a data-parallel run") << false;
+        QTest::newRow("a run out of memory before its first step") << true;
+    }
+    void rulerAndSliderCountFromOneZero() {
+        QFETCH(bool, outOfMemory);
+        pd::RunConfig c = test::small_dp();
+        c.steps = 3;
+        if (outOfMemory) c.capacity_bytes = 64 * 1024;
+        const auto r = outOfMemory ? test::run_engine(c) : dp_;
+        if (!outOfMemory) c = dp_config_;
+        VisualizerPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(c, r);
+        TimelineView* t = panel.timeline();
+        PlaybackClock* clock = panel.playback();
+        for (QAction* fit : {panel.fitStepAction(), panel.fitAllAction()}) {
+            fit->trigger();
+            // One zero: the ruler reads display time minus timeZero(), the slider the cursor
+            // minus the clock's begin.
+            QCOMPARE(t->timeZero(), clock->begin());
+            const double plot_right = t->width() - TimelineView::kRightMargin;
+            const auto ticks = ruler_ticks(t->mapping(), static_cast<double>(t->timeZero()),
+                                           TimelineView::kLeftMargin, plot_right);
+            QVERIFY(!ticks.empty());
+            for (const auto& tick : ticks) QVERIFY(tick.reads_ns >= 0);
+            // An event's details tell its time as the ruler under it reads it.
+            const auto& events = t->data().trace().events;
+            const auto first = std::min_element(
+                events.begin(), events.end(), [](const pd::TraceEvent& a, const pd::TraceEvent& b) {
+                    return a.start_ns < b.start_ns;
+                });
+            const std::int64_t reads = first->start_ns - t->origin() - clock->begin();
+            QCOMPARE(reads, std::int64_t{0});
+            const int index = static_cast<int>(first - events.begin());
+            QVERIFY2(
+                t->tooltipFor(index).contains(QStringLiteral("from %1 to").arg(duration_text(0.0))),
+                qPrintable(t->tooltipFor(index)));
+            // What the slider's label says at the cursor is what the ruler reads there.
+            clock->setCursor((clock->begin() + clock->end()) / 2);
+            const double x = t->mapping().x_of(static_cast<double>(clock->cursor()));
+            QCOMPARE(std::llround(t->mapping().t_of(x) - static_cast<double>(t->timeZero())),
+                     static_cast<long long>(clock->cursor() - clock->begin()));
+        }
     }
 
     // Fit step and Fit all have keys (shown in their tooltips and menus).

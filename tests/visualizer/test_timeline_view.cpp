@@ -4,13 +4,17 @@
 #include <QPainter>
 #include <QSignalSpy>
 #include <QtTest>
+#include <cmath>
 #include <limits>
+#include <optional>
 
 #include "synthetic_trace.h"
 #include "visualizer/event_text.h"
+#include "visualizer/format.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer_test_support.h"
 
+using pd::vis::duration_text;
 using pd::vis::TimelineHeaderLayout;
 using pd::vis::TimelinePalette;
 using pd::vis::TimelineScene;
@@ -256,6 +260,118 @@ class TestTimelineView : public QObject {
         image.fill(Qt::white);
         const auto zoomed = t.paint(painter, v);
         QVERIFY(zoomed.labels > 0);
+    }
+
+    // Zoomed out, a run of boxes each under two pixels is drawn as one rectangle: hovering it
+    // tells what it merges (how many events, their span, their summed duration), not the one
+    // event nearest the pointer.
+    void mergedBoxSaysWhatItMerges() {
+        TimelineView t;
+        t.setRun(pd::vis::test::synthetic_result(40000, 4));
+        t.resize(800, static_cast<int>(t.preferredHeight()));
+        t.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&t));
+        t.fitAll();
+        const TimelineView::View v = t.currentView();
+        const auto& lane = t.data().lane(0, pd::StreamKind::compute);
+        std::optional<pd::vis::MergedBoxes> merged;
+        double x = TimelineView::kLeftMargin;
+        for (; x < v.size.width() - TimelineView::kRightMargin && !merged; x += 1)
+            merged = pd::vis::merged_boxes_at(t.data(), lane, v, x);
+        QVERIFY(merged);
+        QVERIFY(merged->boxes >= 2);
+        QVERIFY(merged->events >= merged->boxes);
+        // The events it stands for, counted from the trace: those of the lane's boxes that
+        // start inside the merged span.
+        int events = 0;
+        std::int64_t busy = 0;
+        for (const auto& b : lane.boxes)
+            if (b.start_ns >= merged->start_ns && b.end_ns <= merged->end_ns) {
+                events += b.event_count;
+                busy += b.end_ns - b.start_ns;
+            }
+        QCOMPARE(merged->events, events);
+        QCOMPARE(merged->busy_ns, busy);
+        const QRectF rect = t.laneRect(0, pd::StreamKind::compute, v.size);
+        const QPoint pos(static_cast<int>(std::floor(x - 1)), static_cast<int>(rect.top() + 5));
+        QMouseEvent move(QEvent::MouseMove, QPointF(pos), QPointF(t.mapToGlobal(pos)), Qt::NoButton,
+                         Qt::NoButton, Qt::NoModifier);
+        QApplication::sendEvent(&t, &move);
+        const QString text = t.hoverText();
+        const double zero = static_cast<double>(t.labelOrigin());
+        for (const QString& wanted :
+             {QStringLiteral("%1 events merged").arg(events),
+              QStringLiteral("from %1 to %2")
+                  .arg(duration_text(static_cast<double>(merged->start_ns) - zero),
+                       duration_text(static_cast<double>(merged->end_ns) - zero)),
+              QStringLiteral("span %1").arg(
+                  duration_text(static_cast<double>(merged->end_ns - merged->start_ns))),
+              QStringLiteral("busy %1 in total").arg(duration_text(static_cast<double>(busy)))})
+            QVERIFY2(text.contains(wanted), qPrintable(text + QStringLiteral(" lacks ") + wanted));
+        QVERIFY2(!text.contains(QStringLiteral("duration")), qPrintable(text));
+    }
+
+    // A box drawn for consecutive events of one micro-batch (a forward's layers) says what it
+    // holds before the event under the pointer.
+    void oneBoxOfManyEventsSaysSo() {
+        auto r = std::make_shared<pd::RunResult>();
+        r->trace.devices = 1;
+        r->trace.capacity_bytes = {std::size_t{1} << 30};
+        for (int layer = 0; layer < 4; ++layer) {
+            pd::TraceEvent e;
+            e.kind = pd::EventKind::forward;
+            e.microbatch = 2;
+            e.step = 0;
+            e.layer = layer;
+            e.start_ns = 1000 + layer * 1500000;
+            e.end_ns = e.start_ns + 1500000;
+            r->trace.events.push_back(e);
+        }
+        TimelineView t;
+        t.setRun(r);
+        t.resize(1000, static_cast<int>(t.preferredHeight()));
+        t.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&t));
+        t.fitAll();
+        const auto& lane = t.data().lane(0, pd::StreamKind::compute);
+        QCOMPARE(lane.boxes.size(), std::size_t{1});
+        QCOMPARE(lane.boxes[0].event_count, 4);
+        const TimelineView::View v = t.currentView();
+        const double x = v.mapping.x_of(1000 + 2.5 * 1500000 - static_cast<double>(v.origin_ns));
+        const QRectF rect = t.laneRect(0, pd::StreamKind::compute, v.size);
+        const QString text = t.tooltipAt(QPointF(x, rect.top() + 5));
+        for (const char* wanted : {"One box: 4 forward events of micro-batch 2, layers 0–3",
+                                   "span 6.00 ms", "busy 6.00 ms in total", "layer 2"})
+            QVERIFY2(text.contains(QString::fromUtf8(wanted)), qPrintable(text));
+    }
+
+    // A new run: what the pointer showed of the last one is gone at once, not at the next
+    // move of the mouse.
+    void newRunClearsTheHover() {
+        TimelineView t;
+        t.resize(1200, static_cast<int>(t.preferredHeight()) + 20);
+        t.setRun(gpipe_, metrics_.bubble);
+        t.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&t));
+        t.fitStep(1);
+        Picture here;
+        here.view = t.currentView();
+        const pd::vis::TimelineBox* box = widest_box(t, 0, pd::EventKind::forward, 1);
+        QVERIFY(box);
+        const QPoint pos = at(t, here, mid(*box), 0, 5);
+        QSignalSpy hovered(&t, &TimelineView::eventHovered);
+        QSignalSpy texts(&t, &TimelineView::hoverTextChanged);
+        QMouseEvent move(QEvent::MouseMove, QPointF(pos), QPointF(t.mapToGlobal(pos)), Qt::NoButton,
+                         Qt::NoButton, Qt::NoModifier);
+        QApplication::sendEvent(&t, &move);
+        QCOMPARE(hovered.count(), 1);
+        QVERIFY(hovered.last().first().toInt() >= 0);
+        QVERIFY(!t.hoverText().isEmpty());
+        t.setRun(pd::vis::test::synthetic_result(400, 2));
+        QCOMPARE(hovered.count(), 2);
+        QCOMPARE(hovered.last().first().toInt(), -1);
+        QVERIFY(t.hoverText().isEmpty());
+        QVERIFY(texts.last().first().toString().isEmpty());
     }
 
     // With many buckets, zoomed out: one box per bucket's all-reduce, its reduce-scatter half

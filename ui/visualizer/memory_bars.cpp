@@ -3,7 +3,9 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QEvent>
+#include <QFontMetricsF>
 #include <QGraphicsLayout>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QStackedBarSeries>
@@ -69,8 +71,7 @@ double MemoryBarsView::maxTotal() const {
     double max_total = 1;
     for (int d = 0; d < static_cast<int>(peak_.bytes.size()); ++d) {
         double t = peak_.total(d);
-        if (peak_.oom && peak_.oom->device == d)
-            t += static_cast<double>(peak_.oom->requested_bytes);
+        if (const pd::OomInfo* o = peak_.oom_on(d)) t += static_cast<double>(o->requested_bytes);
         max_total = std::max(max_total, t);
     }
     return max_total;
@@ -179,7 +180,7 @@ void MemoryBarsView::rebuild() {
         series_->append(set);
         sets_.append(set);
     }
-    if (peak_.oom) {
+    if (!peak_.ooms.empty()) {
         auto* failed = new QBarSet(QStringLiteral("failed request (over capacity)"));
         for (int d = 0; d < n; ++d) *failed << 0.0;
         series_->append(failed);
@@ -243,9 +244,8 @@ void MemoryBarsView::show(const MemorySnapshot& s) {
         }
         if (sets_.size() > static_cast<qsizetype>(pd::kMemoryCategoryCount)) {
             QBarSet* failed = sets_.back();
-            const double v = s.oom && s.oom->device == d
-                                 ? static_cast<double>(s.oom->requested_bytes) / scale_
-                                 : 0.0;
+            const pd::OomInfo* o = s.oom_on(d);
+            const double v = o ? static_cast<double>(o->requested_bytes) / scale_ : 0.0;
             if (failed->at(d) != v) failed->replace(d, v);
         }
     }
@@ -283,18 +283,107 @@ void MemoryBarsView::applyPalette(const TimelinePalette& pal) {
     }
 }
 
+QFont MemoryBarsView::legendFont() {
+    QFont f;
+    f.setPixelSize(11);
+    return f;
+}
+
+std::vector<MemoryBarsView::LegendEntry> MemoryBarsView::legendLayout(
+    double width, const QFont& font, const TimelinePalette& pal) const {
+    constexpr double kSwatch = 12, kTextGap = 4, kEntryGap = 14, kRow = 17;
+    const QFontMetricsF fm(font);
+    // What the chart's legend lists: the categories some device used (show() hides the
+    // others' markers), the failed request, the capacity line.
+    std::vector<LegendEntry> out;
+    if (series_) {
+        for (std::size_t cat = 0; cat < pd::kMemoryCategoryCount; ++cat) {
+            bool used = false;
+            for (const auto& row : peak_.bytes) used = used || row[cat] > 0;
+            if (used)
+                out.push_back({category_text(cat),
+                               pal.memory_color(static_cast<pd::MemoryCategory>(cat)),
+                               false,
+                               false,
+                               {}});
+        }
+        if (sets_.size() > static_cast<qsizetype>(pd::kMemoryCategoryCount))
+            out.push_back({sets_.back()->label(), pal.oom, false, true, {}});
+        if (capacity_line_) out.push_back({capacity_line_->name(), pal.text, true, false, {}});
+    }
+    // Rows centred like Qt's own legend, each entry as wide as its whole label.
+    double x = 0;
+    int row = 0;
+    std::vector<std::size_t> row_start{0};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const double w = kSwatch + kTextGap + std::ceil(fm.horizontalAdvance(out[i].text)) + 1;
+        if (x > 0 && x + w > width) {
+            x = 0;
+            ++row;
+            row_start.push_back(i);
+        }
+        out[i].rect = QRectF(x, row * kRow, w, kRow);
+        x += w + kEntryGap;
+    }
+    row_start.push_back(out.size());
+    for (std::size_t r = 0; r + 1 < row_start.size(); ++r) {
+        if (row_start[r] == row_start[r + 1]) continue;
+        const double used = out[row_start[r + 1] - 1].rect.right();
+        const double shift = std::max(0.0, (width - used) / 2);
+        for (std::size_t i = row_start[r]; i < row_start[r + 1]; ++i)
+            out[i].rect.translate(shift, 0);
+    }
+    return out;
+}
+
 void MemoryBarsView::renderChart(QPainter& painter, const QRectF& target,
                                  const TimelinePalette& palette) {
     const ThemeChoice saved = theme_;
     applyPalette(palette);
     QChart* c = chart();
+    // The legend is drawn here, wrapped, below the chart: Qt's would elide in a narrow column.
+    const QFont font = legendFont();
+    const auto legend = legendLayout(target.width() - 16, font, palette);
+    double legend_h = 0;
+    for (const auto& e : legend) legend_h = std::max(legend_h, e.rect.bottom());
+    if (legend_h > 0) legend_h += 6;
+    const bool legend_shown = c->legend()->isVisible();
+    c->legend()->setVisible(false);
+    const QSizeF chart_size(target.width(), std::max(60.0, target.height() - legend_h));
     const QSizeF saved_size = c->size();
-    c->resize(target.size());
+    c->resize(chart_size);
     // Lay the chart out now: an export has no event loop turn between resize and render.
     if (c->layout()) c->layout()->activate();
-    scene()->setSceneRect(QRectF(QPointF(0, 0), target.size()));
+    scene()->setSceneRect(QRectF(QPointF(0, 0), chart_size));
     c->setPos(0, 0);
-    scene()->render(&painter, target, QRectF(QPointF(0, 0), target.size()));
+    scene()->render(&painter, QRectF(target.topLeft(), chart_size),
+                    QRectF(QPointF(0, 0), chart_size));
+    painter.save();
+    painter.setFont(font);
+    const QFontMetricsF fm(font, painter.device());
+    const QPointF origin(target.left() + 8, target.top() + chart_size.height() + 2);
+    for (const auto& e : legend) {
+        const QRectF r = e.rect.translated(origin);
+        const QRectF swatch(r.left(), r.center().y() - 5, 12, 10);
+        if (e.line) {
+            painter.setPen(QPen(e.color, 2, Qt::DashLine));
+            painter.drawLine(QPointF(swatch.left(), swatch.center().y()),
+                             QPointF(swatch.right(), swatch.center().y()));
+        } else if (e.hatched) {
+            painter.setPen(QPen(e.color, 1));
+            painter.setBrush(QBrush(e.color, Qt::BDiagPattern));
+            painter.drawRect(swatch);
+            painter.setBrush(Qt::NoBrush);
+        } else {
+            painter.fillRect(swatch, e.color);
+        }
+        painter.setPen(palette.text);
+        // From the left edge, unclipped: a font a little wider in SVG or PDF still shows all.
+        painter.drawText(
+            QPointF(swatch.right() + 4, r.center().y() + (fm.ascent() - fm.descent()) / 2), e.text);
+    }
+    painter.restore();
+    c->legend()->setVisible(legend_shown);
     c->resize(saved_size);
     theme_ = saved;
     applyPalette(TimelinePalette::choose(theme_, this->palette()));

@@ -6,6 +6,7 @@
 #include <QChartView>
 #include <QList>
 #include <memory>
+#include <vector>
 
 #include "pd/metrics.h"
 #include "pd/run.h"
@@ -42,8 +43,24 @@ class MemoryBarsView : public QChartView {
     double naturalTopBytes() const;
     void setSharedTopBytes(double bytes);
     double axisTopBytes() const;  // the top of the axis as drawn
-    // The chart alone, for exports: same colours and data as on screen.
+    // The chart alone, for exports: same colours and data as on screen. Its legend is laid
+    // out by legendLayout() below the plot, every label whole (Qt Charts' own legend cuts
+    // labels that do not fit their share of one row, "para…" in a narrow picture).
     void renderChart(QPainter& painter, const QRectF& target, const TimelinePalette& palette);
+    // One legend entry of the chart: its label, swatch colour, whether it is a line (the
+    // capacity) or a bar set, and where it goes in a legend `width` wide (x, row).
+    struct LegendEntry {
+        QString text;
+        QColor color;
+        bool line = false;
+        bool hatched = false;  // the failed request
+        QRectF rect;           // swatch and label, relative to the legend's top left
+    };
+    // The chart's visible legend entries wrapped into rows `width` wide in `font`: no entry
+    // is cut; an entry wider than a row gets a row of its own.
+    std::vector<LegendEntry> legendLayout(double width, const QFont& font,
+                                          const TimelinePalette& palette) const;
+    static QFont legendFont();
     QSize sizeHint() const override { return {420, 260}; }
 
   protected:

@@ -10,9 +10,29 @@ double MemorySnapshot::total(int device) const {
     return sum;
 }
 
+const pd::OomInfo* MemorySnapshot::oom_on(int device) const {
+    for (const auto& o : ooms)
+        if (o.device == device) return &o;
+    return nullptr;
+}
+
+namespace {
+
+// Every device that ran out: the run's list, or its one error where a result has no list.
+std::vector<pd::OomInfo> ooms_of(const pd::RunResult& result, int devices) {
+    std::vector<pd::OomInfo> out;
+    for (const auto& o : result.ooms)
+        if (o.device >= 0 && o.device < devices) out.push_back(o);
+    if (out.empty() && result.oom && result.oom->device >= 0 && result.oom->device < devices)
+        out.push_back(*result.oom);
+    return out;
+}
+
+}  // namespace
+
 bool MemorySnapshot::over_capacity(int device) const {
     double t = total(device);
-    if (oom && oom->device == device) t += static_cast<double>(oom->requested_bytes);
+    if (const pd::OomInfo* o = oom_on(device)) t += static_cast<double>(o->requested_bytes);
     const auto d = static_cast<std::size_t>(device);
     return d < capacity.size() && t > capacity[d];
 }
@@ -31,13 +51,13 @@ MemorySnapshot peak_memory(const pd::RunResult& result, const pd::RunMetrics& me
             d < static_cast<int>(result.trace.capacity_bytes.size())
                 ? static_cast<double>(result.trace.capacity_bytes[static_cast<std::size_t>(d)])
                 : 0.0);
-    if (result.oom && result.oom->device >= 0 && result.oom->device < n) {
-        s.oom = result.oom;
+    s.ooms = ooms_of(result, n);
+    for (const auto& o : s.ooms) {
         // The peak of a run that died is what was live when the request failed.
-        if (s.total(result.oom->device) < static_cast<double>(result.oom->live_bytes)) {
-            auto& row = s.bytes[static_cast<std::size_t>(result.oom->device)];
+        if (s.total(o.device) < static_cast<double>(o.live_bytes)) {
+            auto& row = s.bytes[static_cast<std::size_t>(o.device)];
             row[static_cast<std::size_t>(pd::MemoryCategory::workspace)] +=
-                static_cast<double>(result.oom->live_bytes) - s.total(result.oom->device);
+                static_cast<double>(o.live_bytes) - s.total(o.device);
         }
     }
     return s;
@@ -64,7 +84,7 @@ MemoryTimeline::MemoryTimeline(const pd::RunResult& result) {
                                 : 0.0);
     for (const auto& e : t.events)
         if (e.kind == pd::EventKind::oom) end_ns_ = std::max(end_ns_, e.start_ns);
-    oom_ = result.oom;
+    ooms_ = ooms_of(result, n);
 }
 
 MemorySnapshot MemoryTimeline::at(std::int64_t t_ns) const {
@@ -80,8 +100,8 @@ MemorySnapshot MemoryTimeline::at(std::int64_t t_ns) const {
                                  [](std::int64_t t, const Sample& x) { return t < x.t_ns; });
             s.bytes[d][c] = it == v.begin() ? 0.0 : std::prev(it)->bytes;
         }
-    // The failed request shows once the cursor has reached the end of the run.
-    if (oom_ && t_ns >= end_ns_) s.oom = oom_;
+    // The failed requests show once the cursor has reached the end of the run.
+    if (t_ns >= end_ns_) s.ooms = ooms_;
     return s;
 }
 

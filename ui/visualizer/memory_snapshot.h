@@ -15,8 +15,11 @@ namespace pd::vis {
 struct MemorySnapshot {
     std::vector<std::array<double, pd::kMemoryCategoryCount>> bytes;  // [device][category]
     std::vector<double> capacity;                                     // per device
-    // The out-of-memory request on its device: drawn on top of the bar, past capacity.
-    std::optional<pd::OomInfo> oom;
+    // The out-of-memory requests, one per device that ran out (RunResult::ooms, lowest device
+    // first): each drawn on top of its device's bar, past capacity.
+    std::vector<pd::OomInfo> ooms;
+    // The request that did not fit on `device`, or null.
+    const pd::OomInfo* oom_on(int device) const;
     double total(int device) const;
     // Live bytes plus a failed request, compared with capacity.
     bool over_capacity(int device) const;
@@ -39,7 +42,7 @@ class MemoryTimeline {
     };
     std::vector<std::array<std::vector<Sample>, pd::kMemoryCategoryCount>> series_;
     std::vector<double> capacity_;
-    std::optional<pd::OomInfo> oom_;
+    std::vector<pd::OomInfo> ooms_;
     std::int64_t end_ns_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "visualizer/metrics_models.h"
 
 #include "visualizer/format.h"
+#include "visualizer/metrics_text.h"
 
 namespace pd::vis {
 
@@ -99,7 +100,7 @@ QVariant DeviceMetricsModel::headerData(int section, Qt::Orientation orientation
 
 void CollectiveMetricsModel::setMetrics(const pd::RunMetrics& metrics) {
     beginResetModel();
-    rows_ = metrics.collectives;
+    rows_ = counted_collectives(metrics);  // the figure steps, as the lines above the table
     endResetModel();
 }
 
@@ -150,8 +151,8 @@ QVariant CollectiveMetricsModel::headerData(int section, Qt::Orientation orienta
             "(n−1)/n for reduce-scatter and all-gather (nccl-tests)");
     if (role == Qt::ToolTipRole && (section == Bytes || section == Calls))
         return QStringLiteral(
-            "Per device: each device's buffer per call, and its calls over "
-            "the run");
+            "Per device: each device's buffer per call, and its calls over the figure "
+            "steps (the steps the Figures over line names)");
     if (role != Qt::DisplayRole) return {};
     switch (section) {
         case Op:

@@ -89,7 +89,7 @@ void MetricsPanel::setRun(const pd::RunConfig& config, const pd::RunResult& resu
     device_table_->setColumnHidden(DeviceMetricsModel::PeakMemory, no_memory);
     device_table_->setColumnHidden(DeviceMetricsModel::ModelState, no_memory);
     device_table_->setColumnHidden(DeviceMetricsModel::Reserved, no_memory && !reserved);
-    collective_table_->setVisible(!metrics.collectives.empty());
+    collective_table_->setVisible(!counted_collectives(metrics).empty());
 }
 
 }  // namespace pd::vis

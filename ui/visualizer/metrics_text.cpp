@@ -110,7 +110,7 @@ std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::Ru
              .arg(m.devices.size()),
          QStringLiteral("HTA's definition: collective time not hidden behind compute "
                         "kernels (or, in a CPU trace, the training thread's ops)")});
-    for (const auto& c : m.collectives) {
+    for (const auto& c : counted_collectives(m)) {
         const QString size =
             c.bytes ? bytes_text(static_cast<double>(c.bytes)) : QStringLiteral("size unknown");
         const QString group = c.ranks > 0 ? QStringLiteral("on %1 ranks").arg(c.ranks)
@@ -135,6 +135,19 @@ std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::Ru
 }
 
 }  // namespace
+
+QString out_of_memory_text(const pd::RunResult& result) {
+    if (result.ooms.size() < 2) return result.oom ? qs(result.oom->describe()) : qs(result.error);
+    QStringList devices;
+    for (const auto& o : result.ooms) devices << QString::number(o.device);
+    const QString last = devices.takeLast();
+    return QStringLiteral("devices %1 and %2 all ran out of memory; the first, %3")
+        .arg(devices.join(QStringLiteral(", ")), last, qs(result.ooms.front().describe()));
+}
+
+const std::vector<pd::CollectiveMetrics>& counted_collectives(const pd::RunMetrics& m) {
+    return m.figure_steps.empty() ? m.collectives : m.figure_collectives;
+}
 
 QString figure_steps_text(const pd::RunMetrics& m) {
     if (m.figure_steps.empty()) return {};
@@ -209,7 +222,9 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     std::vector<MetricLine> out;
     QString status =
         result.partial ? QStringLiteral("running, drawn so far") : qs(pd::name_of(result.status));
-    if (result.status != pd::RunStatus::ok && !result.error.empty())
+    if (result.status == pd::RunStatus::out_of_memory)
+        status += QStringLiteral(": ") + out_of_memory_text(result);
+    else if (result.status != pd::RunStatus::ok && !result.error.empty())
         status += QStringLiteral(": ") + qs(result.error);
     out.push_back({QStringLiteral("Status"),
                    QStringLiteral("%1 (%2 of %3 steps)")
@@ -348,7 +363,7 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                             "version its worker computed on (0 for a synchronous server; an "
                             "asynchronous one computes step k on version k − max staleness)")});
     }
-    for (const auto& c : m.collectives)
+    for (const auto& c : counted_collectives(m))
         out.push_back({qs(c.op),
                        QStringLiteral("%1 × %2 on %3 ranks: algbw %4 · busbw %5, per device")
                            .arg(c.count)

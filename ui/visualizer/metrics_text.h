@@ -24,6 +24,13 @@ QString run_title(const pd::RunConfig& config, const pd::Trace& trace);
 // "steps 2–4" (1-based, as the CLI counts): the steps busy, communication and bubble figures
 // cover; empty when no step recorded work.
 QString figure_steps_text(const pd::RunMetrics& metrics);
+// What ran out of memory: the run's error, or where several devices ran out (every replica
+// of data parallelism at the same allocation) all of them, the first described in full:
+// "devices 0, 1, 2 and 3 all ran out of memory; the first, device 0 out of memory: ...".
+QString out_of_memory_text(const pd::RunResult& result);
+// The collectives the tables and lines count: those of the figure steps (the steps the
+// "Figures over" line names), or the whole run's when no step recorded work.
+const std::vector<pd::CollectiveMetrics>& counted_collectives(const pd::RunMetrics& metrics);
 // "+2.1 pts stage imbalance, +1.0 transfers, −3.3 optimizer tail": the causes that moved the
 // prediction at least 0.05 points from the formula, largest first.
 QString bubble_causes_text(const pd::BubbleCauses& causes);

@@ -54,8 +54,48 @@ std::vector<Prepared> prepare(const std::vector<PictureRun>& runs) {
     return out;
 }
 
-double band_height(const Prepared& p) {
-    return std::max(kBandMinHeight, 26 + kLineHeight * static_cast<double>(p.lines.size()) + 8);
+QFont metrics_font() {
+    QFont f;
+    f.setPixelSize(12);
+    return f;
+}
+
+// Where the metrics column goes beside (or without) the memory chart.
+double memory_width(const PictureOptions& o) {
+    return o.metrics ? std::min(620.0, o.width * 0.42) : o.width - 16;
+}
+QRectF metrics_rect(const PictureOptions& o, double y, double h) {
+    const double x = o.memory ? 8 + memory_width(o) + 16 : 8;
+    return QRectF(x, y + 4, o.width - x - 8, h - 4);
+}
+
+// The metrics lines laid out in a column `width` wide: labels in one column, each value
+// wrapped onto as many lines as it needs (an elided value would hide a figure).
+struct MetricsLayout {
+    double label_w = 0;
+    std::vector<double> heights;  // per line
+    double height = 0;            // title and lines
+};
+MetricsLayout metrics_layout(const Prepared& prep, double width) {
+    MetricsLayout m;
+    const QFontMetricsF fm(metrics_font());
+    for (const auto& l : prep.lines) m.label_w = std::max(m.label_w, fm.horizontalAdvance(l.label));
+    const double value_w = std::max(40.0, width - m.label_w - 14);
+    m.height = 26;
+    for (const auto& l : prep.lines) {
+        const QRectF r =
+            fm.boundingRect(QRectF(0, 0, value_w, 1e6), Qt::TextWordWrap | Qt::AlignLeft, l.value);
+        const double h = std::max(kLineHeight, std::ceil(r.height()) + 2);
+        m.heights.push_back(h);
+        m.height += h;
+    }
+    return m;
+}
+
+double band_height(const Prepared& p, const PictureOptions& o) {
+    double h = 26 + kLineHeight * static_cast<double>(p.lines.size()) + 8;
+    if (o.metrics) h = metrics_layout(p, metrics_rect(o, 0, kBandMinHeight).width()).height + 12;
+    return std::max(kBandMinHeight, h);
 }
 
 QFont note_font() {
@@ -78,7 +118,7 @@ QSizeF size_of(const std::vector<Prepared>& prepared, const PictureOptions& o) {
     for (std::size_t i = 0; i < prepared.size(); ++i)
         h += prepared[i].timeline->preferredHeight(true, i == 0, o.width) + kGap;
     if (o.memory || o.metrics)
-        for (const auto& p : prepared) h += band_height(p) + kGap;
+        for (const auto& p : prepared) h += band_height(p, o) + kGap;
     return {o.width, std::max(h, 100.0)};
 }
 
@@ -112,7 +152,7 @@ void shared_axis(const std::vector<Prepared>& prepared, const PictureOptions& o,
 }
 
 void paint_metrics(QPainter& p, const Prepared& prep, const QRectF& r, const TimelinePalette& pal) {
-    QFont f;
+    QFont f = metrics_font();
     f.setPixelSize(13);
     f.setBold(true);
     p.setFont(f);
@@ -120,22 +160,19 @@ void paint_metrics(QPainter& p, const Prepared& prep, const QRectF& r, const Tim
     p.drawText(QRectF(r.left(), r.top(), r.width(), 20), Qt::AlignLeft | Qt::AlignVCenter,
                QStringLiteral("Metrics — %1%2")
                    .arg(prep.prefix, run_title(prep.run->config, prep.run->result->trace)));
-    f.setPixelSize(12);
-    f.setBold(false);
-    p.setFont(f);
-    const QFontMetricsF fm(f, p.device());
-    double label_w = 0;
-    for (const auto& l : prep.lines) label_w = std::max(label_w, fm.horizontalAdvance(l.label));
+    p.setFont(metrics_font());
+    const MetricsLayout m = metrics_layout(prep, r.width());
     double y = r.top() + 26;
-    for (const auto& l : prep.lines) {
+    for (std::size_t i = 0; i < prep.lines.size(); ++i) {
+        const auto& l = prep.lines[i];
         p.setPen(pal.muted);
-        p.drawText(QRectF(r.left(), y, label_w + 4, kLineHeight), Qt::AlignLeft | Qt::AlignVCenter,
-                   l.label);
+        p.drawText(QRectF(r.left(), y, m.label_w + 4, kLineHeight),
+                   Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip, l.label);
         p.setPen(pal.text);
-        const double vx = r.left() + label_w + 14;
-        p.drawText(QRectF(vx, y, r.right() - vx, kLineHeight), Qt::AlignLeft | Qt::AlignVCenter,
-                   fm.elidedText(l.value, Qt::ElideRight, r.right() - vx));
-        y += kLineHeight;
+        const double vx = r.left() + m.label_w + 14;
+        p.drawText(QRectF(vx, y, r.right() - vx, m.heights[i]),
+                   Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap | Qt::TextDontClip, l.value);
+        y += m.heights[i];
     }
 }
 
@@ -155,6 +192,13 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
     std::vector<std::int64_t> origins;
     shared_axis(prepared, o, mapping, origins);
 
+    // The rulers count from the earliest run's start, as the panel's playback slider does.
+    std::optional<std::int64_t> zero;
+    for (std::size_t i = 0; i < prepared.size(); ++i) {
+        const std::int64_t begin = prepared[i].timeline->runRange().first - origins[i];
+        zero = zero ? std::min(*zero, begin) : begin;
+    }
+
     double y = 0;
     if (!o.note.isEmpty()) {
         const double h = note_height(o);
@@ -172,6 +216,7 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
         v.size = QSizeF(o.width, t.preferredHeight(true, v.legend, o.width));
         v.mapping = mapping;
         v.origin_ns = origins[i];
+        v.time_zero_ns = zero;
         v.cursor_ns = o.cursor_ns;
         v.palette = pal;
         v.focus_step = o.mapping ? o.focus_step : t.focusStep();
@@ -194,16 +239,12 @@ void paint_prepared(QPainter& p, const std::vector<Prepared>& prepared, const Pi
         }
     for (std::size_t i = 0; i < prepared.size(); ++i) {
         const Prepared& prep = prepared[i];
-        const double h = band_height(prep);
-        const double memory_w = o.metrics ? std::min(620.0, o.width * 0.42) : o.width - 16;
+        const double h = band_height(prep, o);
         if (o.memory) {
             if (prepared.size() > 1) bars[i]->setSharedTopBytes(shared_top);
-            bars[i]->renderChart(p, QRectF(8, y, memory_w, h), pal);
+            bars[i]->renderChart(p, QRectF(8, y, memory_width(o), std::min(h, 420.0)), pal);
         }
-        if (o.metrics) {
-            const double x = o.memory ? 8 + memory_w + 16 : 8;
-            paint_metrics(p, prep, QRectF(x, y + 4, o.width - x - 8, h - 4), pal);
-        }
+        if (o.metrics) paint_metrics(p, prep, metrics_rect(o, y, h), pal);
         y += h + kGap;
     }
 }

@@ -55,13 +55,18 @@ PlaybackClock::PlaybackClock(QObject* parent) : QObject(parent) {
 }
 
 void PlaybackClock::setRange(std::int64_t begin_ns, std::int64_t end_ns, double step_ns) {
-    pause();
+    // Stop first, tell afterwards: a listener to playingChanged must find the new range and
+    // cursor, not the last run's cursor (which a view would scroll to).
+    const bool was_playing = playing_;
+    playing_ = false;
+    timer_.stop();
     begin_ = begin_ns;
     end_ = std::max(end_ns, begin_ns);
     step_ns_ = step_ns > 0 ? step_ns : std::max(1.0, static_cast<double>(end_ - begin_));
     cursor_ = end_;  // a fresh run shows everything until the learner presses play
     emit rangeChanged();
     emit cursorChanged(cursor_);
+    if (was_playing) emit playingChanged(false);
 }
 
 double PlaybackClock::traceNsPerSecond() const {

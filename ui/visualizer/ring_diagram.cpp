@@ -1,5 +1,6 @@
 #include "visualizer/ring_diagram.h"
 
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -84,64 +85,108 @@ void RingDiagram::paintEvent(QPaintEvent*) {
     paint(p, QRectF(rect()), TimelinePalette::choose(theme_, palette()));
 }
 
-void RingDiagram::paint(QPainter& p, const QRectF& rect, const TimelinePalette& pal) const {
-    p.save();
-    p.fillRect(rect, pal.background);
-    p.setRenderHint(QPainter::Antialiasing, true);
-    QFont f;
-    f.setPixelSize(12);
-    f.setBold(true);
-    p.setFont(f);
-    p.setPen(pal.text);
-    QString title = QStringLiteral("Ring all-reduce");
+RingDiagram::Layout RingDiagram::layout(const QRectF& rect) const {
+    Layout l;
+    l.title_font.setPixelSize(12);
+    l.title_font.setBold(true);
+    l.caption_font.setPixelSize(11);
+    l.title = QStringLiteral("Ring all-reduce");
     const Move* lead = nullptr;
     for (const auto& m : moves_)
         if (m.active && (!lead || m.step_index > lead->step_index)) lead = &m;
     if (!lead && !moves_.empty()) lead = &moves_.front();
     if (lead)
-        title = QStringLiteral("%1 step #%2")
-                    .arg(lead->phase == pd::CollectivePhase::all_gather
-                             ? QStringLiteral("All-gather")
-                             : QStringLiteral("Reduce-scatter"))
-                    .arg(lead->step_index);
-    p.drawText(QRectF(rect.left() + 6, rect.top() + 4, rect.width() - 12, 18),
-               Qt::AlignLeft | Qt::AlignVCenter, title);
-    f.setBold(false);
-    f.setPixelSize(11);
-    p.setFont(f);
-    p.setPen(pal.muted);
-    QString caption;
+        l.title = QStringLiteral("%1 step #%2")
+                      .arg(lead->phase == pd::CollectivePhase::all_gather
+                               ? QStringLiteral("All-gather")
+                               : QStringLiteral("Reduce-scatter"))
+                      .arg(lead->step_index);
     if (per_device_.empty())
-        caption = QStringLiteral("This run has no ring collectives.");
+        l.caption = QStringLiteral("This run has no ring collectives.");
     else if (moves_.empty())
-        caption = QStringLiteral("No ring step under the playback cursor.");
+        l.caption = QStringLiteral("No ring step under the playback cursor.");
     else if (lead && lead->phase == pd::CollectivePhase::all_gather)
-        caption =
+        l.caption =
             QStringLiteral("Each device passes on a reduced chunk until all hold every chunk.");
     else
-        caption = QStringLiteral("Each device adds its chunk and passes it on to its neighbour.");
-    p.drawText(QRectF(rect.left() + 6, rect.bottom() - 34, rect.width() - 12, 32),
-               Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, caption);
+        l.caption = QStringLiteral("Each device adds its chunk and passes it on to its neighbour.");
+    const double text_w = std::max(1.0, rect.width() - 12);
+    const QFontMetricsF title_fm(l.title_font), caption_fm(l.caption_font);
+    l.title_rect = QRectF(rect.left() + 6, rect.top() + 4, text_w,
+                          std::max(18.0, std::ceil(title_fm.height())));
+    // The caption gets the height its wrapped lines need, not a fixed box that cuts them.
+    const double caption_h = std::ceil(
+        caption_fm.boundingRect(QRectF(0, 0, text_w, 1e6), Qt::TextWordWrap, l.caption).height());
+    l.caption_rect = QRectF(rect.left() + 6, rect.bottom() - 4 - caption_h, text_w, caption_h);
 
     const int n = std::max(devices_, 1);
-    const QRectF area = rect.adjusted(10, 26, -10, -38);
-    const QPointF centre = area.center();
-    const double radius = std::max(10.0, std::min(area.width(), area.height()) / 2 - 16);
-    const double node_r = std::clamp(radius * 0.22, 9.0, 16.0);
-    auto pos = [&](int d) {
+    // The ring between title and caption, with room round it for the nodes and the chunk
+    // labels that sit outside the arrows.
+    constexpr double kLabelW = 22, kLabelH = 16;
+    const QRectF area(rect.left() + 6, l.title_rect.bottom() + 4, rect.width() - 12,
+                      std::max(1.0, l.caption_rect.top() - 4 - (l.title_rect.bottom() + 4)));
+    l.centre = area.center();
+    const double half = std::min(area.width(), area.height()) / 2;
+    l.node_r = std::clamp(half * 0.14, 6.0, 16.0);
+    l.radius = std::max(4.0, half - std::max(l.node_r, kLabelH) - 4);
+    // Neighbours never overlap: a node is at most half the chord to the next, less a gap.
+    if (n > 1)
+        l.node_r = std::max(3.0, std::min(l.node_r, l.radius * std::sin(std::numbers::pi / n) - 2));
+    l.node_font.setPixelSize(static_cast<int>(std::clamp(l.node_r * 0.8, 7.0, 12.0)));
+    l.node_font.setBold(true);
+    for (int d = 0; d < n; ++d) {
         const double a = -std::numbers::pi / 2 + 2 * std::numbers::pi * d / n;
-        return centre + QPointF(std::cos(a) * radius, std::sin(a) * radius);
-    };
+        l.nodes.push_back(l.centre + QPointF(std::cos(a) * l.radius, std::sin(a) * l.radius));
+    }
+    for (const auto& m : moves_) {
+        if (m.chunk < 0 || m.device < 0 || m.peer < 0 || m.device >= n || m.peer >= n ||
+            m.device == m.peer)
+            continue;
+        // Beside the middle of the arrow, on the outside of the ring, clear of both nodes.
+        const QPointF a = l.nodes[static_cast<std::size_t>(m.device)];
+        const QPointF b = l.nodes[static_cast<std::size_t>(m.peer)];
+        QPointF out = (a + b) / 2 - l.centre;
+        const double len = std::hypot(out.x(), out.y());
+        out = len > 1e-9 ? out / len : QPointF(0, -1);
+        QPointF at = (a + b) / 2 + out * (l.radius * 0.09 + kLabelH);
+        QRectF box(at.x() - kLabelW / 2, at.y() - kLabelH / 2, kLabelW, kLabelH);
+        // Inside the picture whatever its shape.
+        box.moveLeft(std::clamp(box.left(), rect.left() + 1, rect.right() - 1 - kLabelW));
+        box.moveTop(std::clamp(box.top(), l.title_rect.bottom(),
+                               std::max(l.title_rect.bottom(), l.caption_rect.top() - kLabelH)));
+        l.chunk_labels.push_back(box);
+    }
+    return l;
+}
+
+void RingDiagram::paint(QPainter& p, const QRectF& rect, const TimelinePalette& pal) const {
+    const Layout l = layout(rect);
+    p.save();
+    p.fillRect(rect, pal.background);
+    p.setRenderHint(QPainter::Antialiasing, true);
+    p.setFont(l.title_font);
+    p.setPen(pal.text);
+    p.drawText(l.title_rect, Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip, l.title);
+    p.setFont(l.caption_font);
+    p.setPen(pal.muted);
+    p.drawText(l.caption_rect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap | Qt::TextDontClip,
+               l.caption);
+
+    const int n = std::max(devices_, 1);
+    const double radius = l.radius, node_r = l.node_r;
+    const QPointF centre = l.centre;
     p.setPen(QPen(pal.grid, 1, Qt::DashLine));
     p.setBrush(Qt::NoBrush);
     p.drawEllipse(centre, radius, radius);
 
+    std::size_t label = 0;
     for (const auto& m : moves_) {
         if (m.device < 0 || m.peer < 0 || m.device >= n || m.peer >= n || m.device == m.peer)
             continue;
         QColor c = m.phase == pd::CollectivePhase::all_gather ? pal.all_gather : pal.reduce_scatter;
         if (!m.active) c.setAlpha(90);
-        const QPointF a = pos(m.device), b = pos(m.peer);
+        const QPointF a = l.nodes[static_cast<std::size_t>(m.device)];
+        const QPointF b = l.nodes[static_cast<std::size_t>(m.peer)];
         const QPointF dir = (b - a) / std::hypot(b.x() - a.x(), b.y() - a.y());
         const QPointF from = a + dir * (node_r + 2), to = b - dir * (node_r + 3);
         // Bow the arrow outward so two-way traffic between a pair stays apart.
@@ -153,33 +198,32 @@ void RingDiagram::paint(QPainter& p, const QRectF& rect, const TimelinePalette& 
         p.drawPath(path);
         const QPointF tangent = to - ctrl;
         const double ang = std::atan2(tangent.y(), tangent.x());
+        const double head = std::min(8.0, node_r);
         p.setBrush(c);
         p.drawPolygon(
-            QPolygonF({to, to - QPointF(std::cos(ang - 0.45) * 8, std::sin(ang - 0.45) * 8),
-                       to - QPointF(std::cos(ang + 0.45) * 8, std::sin(ang + 0.45) * 8)}));
+            QPolygonF({to, to - QPointF(std::cos(ang - 0.45) * head, std::sin(ang - 0.45) * head),
+                       to - QPointF(std::cos(ang + 0.45) * head, std::sin(ang + 0.45) * head)}));
         p.setBrush(Qt::NoBrush);
-        if (m.chunk >= 0) {
-            const QPointF mid = path.pointAtPercent(0.5) + normal * 9;
-            const QString label = QStringLiteral("c%1").arg(m.chunk);
-            const QRectF box(mid.x() - 11, mid.y() - 8, 22, 16);
+        if (m.chunk >= 0 && label < l.chunk_labels.size()) {
+            const QRectF box = l.chunk_labels[label++];
             p.setPen(Qt::NoPen);
             p.setBrush(c);
             p.drawRoundedRect(box, 4, 4);
             p.setBrush(Qt::NoBrush);
             p.setPen(pal.text_on(c));
-            p.drawText(box, Qt::AlignCenter, label);
+            p.setFont(l.caption_font);
+            p.drawText(box, Qt::AlignCenter, QStringLiteral("c%1").arg(m.chunk));
         }
     }
-    f.setBold(true);
-    p.setFont(f);
+    p.setFont(l.node_font);
     for (int d = 0; d < n; ++d) {
-        const QPointF c = pos(d);
+        const QPointF c = l.nodes[static_cast<std::size_t>(d)];
         p.setPen(QPen(pal.text, 1.2));
         p.setBrush(pal.comm_lane);
         p.drawEllipse(c, node_r, node_r);
         p.setPen(pal.text);
-        p.drawText(QRectF(c.x() - node_r, c.y() - node_r, 2 * node_r, 2 * node_r), Qt::AlignCenter,
-                   QStringLiteral("d%1").arg(d));
+        p.drawText(QRectF(c.x() - node_r, c.y() - node_r, 2 * node_r, 2 * node_r),
+                   Qt::AlignCenter | Qt::TextDontClip, QStringLiteral("d%1").arg(d));
     }
     p.restore();
 }

@@ -2,6 +2,9 @@
 // which chunk moves from which device to which (reduce-scatter or all-gather phase).
 #pragma once
 
+#include <QFont>
+#include <QRectF>
+#include <QString>
 #include <QWidget>
 #include <cstdint>
 #include <memory>
@@ -34,6 +37,19 @@ class RingDiagram : public QWidget {
     // Ring steps of every device at time t (the latest per device, if still recent).
     std::vector<Move> movesAt(std::int64_t t_ns) const;
     void paint(QPainter& painter, const QRectF& rect, const TimelinePalette& palette) const;
+    // Where paint() puts everything in `rect`: the title line, the caption wrapped to its
+    // whole height, the ring and its device nodes (never overlapping one another), and each
+    // move's chunk label (clear of the nodes). Everything lies inside `rect`.
+    struct Layout {
+        QString title, caption;
+        QRectF title_rect, caption_rect;
+        QPointF centre;
+        double radius = 0, node_r = 0;
+        std::vector<QPointF> nodes;
+        std::vector<QRectF> chunk_labels;  // per move with a chunk, in moves() order
+        QFont title_font, caption_font, node_font;
+    };
+    Layout layout(const QRectF& rect) const;
     QSize sizeHint() const override { return {230, 250}; }
     bool hasRingSteps() const { return !per_device_.empty(); }
 

@@ -105,6 +105,64 @@ QFont device_font(const TimelineFrame& f) {
 
 }  // namespace
 
+std::optional<MergedBoxes> merged_boxes_at(const TimelineData& data, const TimelineLane& lane,
+                                           const TimelineViewState& view, double x) {
+    // The same walk as paint_event_boxes: the boxes in view, each clamped to the plot, the
+    // narrow ones chained while each starts within a pixel of the chain's end.
+    const TimeMapping& m = view.mapping;
+    const double origin = static_cast<double>(view.origin_ns);
+    const double plot_left = m.left_px;
+    const double plot_right = std::max(plot_left + 1, view.size.width() - kRightMargin);
+    const double t0 = m.t_of(plot_left) + origin;
+    const double t1 = m.t_of(plot_right) + origin;
+    const double t_end =
+        view.cursor_ns ? std::min(t1, static_cast<double>(*view.cursor_ns) + origin) : t1;
+    auto x_of = [&](double t) { return m.x_of(t - origin); };
+    const bool collapsed = collectives_collapsed(lane, m.ns_per_px);
+    const std::vector<TimelineBox>& boxes = collapsed ? lane.collective_boxes : lane.boxes;
+    const auto [b0, b1] = data.visible_boxes(lane, t0, t_end, collapsed);
+    std::optional<MergedBoxes> chain;
+    auto done = [&]() -> std::optional<MergedBoxes> {
+        if (!chain || chain->boxes < 2) return std::nullopt;
+        chain->x0 = std::floor(chain->x0);
+        chain->x1 = chain->x0 + std::max(1.0, chain->x1 - chain->x0);
+        if (x < chain->x0 || x > chain->x1) return std::nullopt;
+        return chain;
+    };
+    for (std::size_t k = b0; k < b1; ++k) {
+        const TimelineBox& b = boxes[k];
+        const double bs = static_cast<double>(b.start_ns);
+        if (bs > t_end) break;
+        const double be = std::min(static_cast<double>(b.end_ns), t_end);
+        const double x0 = std::max(x_of(bs), plot_left - 1);
+        const double x1 = std::min(x_of(be), plot_right + 1);
+        if (x1 < x0) continue;
+        if (x1 - x0 >= kMinBoxPx) {  // drawn on its own: ends any chain
+            if (auto found = done()) return found;
+            chain.reset();
+            if (x0 > x + 1) break;
+            continue;
+        }
+        if (!chain || x0 > chain->x1 + 1.0) {
+            if (auto found = done()) return found;
+            if (x0 > x + 1) break;  // chains further right cannot reach x
+            chain = MergedBoxes{};
+            chain->x0 = x0;
+            chain->x1 = x1;
+            chain->start_ns = b.start_ns;
+            chain->end_ns = b.end_ns;
+        }
+        chain->x1 = std::max(chain->x1, x1);
+        chain->start_ns = std::min(chain->start_ns, b.start_ns);
+        chain->end_ns = std::max(chain->end_ns, b.end_ns);
+        chain->busy_ns += b.end_ns - b.start_ns;
+        ++chain->boxes;
+        chain->events += std::max(1, b.event_count);
+        chain->events_by_kind[static_cast<std::size_t>(b.kind)] += std::max(1, b.event_count);
+    }
+    return done();
+}
+
 namespace timeline_paint {
 
 TimelinePaintStats paint_lanes(const TimelineFrame& f) {

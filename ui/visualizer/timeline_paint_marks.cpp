@@ -56,6 +56,21 @@ QRectF marks_clip(const TimelineFrame& f) {
 
 }  // namespace
 
+double ruler_tick_spacing_ns(const TimeMapping& m) {
+    return ruler_tick_ns(m.ns_per_px, 90.0);
+}
+
+std::vector<RulerTick> ruler_ticks(const TimeMapping& m, double zero_ns, double plot_left,
+                                   double plot_right) {
+    std::vector<RulerTick> out;
+    const double tick = ruler_tick_spacing_ns(m);
+    // Ticks at round readings; nothing is left of the zero but the air before the run.
+    const double first = std::max(0.0, std::ceil((m.t_of(plot_left) - zero_ns) / tick) * tick);
+    for (double reads = first; m.x_of(reads + zero_ns) <= plot_right; reads += tick)
+        out.push_back({m.x_of(reads + zero_ns), reads});
+    return out;
+}
+
 namespace timeline_paint {
 
 TimelinePaintStats paint_ruler(const TimelineFrame& f) {
@@ -66,21 +81,19 @@ TimelinePaintStats paint_ruler(const TimelineFrame& f) {
     p.save();
     p.setFont(f.small);
     p.setPen(f.pal.muted);
-    p.drawText(
-        QRectF(8, l.ruler_top + kRulerHeight / 2, kLeftMargin - 12, kRulerHeight / 2),
-        Qt::AlignLeft | Qt::AlignVCenter,
-        f.view.origin_ns != 0 ? QStringLiteral("time from step start") : QStringLiteral("time"));
-    const double tick = ruler_tick_ns(m.ns_per_px, 90.0);
-    const double first_tick = std::ceil(m.t_of(f.plot_left) / tick) * tick;
-    for (double t = first_tick; m.x_of(t) <= f.plot_right; t += tick) {
-        const double x = m.x_of(t);
+    // The ruler counts from the run's start (View::time_zero_ns), as the playback slider
+    // does: one clock on the screen, never below zero.
+    p.drawText(QRectF(8, l.ruler_top + kRulerHeight / 2, kLeftMargin - 12, kRulerHeight / 2),
+               Qt::AlignLeft | Qt::AlignVCenter, QStringLiteral("time from start"));
+    const double tick = ruler_tick_spacing_ns(m);
+    for (const RulerTick& t : ruler_ticks(m, f.zero, f.plot_left, f.plot_right)) {
         p.setPen(QPen(f.pal.grid, 1));
-        p.drawLine(QPointF(x, l.ruler_top + kRulerHeight - 7),
-                   QPointF(x, l.ruler_top + kRulerHeight));
+        p.drawLine(QPointF(t.x, l.ruler_top + kRulerHeight - 7),
+                   QPointF(t.x, l.ruler_top + kRulerHeight));
         p.setPen(f.pal.muted);
-        const QString text = ruler_text(t, tick);
-        if (x + 3 + fm.horizontalAdvance(text) <= f.view.size.width() - 2)
-            p.drawText(QPointF(x + 3, l.ruler_top + kRulerHeight - 7), text);
+        const QString text = ruler_text(t.reads_ns, tick);
+        if (t.x + 3 + fm.horizontalAdvance(text) <= f.view.size.width() - 2)
+            p.drawText(QPointF(t.x + 3, l.ruler_top + kRulerHeight - 7), text);
     }
     p.setPen(QPen(f.pal.grid, 1));
     p.drawLine(QPointF(f.plot_left, l.rows_top - 0.5), QPointF(f.plot_right, l.rows_top - 0.5));

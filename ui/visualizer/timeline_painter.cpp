@@ -124,6 +124,8 @@ TimelineFrame::TimelineFrame(QPainter& painter, const TimelineScene& scene_,
     plot_left = m.left_px;
     plot_right = std::max(plot_left + 1, view.size.width() - kRightMargin);
     origin = static_cast<double>(view.origin_ns);
+    zero = view.time_zero_ns ? static_cast<double>(*view.time_zero_ns)
+                             : static_cast<double>(scene.data.begin_ns()) - origin;
     t0 = m.t_of(plot_left) + origin;
     t1 = m.t_of(plot_right) + origin;
     cursor = view.cursor_ns ? static_cast<double>(*view.cursor_ns) + origin : t1;

@@ -14,6 +14,7 @@
 #include <QStaticText>
 #include <QString>
 #include <QStringList>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -30,6 +31,10 @@ struct TimelineViewState {
     QSizeF size;          // logical pixels
     TimeMapping mapping;  // in display time: trace time minus origin_ns
     std::int64_t origin_ns = 0;
+    // The display time the ruler reads as zero, the playback slider's start: unset, the run's
+    // first event (display time = trace time - origin_ns, so the ruler and the slider count
+    // from the same moment and never read below zero). Compared runs share one.
+    std::optional<std::int64_t> time_zero_ns;
     std::optional<std::int64_t> cursor_ns;  // display time; events after it are hidden
     TimelinePalette palette = TimelinePalette::light_theme();
     bool header = true;          // clock, link model, legend and bubble lines
@@ -164,7 +169,8 @@ struct TimelineFrame {
     const TimelineHeaderLayout* header = nullptr;  // as drawn now; null without a header
     TimelineLayout layout;
     double plot_left = 0, plot_right = 0;
-    double origin = 0;      // view.origin_ns
+    double origin = 0;  // view.origin_ns
+    double zero = 0;    // display time the ruler reads as 0 (view.time_zero_ns or the run's start)
     double t0 = 0, t1 = 0;  // visible range in trace time
     double cursor = 0;      // playback cursor in trace time (t1 without one)
     double t_end = 0;       // what is drawn ends here: min(t1, cursor)
@@ -203,6 +209,31 @@ TimelinePaintStats paint_oom_marks(const TimelineFrame& f);
 TimelinePaintStats paint_playhead(const TimelineFrame& f);
 
 }  // namespace timeline_paint
+
+// A run of boxes each too narrow to draw (under 2 px), drawn as one rectangle in the colour
+// of the kind that covers most of it (paint_event_boxes): what that rectangle stands for.
+struct MergedBoxes {
+    double x0 = 0, x1 = 0;                  // the rectangle as drawn
+    int boxes = 0;                          // boxes merged into it (two or more)
+    int events = 0;                         // the trace events behind those boxes
+    std::int64_t start_ns = 0, end_ns = 0;  // trace time: first start, last end
+    std::int64_t busy_ns = 0;               // the boxes' durations summed
+    std::array<int, pd::kEventKindCount> events_by_kind{};
+};
+// The merged rectangle of `lane` under pixel `x` in `view` (of a picture of the run in
+// `scene`), or nothing when `x` is over a box drawn on its own, or over nothing.
+std::optional<MergedBoxes> merged_boxes_at(const TimelineData& data, const TimelineLane& lane,
+                                           const TimelineViewState& view, double x);
+
+// The ruler's ticks across [plot_left, plot_right]: each tick's x and the time it reads
+// (display time minus `zero_ns`), never below zero.
+struct RulerTick {
+    double x = 0;
+    double reads_ns = 0;
+};
+double ruler_tick_spacing_ns(const TimeMapping& m);
+std::vector<RulerTick> ruler_ticks(const TimeMapping& m, double zero_ns, double plot_left,
+                                   double plot_right);
 
 // The whole picture: every step above, in order.
 TimelinePaintStats paint_timeline(QPainter& p, const TimelineScene& scene,
