@@ -3,7 +3,9 @@
 // report `paralleldeck --show-me ID --claims-json FILE` writes the same figures); a card
 // whose claims compare runs shows its comparison run as B without being asked; a timed
 // figure carries its spread.
+#include <QApplication>
 #include <QDir>
+#include <QTimer>
 #include <QDockWidget>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -131,6 +133,27 @@ class TestShowMeClaims : public QObject {
         for (const auto& o : window.claimsPanel()->outcomes())
             if (o.timed && o.metric == "bubble") timed_with_spread = !o.spread.empty();
         QVERIFY(timed_with_spread);
+    }
+
+    void theKeysDialogFitsASmallWindow() {
+        pd::ui::ShowMeWindow window;
+        window.placeAt({1280, 720});
+        window.show();
+        QAction* keys = nullptr;
+        for (QAction* a : window.findChildren<QAction*>())
+            if (a->shortcut() == QKeySequence(QKeySequence::HelpContents)) keys = a;
+        QVERIFY(keys);
+        QSize box_size;
+        QTimer::singleShot(0, &window, [&] {
+            if (QWidget* box = QApplication::activeModalWidget()) {
+                box_size = box->frameGeometry().size();
+                box->close();
+            }
+        });
+        keys->trigger();
+        QVERIFY(box_size.isValid());
+        QVERIFY2(box_size.width() <= 1280 && box_size.height() <= 720,
+                 qPrintable(QStringLiteral("%1x%2").arg(box_size.width()).arg(box_size.height())));
     }
 
     void theWhatIfDrawerIsClosedOnASmallScreenAndOpenOnALargeOne() {

@@ -204,11 +204,14 @@ class TestShowMeWindow : public QObject {
         auto* knobs = window.findChild<QWidget*>(QStringLiteral("whatIfScroll"));
         QVERIFY(knobs);
         window.show();
-        QVERIFY(knobs->isVisible());
-        window.whatIfPanelAction()->trigger();
+        // The offscreen screen is narrower than 1400 px: the knobs' drawer starts closed, and
+        // Ctrl+K's action opens and closes it.
+        QVERIFY(window.width() < 1400);
         QVERIFY(!knobs->isVisible());
         window.whatIfPanelAction()->trigger();
         QVERIFY(knobs->isVisible());
+        window.whatIfPanelAction()->trigger();
+        QVERIFY(!knobs->isVisible());
     }
 
     // Item 11: keys reach the timeline when the window opens; Esc cancels a run, then closes.

@@ -122,11 +122,11 @@ struct BubbleMetrics {
     int microbatches = 1;
     int chunks = 1;
     double measured = 0.0;
-    std::map<int, double> measured_by_step;  // each figure step's own bubble
     double theoretical = 0.0;
     // Absent when the trace does not hold the schedule's every task (tracing off, a failed run).
     std::optional<BubblePrediction> predicted;
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  // which textbook figure
+    std::map<int, double> measured_by_step;  // each figure step's own bubble
 };
 
 // Per device (one pipeline stage of one replica): activation memory at its peak.
