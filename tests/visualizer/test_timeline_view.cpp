@@ -345,6 +345,38 @@ class TestTimelineView : public QObject {
             QVERIFY2(text.contains(QString::fromUtf8(wanted)), qPrintable(text));
     }
 
+    // An out-of-memory banner says its whole message: beside its mark when it fits, else
+    // wrapped across the plot (it ran past the plot's right edge, "… of 40.0 MiB capa").
+    void outOfMemoryBannerIsWhole_data() {
+        QTest::addColumn<double>("plotRight");
+        QTest::addColumn<double>("markX");
+        QTest::newRow("wide plot, mark at the left") << 1600.0 << 200.0;
+        QTest::newRow("wide plot, mark at the right") << 1600.0 << 1590.0;
+        QTest::newRow("plot narrower than the message, mark at the right") << 900.0 << 890.0;
+        QTest::newRow("narrow plot, mark in the middle") << 500.0 << 300.0;
+    }
+    void outOfMemoryBannerIsWhole() {
+        QFETCH(double, plotRight);
+        QFETCH(double, markX);
+        const QString text = QStringLiteral(
+            "OUT OF MEMORY — device 0 out of memory: allocating 48.2 MiB of optimizer_state with "
+            "16.1 MiB live of 40.0 MiB capacity");
+        QFont font;
+        font.setPixelSize(12);
+        font.setBold(true);
+        const QFontMetricsF fm(font);
+        const double left = TimelineView::kLeftMargin;
+        const QRectF box = pd::vis::oom_banner_rect(text, fm, markX, 50, 28, left, plotRight);
+        QVERIFY(box.left() >= left);
+        QVERIFY2(box.right() <= plotRight + 0.5, qPrintable(QString::number(box.right())));
+        // The text, as drawn (5 px in from each side, wrapped at words), fits the box.
+        const QRectF inner = box.adjusted(5, 0, -5, 0);
+        const QRectF need =
+            fm.boundingRect(QRectF(0, 0, inner.width(), 1e6), Qt::TextWordWrap, text);
+        QVERIFY(need.width() <= inner.width() + 0.5);
+        QVERIFY(need.height() <= inner.height() + 0.5);
+    }
+
     // A new run: what the pointer showed of the last one is gone at once, not at the next
     // move of the mouse.
     void newRunClearsTheHover() {

@@ -71,6 +71,21 @@ std::vector<RulerTick> ruler_ticks(const TimeMapping& m, double zero_ns, double 
     return out;
 }
 
+QRectF oom_banner_rect(const QString& text, const QFontMetricsF& fm, double x, double top,
+                       double line_h, double plot_left, double plot_right) {
+    const double w = std::ceil(fm.horizontalAdvance(text)) + 10;
+    const double plot_w = std::max(1.0, plot_right - plot_left);
+    if (w <= plot_w) {
+        double bx = x + 4;
+        if (bx + w > plot_right) bx = std::max(plot_left, x - 4 - w);
+        return {bx, top, w, line_h};
+    }
+    // Too long for one line of this plot: the plot's width, the text wrapped.
+    const QRectF wrapped =
+        fm.boundingRect(QRectF(0, 0, plot_w - 10, 1e6), Qt::AlignCenter | Qt::TextWordWrap, text);
+    return {plot_left, top, plot_w, std::max(line_h, std::ceil(wrapped.height()) + 4)};
+}
+
 namespace timeline_paint {
 
 TimelinePaintStats paint_ruler(const TimelineFrame& f) {
@@ -234,13 +249,11 @@ TimelinePaintStats paint_oom_marks(const TimelineFrame& f) {
         p.drawLine(QPointF(x, top), QPointF(x, bottom));
         const QString text = what.isEmpty() ? QStringLiteral("OUT OF MEMORY")
                                             : QStringLiteral("OUT OF MEMORY — %1").arg(what);
-        const double w = fm.horizontalAdvance(text) + 10;
-        double bx = x + 4;
-        if (bx + w > f.plot_right) bx = std::max(f.plot_left, x - 4 - w);
-        const QRectF box(bx, top, w, l.compute_h + 2);
+        const QRectF box =
+            oom_banner_rect(text, fm, x, top, l.compute_h + 2, f.plot_left, f.plot_right);
         p.fillRect(box, f.pal.oom);
         p.setPen(QColor(Qt::white));
-        p.drawText(box, Qt::AlignCenter, text);
+        p.drawText(box.adjusted(5, 0, -5, 0), Qt::AlignCenter | Qt::TextWordWrap, text);
     }
     p.restore();
     return {};

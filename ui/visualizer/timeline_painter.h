@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QFont>
+#include <QFontMetricsF>
 #include <QHash>
 #include <QPainter>
 #include <QRectF>
@@ -224,6 +225,13 @@ struct MergedBoxes {
 // `scene`), or nothing when `x` is over a box drawn on its own, or over nothing.
 std::optional<MergedBoxes> merged_boxes_at(const TimelineData& data, const TimelineLane& lane,
                                            const TimelineViewState& view, double x);
+
+// Where an out-of-memory banner goes: beside its mark at `x` (right of it, else left of
+// it), one line `line_h` high when the text fits the plot, else as wide as the plot with the
+// text wrapped onto as many lines as it needs: the whole message, never cut at the plot's
+// edge.
+QRectF oom_banner_rect(const QString& text, const QFontMetricsF& fm, double x, double top,
+                       double line_h, double plot_left, double plot_right);
 
 // The ruler's ticks across [plot_left, plot_right]: each tick's x and the time it reads
 // (display time minus `zero_ns`), never below zero.
