@@ -321,7 +321,11 @@ class TestScenario : public QObject {
         run.metrics.steps = {{0, 2.0, 0.1}, {1, 1.5, 0.1}};
         run.metrics.final_loss = 1.5;
         run.metrics.median_step_time_s = 0.1;
-        run.metrics.bubble = BubbleMetrics{4, 8, 1, 0.30, 3.0 / 11, std::nullopt};
+        run.metrics.bubble = BubbleMetrics{};
+        run.metrics.bubble->stages = 4;
+        run.metrics.bubble->microbatches = 8;
+        run.metrics.bubble->measured = 0.30;
+        run.metrics.bubble->theoretical = 3.0 / 11;
         run.metrics.devices.resize(2);
         run.metrics.devices[0].device = 0;
         run.metrics.devices[1].device = 1;
@@ -367,6 +371,104 @@ class TestScenario : public QObject {
         QCOMPARE(out[8].measured, std::string("0.900 0.400"));
         QCOMPARE(out[10].measured, std::string("n/a"));
         QCOMPARE(out[11].measured, std::string("0.500"));
+    }
+
+    // What a learner reads of a claim, and what a view needs to show its evidence: the
+    // figure, its devices, the comparison run, and for a timed comparison whether the two
+    // runs' step ranges stay apart.
+    void describes_claims_for_the_learner() {
+        RunEvidence run;
+        run.result.status = RunStatus::ok;
+        run.result.trace.devices = 2;
+        run.metrics.steps = {{0, 2.0, 0.1}, {1, 1.5, 0.1}, {2, 1.2, 0.1}};
+        run.metrics.median_step_time_s = 0.1;
+        run.metrics.devices.resize(2);
+        run.metrics.devices[0].device = 0;
+        run.metrics.devices[1].device = 1;
+        run.metrics.devices[0].peak_bytes[static_cast<std::size_t>(MemoryCategory::activations)] =
+            3 * 1024 * 1024;
+        for (const double t : {0.09, 0.1, 0.11}) {
+            StepFigures f;
+            f.time_s = t;
+            run.metrics.figure_step_samples.push_back(f);
+        }
+        RunEvidence slower = run;  // steps 0.2-0.22 s: apart from 0.09-0.11
+        slower.metrics.median_step_time_s = 0.21;
+        for (auto& f : slower.metrics.figure_step_samples) f.time_s += 0.11;
+        RunEvidence overlapping = run;  // steps 0.1-0.12 s: overlapping
+        overlapping.metrics.median_step_time_s = 0.11;
+        for (auto& f : overlapping.metrics.figure_step_samples) f.time_s += 0.01;
+
+        RunConfig c;
+        ConfigSources src;
+        Expectations x;
+        apply_scenario_json(R"({"expect": [
+            {"status": "ok"},
+            {"metric": "peak.activations", "device": 0, "at_least": 1048576},
+            {"metric": "step_time", "compare_with": {"link_gbps": 25},
+             "relative_to": {"run": "other"}, "at_most": 0.6},
+            {"metric": "step_time", "compare_with": {"batch": 16},
+             "relative_to": {"run": "other"}, "between": [0.85, 1.15]}]})",
+                            "e.json", c, src, &x);
+        const auto out = check_expectations(x, run, {slower, overlapping});
+        QCOMPARE(out.size(), std::size_t{4});
+        QCOMPARE(out[0].plain, std::string("The run completes every step"));
+        QCOMPARE(out[0].kind, Claim::Kind::status);
+        QCOMPARE(out[1].plain,
+                 std::string("Peak activations memory on device 0 is at least 1.00 MiB"));
+        QCOMPARE(out[1].measured_words, std::string("3.00 MiB"));
+        QCOMPARE(out[1].metric, std::string("peak.activations"));
+        QCOMPARE(out[1].devices, std::vector<int>{0});
+        QCOMPARE(out[1].variant, -1);
+        QVERIFY(out[1].spread.empty());  // counted bytes: no noise to show
+        QVERIFY(!out[1].beyond_spread);
+        QCOMPARE(out[2].plain,
+                 std::string("Step time is at most 0.6x the comparison run's (link_gbps 25)"));
+        QCOMPARE(out[2].variant, 0);
+        QVERIFY(out[2].passed);
+        QVERIFY(out[2].beyond_spread && *out[2].beyond_spread);
+        QVERIFY2(out[2].spread.find("90.0 ms to 110 ms") != std::string::npos,
+                 out[2].spread.c_str());
+        QCOMPARE(out[3].variant, 1);
+        QVERIFY(out[3].beyond_spread && !*out[3].beyond_spread);
+        QVERIFY2(out[3].spread.find("within the noise") != std::string::npos,
+                 out[3].spread.c_str());
+    }
+
+    // `repeats`: a scenario key checked like the others; the run repeats, and a timed figure
+    // reads the median over every repeat's figure steps.
+    void repeats_pool_timed_figures() {
+        RunConfig c;
+        ConfigSources src;
+        apply_scenario_json(R"({"strategy": "single", "devices": 1, "layers": 1, "width": 16,
+                                "batch": 8, "steps": 3, "repeats": 3})",
+                            "r.json", c, src);
+        validate(c, src);
+        QCOMPARE(c.repeats, 3);
+        RunConfig round_trip;
+        ConfigSources rs;
+        apply_scenario_json(scenario_json(c), "round trip", round_trip, rs);
+        QCOMPARE(round_trip.repeats, 3);
+        const RunEvidence e = run_for_evidence(c);
+        QCOMPARE(e.repeats.size(), std::size_t{2});
+        // Figure steps 2-3 of each of the three runs.
+        const auto samples = step_samples("step_time", e, -1);
+        QCOMPARE(samples.size(), std::size_t{6});
+        const Spread all = spread_of(samples);
+        QCOMPARE(*read_metric("step_time", e, -1), all.median);
+        QVERIFY(step_samples("peak.activations", e, 0).empty());
+        for (const int bad : {0, 11}) {
+            RunConfig b;
+            ConfigSources bs;
+            apply_scenario_json("{\"repeats\": " + std::to_string(bad) + "}", "r.json", b, bs);
+            try {
+                validate(b, bs);
+                QFAIL("accepted repeats out of range");
+            } catch (const BadInput& error) {
+                QVERIFY2(std::string(error.what()).find("repeats") != std::string::npos,
+                         error.what());
+            }
+        }
     }
 
     // The metric names claims read: unique, each with its meaning, per-device ones marked.

@@ -106,8 +106,10 @@ std::string value_words(std::string_view metric, double v, bool ratio) {
     if (ratio) return plain_number(v) + "x";
     switch (unit_of(metric)) {
         case Unit::seconds:
+            // Three significant figures: 0.412 ms, 12.4 ms, 124 ms.
             if (std::fabs(v) < 1e-3) return printf_text("%.0f us", v * 1e6);
-            return printf_text(std::fabs(v) < 0.1 ? "%.2f ms" : "%.1f ms", v * 1e3);
+            if (std::fabs(v) < 1e-2) return printf_text("%.2f ms", v * 1e3);
+            return printf_text(std::fabs(v) < 0.1 ? "%.1f ms" : "%.0f ms", v * 1e3);
         case Unit::fraction:
             return printf_text("%.1f%%", v * 100);
         case Unit::bytes: {

@@ -910,9 +910,10 @@ void add_repeat(RunEvidence& evidence, const RunResult& result) {
 }
 
 bool is_timed_metric(std::string_view name) {
-    for (std::string_view timed : {"step_time", "samples_per_s", "exposed_comm", "overlapped_comm",
-                                   "bubble", "bubble.predicted", "busy_fraction", "busy", "idle",
-                                   "comm", "exposed_comm.device", "exposed_comm_fraction"})
+    for (std::string_view timed :
+         {"step_time", "samples_per_s", "exposed_comm", "overlapped_comm", "bubble",
+          "bubble.predicted", "busy_fraction", "busy", "idle", "comm", "exposed_comm.device",
+          "exposed_comm_fraction", "bubble.cause."})
         if (name == timed || (timed.ends_with('.') && name.starts_with(timed))) return true;
     return false;
 }
