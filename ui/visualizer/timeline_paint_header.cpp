@@ -97,8 +97,17 @@ QStringList bubble_pieces(const pd::BubbleMetrics& b, const pd::StepRange& steps
     else if (steps.count() > 1)
         share = QStringLiteral("steps %1–%2").arg(steps.first + 1).arg(steps.last + 1);
     QStringList pieces;
-    pieces << QStringLiteral("Pipeline bubble (idle share of %1): measured %2")
-                  .arg(share, percent_text(b.measured));
+    // The median with its range over the steps: the noise beside the figure.
+    QString measured = percent_text(b.measured);
+    if (b.measured_by_step.size() >= 2) {
+        std::vector<double> per_step;
+        for (const auto& [step, fraction] : b.measured_by_step) per_step.push_back(fraction);
+        const pd::Spread spread = pd::spread_of(per_step);
+        measured = QStringLiteral("%1 median (%2–%3)")
+                       .arg(measured, percent_text(spread.min), percent_text(spread.max));
+    }
+    pieces
+        << QStringLiteral("Pipeline bubble (idle share of %1): measured %2").arg(share, measured);
     if (b.predicted)
         pieces << QStringLiteral("predicted from this run's stage times %1")
                       .arg(percent_text(b.predicted->fraction));
