@@ -657,10 +657,20 @@ struct Checker {
         if (c.near_value && c.tolerance == 1e-9 && !c.tolerance_is_relative) {
             s += " is exactly " + v(*c.near_value) + of;
         } else if (c.near_value || c.near_ref) {
-            s += " is within " +
-                 (c.tolerance_is_relative ? value_words("bubble", c.tolerance, false)
-                                          : v(c.tolerance)) +
-                 " of " + (c.near_value ? v(*c.near_value) + of : ref_words(*c.near_ref, c));
+            const std::string target =
+                c.near_value ? v(*c.near_value) + of : ref_words(*c.near_ref, c);
+            // A share of a share ("within 7% of 29%") would read as points: say the factor.
+            const bool percent_figure = !ratio && v(0.5).back() == '%';
+            if (c.tolerance_is_relative && percent_figure)
+                s += " is " + value_words("", 1 - c.tolerance, true) + " to " +
+                     value_words("", 1 + c.tolerance, true) + " " + target;
+            else if (c.tolerance_is_relative)
+                s += " is within " + value_words("bubble", c.tolerance, false) + " of " + target;
+            else if (percent_figure)
+                s += " is within " + value_words("", 100 * c.tolerance, false) +
+                     " percentage points of " + target;
+            else
+                s += " is within " + v(c.tolerance) + " of " + target;
         }
         return s;
     }
