@@ -119,8 +119,8 @@ TimelineView::StepFit TimelineView::stepFit(int step) const {
         const auto [t0, t1] = runRange();
         return {0, t0, t1, false};
     }
-    // The ruler counts from the start of the step, so two runs compare step
-    // against step.
+    // Display time counts from the start of the step, so two runs compare step
+    // against step (the ruler reads from timeZero(), the run's start).
     const auto [t0, t1] = stepRange(step);
     return {t0, 0, t1 - t0, true};
 }
