@@ -149,6 +149,9 @@ void MemoryBarsView::rebuild() {
     series_ = nullptr;
     capacity_line_ = nullptr;
     sets_.clear();
+    // The theme's colours first: a chart that returns early (no run, a trace without memory)
+    // is not left in Qt Charts' white.
+    applyPalette(TimelinePalette::choose(theme_, palette()));
     const int n = static_cast<int>(peak_.bytes.size());
     if (n == 0) return;
     if (result_ && result_->trace.origin.imported && result_->trace.memory.empty()) {

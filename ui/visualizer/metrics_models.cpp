@@ -1,13 +1,15 @@
 #include "visualizer/metrics_models.h"
 
+#include "visualizer/device_name.h"
 #include "visualizer/format.h"
 #include "visualizer/metrics_text.h"
 
 namespace pd::vis {
 
-void DeviceMetricsModel::setMetrics(const pd::RunMetrics& metrics) {
+void DeviceMetricsModel::setMetrics(const pd::RunMetrics& metrics, const pd::TraceOrigin& origin) {
     beginResetModel();
     metrics_ = metrics;
+    origin_ = origin;
     endResetModel();
 }
 
@@ -32,7 +34,7 @@ QVariant DeviceMetricsModel::data(const QModelIndex& index, int role) const {
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
         case Device:
-            return QStringLiteral("device %1").arg(d.device);
+            return device_name(origin_, d.device);
         case Busy:
             return percent_text(d.busy_fraction);
         case Idle:
@@ -78,7 +80,7 @@ QVariant DeviceMetricsModel::headerData(int section, Qt::Orientation orientation
     if (role != Qt::DisplayRole) return {};
     switch (section) {
         case Device:
-            return QStringLiteral("Device");
+            return device_noun(origin_);
         case Busy:
             return QStringLiteral("Busy");
         case Idle:

@@ -5,6 +5,7 @@
 #include <QAbstractTableModel>
 
 #include "pd/metrics.h"
+#include "pd/trace.h"
 
 namespace pd::vis {
 
@@ -25,7 +26,8 @@ class DeviceMetricsModel : public QAbstractTableModel {
     };
     using QAbstractTableModel::QAbstractTableModel;
 
-    void setMetrics(const pd::RunMetrics& metrics);
+    // `origin` names the rows as the timeline does: ranks for an imported trace.
+    void setMetrics(const pd::RunMetrics& metrics, const pd::TraceOrigin& origin = {});
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -33,6 +35,7 @@ class DeviceMetricsModel : public QAbstractTableModel {
 
   private:
     pd::RunMetrics metrics_;
+    pd::TraceOrigin origin_;
 };
 
 class CollectiveMetricsModel : public QAbstractTableModel {

@@ -80,7 +80,7 @@ void MetricsPanel::setRun(const pd::RunConfig& config, const pd::RunResult& resu
         lines_->addWidget(value, row, 1, Qt::AlignTop);
         ++row;
     }
-    devices_->setMetrics(metrics);
+    devices_->setMetrics(metrics, result.trace.origin);
     collectives_->setMetrics(metrics);
     // A profiler trace records no memory by category and no model state: no columns of 0.
     const bool no_memory = result.trace.origin.imported && result.trace.memory.empty();

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "visualizer/device_name.h"
 #include "visualizer/timeline_painter.h"
 
 namespace pd::vis {
@@ -15,13 +16,6 @@ namespace {
 constexpr double kMinBoxPx = 2.0;        // narrower boxes are merged per pixel (hotspot)
 constexpr double kMinGapLabelPx = 56.0;  // idle gaps this wide are labelled
 constexpr std::size_t kEventKinds = pd::kEventKindCount;
-
-// An imported trace's row is its rank (rank order, so the row index where a file did not say).
-int rank_of(const TimelineData& data, int device) {
-    const auto& ranks = data.trace().origin.ranks;
-    const auto d = static_cast<std::size_t>(device);
-    return d < ranks.size() && ranks[d] >= 0 ? ranks[d] : device;
-}
 
 QString box_label(const TimelineBox& b, bool wide) {
     using pd::EventKind;
@@ -86,6 +80,13 @@ QColor faded(const QColor& c, const QColor& bg) {
     return QColor::fromRgbF(static_cast<float>(c.redF() * keep + bg.redF() * (1 - keep)),
                             static_cast<float>(c.greenF() * keep + bg.greenF() * (1 - keep)),
                             static_cast<float>(c.blueF() * keep + bg.blueF() * (1 - keep)));
+}
+
+// `ink` over `ground` with coverage `a` (0: ground, 1: ink).
+QColor shaded(const QColor& ink, const QColor& ground, double a) {
+    const auto mix = [a](double i, double g) { return static_cast<float>(i * a + g * (1 - a)); };
+    return QColor::fromRgbF(mix(ink.redF(), ground.redF()), mix(ink.greenF(), ground.greenF()),
+                            mix(ink.blueF(), ground.blueF()));
 }
 
 // The plot area of the rows: boxes, labels and shading stay inside it.
@@ -178,8 +179,7 @@ TimelinePaintStats paint_lanes(const TimelineFrame& f) {
         p.setFont(name_font);
         p.drawText(QRectF(8, cy, kLeftMargin - 12, l.compute_h),
                    Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip,
-                   data.trace().origin.imported ? QStringLiteral("rank %1").arg(rank_of(data, d))
-                                                : QStringLiteral("device %1").arg(d));
+                   device_name(data.trace().origin, d));  // as the tables name it
         p.setFont(f.small);
         p.setPen(f.pal.muted);
         const int stage = data.stage_of(d);
@@ -249,8 +249,13 @@ DrawnBoxes paint_event_boxes(const TimelineFrame& f) {
             int counted_call = -1;
             // A run of sub-pixel boxes becomes one rectangle in the colour of the kind that
             // covers most of it (hotspot's TimeLineDelegate merges the same way); faded
-            // boxes of another step weigh in slots of their own.
+            // boxes of another step weigh in slots of their own. The rectangle is shaded by
+            // the share of it that is busy (boxes[pend_k0, pend_k1] cover busy_before's
+            // difference), so kernels of a GPU busy a fifth of the time do not read as solid.
             double pend_x0 = 0, pend_x1 = -1e18;
+            std::size_t pend_k0 = 0, pend_k1 = 0;
+            const std::vector<std::int64_t>& busy_before =
+                collapsed ? lane.collective_boxes_busy_before : lane.boxes_busy_before;
             std::array<double, 2 * kEventKinds> pend_weight{};
             bool pending = false;
             auto flush = [&] {
@@ -262,7 +267,16 @@ DrawnBoxes paint_event_boxes(const TimelineFrame& f) {
                 QColor fill = pal.color_of(kind, pd::CollectivePhase::none);
                 if (best >= kEventKinds) fill = faded(fill, pal.background);
                 const double x0 = std::floor(pend_x0);
-                p.fillRect(QRectF(x0, top, std::max(1.0, pend_x1 - x0), h), fill);
+                const double w = std::max(1.0, pend_x1 - x0);
+                if (pend_k1 + 1 < busy_before.size()) {
+                    const double busy_px =
+                        static_cast<double>(busy_before[pend_k1 + 1] - busy_before[pend_k0]) /
+                        m.ns_per_px;
+                    // A lone sliver keeps some ink, so a short event stays findable.
+                    const double ink = std::clamp(busy_px / w, w <= 2.0 ? 0.35 : 0.0, 1.0);
+                    fill = shaded(fill, compute ? pal.idle : pal.comm_lane, ink);
+                }
+                p.fillRect(QRectF(x0, top, w, h), fill);
                 ++stats.boxes;
                 pending = false;
                 pend_weight.fill(0);
@@ -298,7 +312,9 @@ DrawnBoxes paint_event_boxes(const TimelineFrame& f) {
                         pending = true;
                         pend_x0 = x0;
                         pend_x1 = x1;
+                        pend_k0 = k;
                     }
+                    pend_k1 = k;
                     // Phase colours are kept by weighting the kind that carries them.
                     auto kind_slot = b.kind;
                     if (b.phase == pd::CollectivePhase::reduce_scatter)
@@ -326,7 +342,7 @@ DrawnBoxes paint_event_boxes(const TimelineFrame& f) {
                                 return t < static_cast<double>(box.start_ns);
                             });
                         const auto k2 = static_cast<std::size_t>(next - boxes.begin());
-                        if (k2 >= k + 3) k = k2 - 2;
+                        if (k2 >= k + 3) k = pend_k1 = k2 - 2;  // skipped, still in the run
                     }
                     continue;
                 }
