@@ -148,6 +148,14 @@ int exportScreenshot(const pd::study::DeckLibrary& library, const QString& cardI
     return 0;
 }
 
+// The bundled decks, for the headless commands; false (the problems printed) if one fails.
+bool loadBundledDecks(pd::study::DeckLibrary& library) {
+    const QStringList problems = pd::study::addBundledDecks(library, QStringLiteral(":/decks"));
+    if (problems.isEmpty()) return true;
+    std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(problems.join(QLatin1Char('\n'))));
+    return false;
+}
+
 // `--show-me ID --claims-json FILE [--window-size WxH]`: the card's claims as the window
 // shows them, headless. Exit codes: 0 written (whether or not every claim holds), 1 the run
 // or the file failed, 2 bad input.
@@ -379,12 +387,7 @@ int main(int argc, char** argv) {
             return 2;
         }
         pd::study::DeckLibrary library;
-        const QStringList problems = pd::study::addBundledDecks(library, QStringLiteral(":/decks"));
-        if (!problems.isEmpty()) {
-            std::fprintf(stderr, "paralleldeck: %s\n",
-                         qPrintable(problems.join(QLatin1Char('\n'))));
-            return 1;
-        }
+        if (!loadBundledDecks(library)) return 1;
         QFont font = QApplication::font();
         if (font.pointSizeF() < 10.5) font.setPointSizeF(10.5);
         QApplication::setFont(font);
@@ -398,12 +401,7 @@ int main(int argc, char** argv) {
             return 2;
         }
         pd::study::DeckLibrary library;
-        const QStringList problems = pd::study::addBundledDecks(library, QStringLiteral(":/decks"));
-        if (!problems.isEmpty()) {
-            std::fprintf(stderr, "paralleldeck: %s\n",
-                         qPrintable(problems.join(QLatin1Char('\n'))));
-            return 1;
-        }
+        if (!loadBundledDecks(library)) return 1;
         return exportScreenshot(library, parser.value(QStringLiteral("card")),
                                 parser.value(QStringLiteral("export-screenshot")), theme);
     }

@@ -8,11 +8,10 @@
 #include <cstdio>
 #include <optional>
 
+#include "bundled_deck.h"
 #include "pd/error.h"
 #include "pd/expectations.h"
 #include "pd/scenario.h"
-#include "study/bundled_decks.h"
-#include "study/deck.h"
 
 namespace {
 
@@ -28,29 +27,6 @@ constexpr bool kCheckTimedClaims = true;
 // of pp-interleaved-1f1b on an idle 2-core VM showed a 0.27-0.29 bubble against 0.18-0.21),
 // so a timed claim gets up to five runs; a claim the engine contradicts fails all five.
 constexpr int kAttempts = 5;
-
-// Every card of the bundled decks once (a card shared by two decks is the same card).
-const pd::study::Deck& bundledDeck() {
-    static const pd::study::Deck deck = [] {
-        const QString other = qEnvironmentVariable("PD_CHECK_DECK");
-        QStringList files;
-        if (!other.isEmpty())
-            files << other;
-        else
-            for (const QString& f : pd::study::bundledDeckFiles())
-                files << QDir(QStringLiteral(PD_DECK_DIR)).filePath(f);
-        pd::study::Deck all;
-        for (const QString& file : files) {
-            const auto loaded = pd::study::loadDeckFile(file);
-            if (!loaded.deck)
-                qFatal("a bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
-            for (const pd::study::Card& card : loaded.deck->cards)
-                if (!all.card(card.id)) all.cards.append(card);
-        }
-        return all;
-    }();
-    return deck;
-}
 
 }  // namespace
 

@@ -5,39 +5,22 @@
 // figure carries its spread.
 #include <QApplication>
 #include <QDir>
-#include <QTimer>
 #include <QDockWidget>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QTabWidget>
 #include <QTest>
+#include <QTimer>
 
+#include "bundled_deck.h"
 #include "claims_panel.h"
 #include "claims_report.h"
 #include "pd/scenario.h"
 #include "show_me_window.h"
-#include "study/bundled_decks.h"
-#include "study/deck.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 
 namespace {
-
-const pd::study::Deck& bundledDeck() {
-    static const pd::study::Deck deck = [] {
-        pd::study::Deck all;
-        for (const QString& f : pd::study::bundledDeckFiles()) {
-            const auto loaded =
-                pd::study::loadDeckFile(QDir(QStringLiteral(PD_DECK_DIR)).filePath(f));
-            if (!loaded.deck)
-                qFatal("a bundled deck does not load:\n%s", qPrintable(loaded.errorText()));
-            for (const pd::study::Card& card : loaded.deck->cards)
-                if (!all.card(card.id)) all.cards.append(card);
-        }
-        return all;
-    }();
-    return deck;
-}
 
 pd::ui::ClaimsReportRequest requestFor(const QString& cardId, QSize size) {
     const pd::study::Card* card = bundledDeck().card(cardId);
@@ -83,13 +66,13 @@ class TestShowMeClaims : public QObject {
             const QJsonObject e = c[QStringLiteral("evidence")].toObject();
             const QRect r(e[QStringLiteral("x")].toInt(), e[QStringLiteral("y")].toInt(),
                           e[QStringLiteral("width")].toInt(), e[QStringLiteral("height")].toInt());
-            const QByteArray what = (c[QStringLiteral("text")].toString() +
-                                     QStringLiteral(": evidence at %1,%2 %3x%4")
-                                         .arg(r.x())
-                                         .arg(r.y())
-                                         .arg(r.width())
-                                         .arg(r.height()))
-                                        .toUtf8();
+            const QByteArray what =
+                (c[QStringLiteral("text")].toString() + QStringLiteral(": evidence at %1,%2 %3x%4")
+                                                            .arg(r.x())
+                                                            .arg(r.y())
+                                                            .arg(r.width())
+                                                            .arg(r.height()))
+                    .toUtf8();
             QVERIFY2(!c[QStringLiteral("text")].toString().isEmpty(), what.constData());
             // Readable, not a sliver: at least a few lines of a chart or one device's lanes.
             QVERIFY2(r.width() >= 200 && r.height() >= 24, what.constData());
@@ -101,9 +84,9 @@ class TestShowMeClaims : public QObject {
         pd::ui::ShowMeWindow window;
         QJsonObject report;
         QString error;
-        QVERIFY2(pd::ui::claimsReport(window, requestFor(QStringLiteral("wmp-activation-memory"),
-                                                         {1280, 720}),
-                                      &report, &error),
+        QVERIFY2(pd::ui::claimsReport(
+                     window, requestFor(QStringLiteral("wmp-activation-memory"), {1280, 720}),
+                     &report, &error),
                  qPrintable(error));
         // Claims 3 and 4 compare with seq_len 8 and batch 4: choosing each shows its run.
         window.claimsPanel()->choose(3);
@@ -125,10 +108,10 @@ class TestShowMeClaims : public QObject {
         pd::ui::ShowMeWindow window;
         QJsonObject report;
         QString error;
-        QVERIFY2(pd::ui::claimsReport(window, requestFor(QStringLiteral("pp-gpipe-bubble"),
-                                                         {1280, 720}),
-                                      &report, &error),
-                 qPrintable(error));
+        QVERIFY2(
+            pd::ui::claimsReport(window, requestFor(QStringLiteral("pp-gpipe-bubble"), {1280, 720}),
+                                 &report, &error),
+            qPrintable(error));
         bool timed_with_spread = false;
         for (const auto& o : window.claimsPanel()->outcomes())
             if (o.timed && o.metric == "bubble") timed_with_spread = !o.spread.empty();

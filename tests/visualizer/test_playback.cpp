@@ -200,7 +200,7 @@ class TestPlayback : public QObject {
             // The status line names them all, the first in full.
             const auto lines = summary_lines(c, *r, pd::compute_metrics(r->trace, c));
             QVERIFY2(lines.front().value.contains(
-                         QStringLiteral("devices 0, 1, 2 and 3 all ran out of memory; the first, "
+                         QStringLiteral("devices 0, 1, 2 and 3 all ran out of memory; the lowest, "
                                         "device 0 out of memory")),
                      qPrintable(lines.front().value));
             const MemorySnapshot peak = panel.memoryBars()->snapshot();

@@ -48,6 +48,24 @@ class TestVisualizerPanel : public QObject {
         QVERIFY(!panel.exportScreenshotAction()->isEnabled());
     }
 
+    // Compared runs' rulers count from the slider's zero (each counted from its own start);
+    // a cleared panel leaves no slider of the run before.
+    void comparedRulersAndTheSliderShareOneZero() {
+        VisualizerPanel panel;
+        panel.resize(1300, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(gpipe_config_, gpipe_);
+        panel.setComparison(f1b_config_, f1b_);
+        panel.fitAll();
+        const std::int64_t zero = panel.playback()->begin();
+        QCOMPARE(panel.timeline()->timeZero(), zero);
+        QCOMPARE(panel.comparisonTimeline()->timeZero(), zero);
+        panel.setRun(gpipe_config_, nullptr);
+        QCOMPARE(panel.playback()->begin(), std::int64_t{0});
+        QCOMPARE(panel.playback()->end(), std::int64_t{0});
+    }
+
     void comparisonSharesTheTimeAxis() {
         VisualizerPanel panel;
         panel.resize(1300, 900);

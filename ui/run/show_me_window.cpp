@@ -23,6 +23,7 @@
 #include "pd/error.h"
 #include "run_controller.h"
 #include "screen_fit.h"
+#include "visualizer/metrics_text.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 #include "what_if_panel.h"
@@ -550,9 +551,9 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
                       false);
             break;
         case pd::RunStatus::out_of_memory:
+            // Every device that ran out, as the timeline and the memory chart mark them.
             setStatus(tr("Out of memory — %1. The timeline shows the run up to that point.")
-                          .arg(QString::fromStdString(result->oom ? result->oom->describe()
-                                                                  : result->error)),
+                          .arg(pd::vis::out_of_memory_text(*result)),
                       true);
             break;
         default:

@@ -141,7 +141,7 @@ QString out_of_memory_text(const pd::RunResult& result) {
     QStringList devices;
     for (const auto& o : result.ooms) devices << QString::number(o.device);
     const QString last = devices.takeLast();
-    return QStringLiteral("devices %1 and %2 all ran out of memory; the first, %3")
+    return QStringLiteral("devices %1 and %2 all ran out of memory; the lowest, %3")
         .arg(devices.join(QStringLiteral(", ")), last, qs(result.ooms.front().describe()));
 }
 

@@ -195,14 +195,18 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
         connect(
             t, &TimelineView::mappingChanged, this,
             [this, t](const TimeMapping& m, std::int64_t origin) { shareMapping(m, origin, t); });
+        // Times read as the ruler reads them (from the run's zero, not the step's origin).
         connect(t, &TimelineView::eventClicked, this, [this, t](const pd::TraceEvent& e) {
-            showDetails(e, t->origin());
+            showDetails(e, t->labelOrigin());
             kept_details_ = details_->text();
             emit eventSelected(e);
         });
-        connect(t, &TimelineView::eventHovered, this, [this, t](int index) {
-            if (index >= 0)
-                showDetails(t->data().trace().events[static_cast<std::size_t>(index)], t->origin());
+        // The hover says what is under the pointer, a merged box's count and span included.
+        connect(t, &TimelineView::hoverTextChanged, this, [this](const QString& text) {
+            if (!text.isEmpty())
+                details_->setText(QString(text)
+                                      .replace(QStringLiteral("<hr>"), QStringLiteral(" · "))
+                                      .replace(QStringLiteral("<br>"), QStringLiteral(" · ")));
             else if (!kept_details_.isEmpty())
                 details_->setText(kept_details_);  // back to the clicked box
         });
@@ -239,7 +243,7 @@ void VisualizerPanel::buildActions() {
     // The timeline's own keys zoom (W/S, +/-) and pan (A/D, arrows), as in Perfetto.
     fit_step_ = new QAction(tr("Fit step"), this);
     fit_step_->setShortcut(QKeySequence(Qt::Key_F));
-    fit_step_->setToolTip(tr("Show one training step; the ruler counts from its start (F)"));
+    fit_step_->setToolTip(tr("Show one training step (F)"));
     fit_all_ = new QAction(tr("Fit all"), this);
     fit_all_->setShortcut(QKeySequence(Qt::Key_0));
     fit_all_->setToolTip(tr("Show the whole run (0)"));
@@ -273,6 +277,7 @@ void VisualizerPanel::setRun(const pd::RunConfig& config,
         runs_[0].reset();
     showRun(0);
     showRun(1);
+    if (!runs_[0]) clock_->setRange(0, 0, 0);  // nothing to play: no stale slider
     // A run still going is drawn, not exported: its files would miss the steps to come.
     for (QAction* a : {export_screenshot_, export_trace_, copy_image_})
         a->setEnabled(runs_[0].has_value() && !result->partial);
@@ -626,6 +631,8 @@ void VisualizerPanel::updatePlaybackRange() {
     const double median_ns = runs_[0]->metrics.median_step_time_s * 1e9;
     const double step_ns = median_ns > 0 ? std::max(median_ns, 1e3) : 0.0;
     clock_->setRange(b, e, step_ns);
+    // Compared runs' rulers count from the slider's zero.
+    for (TimelineView* t : {timeline_, compare_timeline_}) t->setTimeZero(b);
     clock_origin_ = timeline_->origin();
     if (moment) {
         const TimeMapping& m = timeline_->mapping();
