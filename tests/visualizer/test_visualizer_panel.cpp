@@ -66,6 +66,26 @@ class TestVisualizerPanel : public QObject {
         QCOMPARE(panel.playback()->end(), std::int64_t{0});
     }
 
+    // A fit made before the layout gave the timeline its width is made again at the width it
+    // gets (it showed three quarters of the run at 1280 px); a view the learner zoomed stays.
+    void aFitFollowsTheTimelinesWidthUntilTheLearnerZooms() {
+        VisualizerPanel panel;
+        panel.setRun(gpipe_config_, gpipe_);
+        panel.fitAll();
+        panel.resize(800, 700);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        TimelineView* t = panel.timeline();
+        const double plot = t->width() - TimelineView::kLeftMargin - TimelineView::kRightMargin;
+        QVERIFY2(t->mapping().end_ns(plot) >= static_cast<double>(t->runRange().second),
+                 "the run's end is off the right edge");
+        t->zoomBy(2.0);
+        const double zoomed = t->mapping().ns_per_px;
+        panel.resize(1100, 700);
+        QTRY_VERIFY(t->width() > 900);
+        QCOMPARE(t->mapping().ns_per_px, zoomed);
+    }
+
     void comparisonSharesTheTimeAxis() {
         VisualizerPanel panel;
         panel.resize(1300, 900);

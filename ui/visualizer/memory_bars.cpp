@@ -128,8 +128,10 @@ void MemoryBarsView::setTitlePrefix(const QString& prefix) {
 
 void MemoryBarsView::resizeEvent(QResizeEvent* event) {
     // A wide chart lists categories in a row beneath; a narrow one in a column beside it,
-    // where the names are not cut short.
-    chart()->legend()->setAlignment(width() < 720 ? Qt::AlignRight : Qt::AlignBottom);
+    // where the names are not cut short; so does a short one, where a row beneath would not
+    // fit and Qt Charts drops the legend.
+    chart()->legend()->setAlignment(width() < 720 || height() < 300 ? Qt::AlignRight
+                                                                    : Qt::AlignBottom);
     QChartView::resizeEvent(event);
 }
 

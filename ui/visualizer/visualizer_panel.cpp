@@ -211,6 +211,7 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
                 details_->setText(kept_details_);  // back to the clicked box
         });
     }
+    timeline_->installEventFilter(this);
     connect(clock_, &PlaybackClock::cursorChanged, this, &VisualizerPanel::onCursor);
     connect(clock_, &PlaybackClock::playingChanged, this, [this](bool playing) {
         play_pause_->setText(playing ? tr("Pause") : tr("Play"));
@@ -583,6 +584,7 @@ void VisualizerPanel::fitStep() {
         views[i]->setMapping(m, origins[i]);
         views[i]->setFocusStep(step);
     }
+    fitted_ = Fitted{true, m, timeline_->width()};
     updatePlaybackRange();
 }
 
@@ -600,7 +602,25 @@ void VisualizerPanel::fitAll() {
         t->setMapping(m, 0);
         t->setFocusStep(std::nullopt);
     }
+    fitted_ = Fitted{false, m, timeline_->width()};
     updatePlaybackRange();
+}
+
+bool VisualizerPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == timeline_ && event->type() == QEvent::Resize && fitted_ && runs_[0] &&
+        timeline_->width() != fitted_->width) {
+        const TimeMapping& now = timeline_->mapping();
+        if (now.start_ns == fitted_->mapping.start_ns &&
+            now.ns_per_px == fitted_->mapping.ns_per_px) {
+            if (fitted_->step)
+                fitStep();
+            else
+                fitAll();
+        } else {
+            fitted_.reset();  // zoomed or panned: the view is the learner's
+        }
+    }
+    return QWidget::eventFilter(watched, event);
 }
 
 void VisualizerPanel::shareMapping(const TimeMapping& mapping, std::int64_t origin,

@@ -106,6 +106,9 @@ class VisualizerPanel : public QWidget {
 
   protected:
     void resizeEvent(QResizeEvent* event) override;
+    // The timeline's new width refits a view the learner has not zoomed or panned since it
+    // was fitted (a fit made before the window's layout was made showed part of the run).
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
   signals:
     void eventSelected(const pd::TraceEvent& event);
@@ -145,6 +148,13 @@ class VisualizerPanel : public QWidget {
     // The origin the playback clock's times were given in; unset for a new run.
     std::optional<std::int64_t> clock_origin_;
     bool split_moved_by_user_ = false;
+    // The last fit, to tell whether the view is still it (then a new width refits).
+    struct Fitted {
+        bool step = true;  // Fit step, else Fit all
+        TimeMapping mapping;
+        int width = 0;
+    };
+    std::optional<Fitted> fitted_;
 
     QSplitter* split_ = nullptr;
     QToolBar* bar_ = nullptr;
