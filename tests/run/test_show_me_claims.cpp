@@ -8,6 +8,7 @@
 #include <QDockWidget>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QListWidget>
 #include <QTabWidget>
 #include <QTest>
 #include <QTimer>
@@ -60,6 +61,19 @@ class TestShowMeClaims : public QObject {
         QCOMPARE(report[QStringLiteral("window")][QStringLiteral("height")].toInt(), 720);
         const QJsonArray claims = report[QStringLiteral("claims")].toArray();
         QVERIFY2(!claims.isEmpty(), "a bundled scenario has claims");
+        // Every claim's text whole in the list: its row as tall as the wrapped text.
+        QListWidget* list = window.claimsPanel()->list();
+        for (int i = 0; i < list->count(); ++i) {
+            const QRect row = list->visualItemRect(list->item(i));
+            const QRect text = QFontMetrics(list->item(i)->font())
+                                   .boundingRect(QRect(0, 0, row.width() - 8, 100000),
+                                                 Qt::TextWordWrap, list->item(i)->text());
+            QVERIFY2(row.height() >= text.height(),
+                     qPrintable(QStringLiteral("claim %1 cut: row %2 px, text %3 px")
+                                    .arg(i + 1)
+                                    .arg(row.height())
+                                    .arg(text.height())));
+        }
         const QRect inside(0, 0, 1280, 720);
         for (const QJsonValue& v : claims) {
             const QJsonObject c = v.toObject();

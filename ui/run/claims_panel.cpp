@@ -2,9 +2,38 @@
 
 #include <QLabel>
 #include <QListWidget>
+#include <QStyle>
+#include <QStyledItemDelegate>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace pd::ui {
+
+namespace {
+
+// Each claim as tall as its wrapped text at the list's width: Qt's own guess used another
+// width and cut the last line short.
+class WrappedItemDelegate : public QStyledItemDelegate {
+  public:
+    explicit WrappedItemDelegate(QListWidget* list) : QStyledItemDelegate(list), list_(list) {}
+
+    QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        QStyleOptionViewItem o = option;
+        initStyleOption(&o, index);
+        const int width = std::max(80, list_->viewport()->width() - 2 * list_->spacing());
+        // The text's room inside the item: the style's margins on both sides.
+        const int margin =
+            2 * (list_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, &o, list_) + 1);
+        const QRect text = QFontMetrics(o.font).boundingRect(QRect(0, 0, width - margin, 100000),
+                                                             Qt::TextWordWrap, o.text);
+        return {width, text.height() + 8};
+    }
+
+  private:
+    QListWidget* list_;
+};
+
+}  // namespace
 
 QString claimText(const pd::ClaimOutcome& o) {
     QString text = QString::fromStdString(o.plain.empty() ? o.description : o.plain);
@@ -28,6 +57,8 @@ ClaimsPanel::ClaimsPanel(QWidget* parent)
     list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     list_->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
     list_->setSpacing(2);
+    list_->setResizeMode(QListView::Adjust);  // heights follow the width
+    list_->setItemDelegate(new WrappedItemDelegate(list_));
     list_->setToolTip(tr("Choose a claim to bring what it measured into view"));
     layout->addWidget(headline_);
     layout->addWidget(list_, 1);

@@ -1,5 +1,6 @@
 #include "config/claim_words.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -50,6 +51,15 @@ std::string plain_number(double v) {
     return printf_text("%.3g", v);
 }
 
+// "all_reduce" -> "all-reduce": a collective as the literature spells it.
+std::string op_words(std::string_view op) {
+    if (op == "send_recv") return "send/recv";
+    std::string out(op);
+    for (char& ch : out)
+        if (ch == '_') ch = '-';
+    return out;
+}
+
 }  // namespace
 
 std::string metric_words(std::string_view m) {
@@ -62,8 +72,9 @@ std::string metric_words(std::string_view m) {
         {"loss.last", "Loss of the last step"},
         {"step_time", "Step time"},
         {"samples_per_s", "Throughput (samples per second)"},
-        {"exposed_comm", "Communication left exposed (not hidden by compute), all devices"},
-        {"overlapped_comm", "Communication hidden behind compute, all devices"},
+        {"exposed_comm", "Exposed communication (not hidden by compute, summed over devices)"},
+        {"overlapped_comm",
+         "Overlapped communication (hidden behind compute, summed over devices)"},
         {"parameter_count", "Parameters of the model"},
         {"bubble", "Pipeline bubble (idle share of the step)"},
         {"bubble.predicted", "Bubble predicted from this run's own stage times"},
@@ -91,13 +102,16 @@ std::string metric_words(std::string_view m) {
         if (n.metric == m) return std::string(n.words);
     if (starts(m, "bubble.cause.")) return "Bubble added by " + spaced(m.substr(13));
     if (starts(m, "comm_bytes_per_step."))
-        return "Bytes per step handed to " + spaced(m.substr(20));
+        return "Bytes per step handed to " + op_words(m.substr(20));
     if (starts(m, "model_state.analytic_"))
         return "Analytic " + spaced(m.substr(21)) + " bytes (the strategy's formula)";
     if (starts(m, "model_state.")) return "Bytes of " + spaced(m.substr(12)) + " at the end";
     if (starts(m, "peak.")) return "Peak " + spaced(m.substr(5)) + " memory";
-    if (m.size() > 9 && m.substr(m.size() - 9) == "_per_step")
-        return spaced(m.substr(0, m.size() - 9)) + " calls per step";
+    if (m.size() > 9 && m.substr(m.size() - 9) == "_per_step") {
+        std::string s = op_words(m.substr(0, m.size() - 9)) + " calls per step";
+        s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+        return s;
+    }
     return spaced(m);
 }
 
