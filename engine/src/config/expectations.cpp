@@ -665,7 +665,8 @@ struct Checker {
                 s += " is " + value_words("", 1 - c.tolerance, true) + " to " +
                      value_words("", 1 + c.tolerance, true) + " " + target;
             else if (c.tolerance_is_relative)
-                s += " is within " + value_words("bubble", c.tolerance, false) + " of " + target;
+                s += " is within " + value_words("", 100 * c.tolerance, false) + "%" + " of " +
+                     target;
             else if (percent_figure)
                 s += " is within " + value_words("", 100 * c.tolerance, false) +
                      " percentage points of " + target;
