@@ -2,6 +2,7 @@
 
 #include <QLabel>
 #include <QListWidget>
+#include <QScrollBar>
 #include <QStyle>
 #include <QStyledItemDelegate>
 #include <QVBoxLayout>
@@ -21,9 +22,14 @@ class WrappedItemDelegate : public QStyledItemDelegate {
         QStyleOptionViewItem o = option;
         initStyleOption(&o, index);
         const int width = std::max(80, list_->viewport()->width() - 2 * list_->spacing());
-        // The text's room inside the item: the style's margins on both sides.
+        // The text's room inside the item: the style's margins on both sides, and room for a
+        // vertical scroll bar that may come (it narrows the viewport, not the list).
         const int margin =
-            2 * (list_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, &o, list_) + 1);
+            2 * (list_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, &o, list_) + 1) +
+            (list_->verticalScrollBar()->isVisible()
+                 ? 0
+                 : list_->style()->pixelMetric(QStyle::PM_ScrollBarExtent, &o, list_)) +
+            4;
         const QRect text = QFontMetrics(o.font).boundingRect(QRect(0, 0, width - margin, 100000),
                                                              Qt::TextWordWrap, o.text);
         return {width, text.height() + 8};

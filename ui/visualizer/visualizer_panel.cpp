@@ -36,6 +36,11 @@
 
 namespace pd::vis {
 
+namespace {
+// The lower tabs' height at which a chart shows whole: its minimum (200 px) and the tab bar.
+constexpr int kReadableLowerPx = 236;
+}  // namespace
+
 VisualizerPanel::VisualizerPanel(QWidget* parent)
     : QWidget(parent),
       note_(new QLabel(this)),
@@ -145,7 +150,8 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     memory_layout->setContentsMargins(0, 0, 0, 0);
     memory_mode_->addItem(tr("Memory: peak over the run"));
     memory_mode_->addItem(tr("Memory: live at the playback cursor"));
-    memory_layout->addWidget(memory_mode_);
+    // The mode sits in the tab bar's corner (shown with the memory tab): the chart keeps
+    // the height a row of its own would take.
     // Compared runs' bars sit side by side, at the same height and on one y-axis.
     auto* charts = new QHBoxLayout();
     charts->addWidget(memory_, 1);
@@ -182,6 +188,9 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     loss_tab_ = lower_tabs_->addTab(loss_box, tr("&Loss and step time"));
     metrics_tab_ = lower_tabs_->addTab(metrics_scroll_, tr("Me&trics"));
     ring_tab_ = lower_tabs_->addTab(ring_box, tr("&Ring"));
+    lower_tabs_->setCornerWidget(memory_mode_, Qt::TopRightCorner);
+    connect(lower_tabs_, &QTabWidget::currentChanged, this,
+            [this](int tab) { memory_mode_->setVisible(tab == memory_tab_); });
     lower_tabs_->setMinimumHeight(120);
     split->addWidget(top);
     split->addWidget(lower_tabs_);
@@ -322,7 +331,8 @@ void VisualizerPanel::sizeSplit() {
     const int total = split_->height() > 0 ? split_->height() : height();
     // The timelines get their natural height while the charts keep a readable share; on a
     // small screen both give way, and each part scrolls.
-    const int charts_share = std::min(330, static_cast<int>(total * 0.45));
+    const int charts_share =
+        std::min(total - 120, std::clamp(static_cast<int>(total * 0.4), kReadableLowerPx, 330));
     const int top_px = std::min(static_cast<int>(natural), std::max(1, total - charts_share));
     split_->setSizes({top_px, std::max(1, total - top_px)});
 }
@@ -490,10 +500,10 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
     for (TimelineView* t : {timeline_, compare_timeline_}) t->setHighlightedDevices(std::nullopt);
     const auto show_tab = [this](int tab, std::initializer_list<QWidget*> parts) {
         lower_tabs_->setCurrentIndex(tab);
-        // A panel squeezed to nothing by the splitter gets its readable share back.
-        if (lower_tabs_->height() < 160) {
+        // A panel squeezed below its charts' height gets it back: axes and labels whole.
+        if (lower_tabs_->height() < kReadableLowerPx) {
             const int total = split_->height();
-            split_->setSizes({std::max(1, total - 220), 220});
+            split_->setSizes({std::max(1, total - kReadableLowerPx), kReadableLowerPx});
         }
         QRect r;
         for (QWidget* w : parts)
