@@ -19,7 +19,9 @@ QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
     t->verticalHeader()->hide();
     t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     t->horizontalHeader()->setStretchLastSection(true);
+    // Rows are chosen by the claims (highlight()), not by clicks.
     t->setSelectionMode(QAbstractItemView::NoSelection);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
     t->setEditTriggers(QAbstractItemView::NoEditTriggers);
     t->setAlternatingRowColors(true);
     t->setWordWrap(false);
@@ -90,6 +92,29 @@ void MetricsPanel::setRun(const pd::RunConfig& config, const pd::RunResult& resu
     device_table_->setColumnHidden(DeviceMetricsModel::ModelState, no_memory);
     device_table_->setColumnHidden(DeviceMetricsModel::Reserved, no_memory && !reserved);
     collective_table_->setVisible(!counted_collectives(metrics).empty());
+}
+
+void MetricsPanel::clearHighlight() {
+    for (QTableView* t : {device_table_, collective_table_}) t->clearSelection();
+}
+
+QRect MetricsPanel::highlight(const std::string& metric, int device) {
+    clearHighlight();
+    const auto starts = [&metric](const char* prefix) { return metric.rfind(prefix, 0) == 0; };
+    const bool collective =
+        starts("comm_bytes_per_step.") || (metric.size() > 9 && metric.ends_with("_per_step"));
+    if (collective && collective_table_->isVisible()) return collective_table_->geometry();
+    if (device >= 0 && device < devices_->rowCount()) {
+        // Selection by code: the table's NoSelection mode only stops the mouse.
+        device_table_->selectionModel()->select(
+            devices_->index(device, 0),
+            QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        device_table_->scrollTo(devices_->index(device, 0));
+        const QRect row = device_table_->visualRect(devices_->index(device, 0));
+        return QRect(device_table_->viewport()->mapTo(this, QPoint(0, row.top())),
+                     QSize(device_table_->viewport()->width(), row.height()));
+    }
+    return lines_box_->geometry();
 }
 
 }  // namespace pd::vis

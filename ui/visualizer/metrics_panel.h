@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QWidget>
+#include <string>
 
 #include "pd/metrics.h"
 #include "pd/run.h"
@@ -26,6 +27,12 @@ class MetricsPanel : public QWidget {
     void clear();
     DeviceMetricsModel* deviceModel() const { return devices_; }
     CollectiveMetricsModel* collectiveModel() const { return collectives_; }
+
+    // A claim's figure in the panel: per-device figures select the device's row, collective
+    // counts and bytes the collectives table, anything else the summary lines. Returns the
+    // part of the panel that holds it (this widget's coordinates); `device` < 0: run-wide.
+    QRect highlight(const std::string& metric, int device);
+    void clearHighlight();
 
   private:
     QLabel* heading_;

@@ -498,6 +498,7 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
     if (view == EvidenceView::ring && !lower_tabs_->isTabVisible(ring_tab_))
         view = EvidenceView::timeline;
     for (TimelineView* t : {timeline_, compare_timeline_}) t->setHighlightedDevices(std::nullopt);
+    for (MetricsPanel* p : {metrics_, compare_metrics_}) p->clearHighlight();
     const auto show_tab = [this](int tab, std::initializer_list<QWidget*> parts) {
         lower_tabs_->setCurrentIndex(tab);
         // A panel squeezed below its charts' height gets it back: axes and labels whole.
@@ -521,10 +522,21 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
             return show_tab(ring_tab_, {ring_});
         case EvidenceView::metrics: {
             lower_tabs_->setCurrentIndex(metrics_tab_);
-            QWidget* target = compared ? compare_metrics_ : metrics_;
-            metrics_scroll_->ensureWidgetVisible(target, 0, 0);
-            QRect r = visiblePart(metrics_, metrics_->rect());
-            if (compared) r = r.united(visiblePart(compare_metrics_, compare_metrics_->rect()));
+            if (lower_tabs_->height() < kReadableLowerPx) {
+                const int total = split_->height();
+                split_->setSizes({std::max(1, total - kReadableLowerPx), kReadableLowerPx});
+            }
+            // The figure's row (or table, or lines) selected and scrolled into sight; with a
+            // comparison, B's (A's is above it).
+            const int device = claim.devices.empty() ? -1 : claim.devices.front();
+            const QRect a = metrics_->highlight(claim.metric, device);
+            const QRect b = compared ? compare_metrics_->highlight(claim.metric, device) : QRect();
+            MetricsPanel* shown = compared ? compare_metrics_ : metrics_;
+            const QRect part = compared ? b : a;
+            const QPoint centre = shown->mapTo(metrics_scroll_->widget(), part.center());
+            metrics_scroll_->ensureVisible(centre.x(), centre.y(), 0, part.height() / 2 + 4);
+            QRect r = visiblePart(shown, part);
+            if (compared) r = r.united(visiblePart(metrics_, a));
             return r;
         }
         case EvidenceView::timeline:
