@@ -3,7 +3,10 @@
 // report `paralleldeck --show-me ID --claims-json FILE` writes the same figures); a card
 // whose claims compare runs shows its comparison run as B without being asked; a timed
 // figure carries its spread.
+#include <QAbstractBarSeries>
 #include <QApplication>
+#include <QBarSet>
+#include <QChart>
 #include <QDir>
 #include <QDockWidget>
 #include <QJsonArray>
@@ -18,6 +21,7 @@
 #include "claims_report.h"
 #include "pd/scenario.h"
 #include "show_me_window.h"
+#include "visualizer/memory_bars.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 
@@ -111,6 +115,16 @@ class TestShowMeClaims : public QObject {
         QCOMPARE(window.comparedVariant(), 0);
         // Memory evidence: the memory tab, both runs' bars on one axis.
         QCOMPARE(window.visualizer()->lowerTabs()->currentIndex(), 0);
+        // The claim's category stands out on its device; the other categories fade.
+        const auto* series = qobject_cast<QAbstractBarSeries*>(
+            window.visualizer()->memoryBars()->chart()->series().value(0));
+        QVERIFY(series);
+        for (QBarSet* set : series->barSets()) {
+            if (set->label() == QStringLiteral("activations"))
+                QCOMPARE(set->color().alphaF(), 1.0f);
+            else if (set->label() == QStringLiteral("parameters"))
+                QVERIFY(set->color().alphaF() < 0.5f);
+        }
         const auto& o = window.claimsPanel()->outcomes()[2];
         QVERIFY(o.plain.find("comparison run's (seq_len 8)") != std::string::npos);
         QVERIFY(!o.measured_words.empty() && o.measured_words.back() == 'x');

@@ -56,6 +56,7 @@ MemoryBarsView::MemoryBarsView(QWidget* parent) : QChartView(parent) {
 
 void MemoryBarsView::setRun(std::shared_ptr<const pd::RunResult> result,
                             const pd::RunMetrics& metrics) {
+    highlight_device_ = -1;  // a claim's mark belongs to the run it was made on
     result_ = std::move(result);
     if (result_) {
         peak_ = peak_memory(*result_, metrics);
@@ -119,6 +120,7 @@ void MemoryBarsView::setCursorTime(std::int64_t t_ns) {
 void MemoryBarsView::setTheme(ThemeChoice theme) {
     theme_ = theme;
     applyPalette(TimelinePalette::choose(theme_, palette()));
+    applyHighlight();
 }
 
 void MemoryBarsView::setTitlePrefix(const QString& prefix) {
@@ -136,8 +138,10 @@ void MemoryBarsView::resizeEvent(QResizeEvent* event) {
 }
 
 void MemoryBarsView::changeEvent(QEvent* event) {
-    if (event->type() == QEvent::PaletteChange && theme_ == ThemeChoice::follow_palette)
+    if (event->type() == QEvent::PaletteChange && theme_ == ThemeChoice::follow_palette) {
         applyPalette(TimelinePalette::choose(theme_, palette()));
+        applyHighlight();
+    }
     QChartView::changeEvent(event);
 }
 
@@ -233,6 +237,7 @@ void MemoryBarsView::rebuild() {
     capacity_note_ = cap_text;
     applyPalette(TimelinePalette::choose(theme_, palette()));
     show(mode_ == Mode::peak ? peak_ : timeline_.at(cursor_ns_));
+    applyHighlight();  // the bar sets are new
 }
 
 void MemoryBarsView::show(const MemorySnapshot& s) {
@@ -267,6 +272,36 @@ void MemoryBarsView::show(const MemorySnapshot& s) {
                       (mode_ == Mode::peak ? QStringLiteral("Peak memory by category")
                                            : QStringLiteral("Memory live at the cursor")) +
                       capacity_note_);
+}
+
+void MemoryBarsView::highlight(std::optional<pd::MemoryCategory> category, int device) {
+    highlight_category_ = category;
+    highlight_device_ = device;
+    applyHighlight();
+}
+
+void MemoryBarsView::applyHighlight() {
+    // The claimed segment keeps its colour; every other one fades toward the background, so
+    // one bright piece remains (a selection colour of its own would read as another category).
+    const TimelinePalette pal = TimelinePalette::choose(theme_, palette());
+    const auto faded = [&pal](QColor c) {
+        c.setAlphaF(0.25f);
+        return c;
+    };
+    for (qsizetype i = 0; i < sets_.size() && i < static_cast<qsizetype>(pd::kMemoryCategoryCount);
+         ++i) {
+        QBarSet* set = sets_[i];
+        const QColor own = pal.memory_color(static_cast<pd::MemoryCategory>(i));
+        set->deselectAllBars();
+        const bool marking = highlight_device_ >= 0 && highlight_device_ < set->count();
+        const bool claimed =
+            !highlight_category_ || static_cast<qsizetype>(*highlight_category_) == i;
+        set->setColor(marking && !claimed ? faded(own) : own);
+        if (!marking || !claimed) continue;
+        set->setSelectedColor(faded(own));
+        for (int d = 0; d < set->count(); ++d)
+            if (d != highlight_device_) set->selectBar(d);
+    }
 }
 
 void MemoryBarsView::applyPalette(const TimelinePalette& pal) {
@@ -345,6 +380,7 @@ void MemoryBarsView::renderChart(QPainter& painter, const QRectF& target,
                                  const TimelinePalette& palette) {
     const ThemeChoice saved = theme_;
     applyPalette(palette);
+    for (QBarSet* set : sets_) set->deselectAllBars();  // no claim's mark in a picture
     QChart* c = chart();
     // The legend is drawn here, wrapped, below the chart: Qt's would elide in a narrow column.
     const QFont font = legendFont();
@@ -392,6 +428,7 @@ void MemoryBarsView::renderChart(QPainter& painter, const QRectF& target,
     c->resize(saved_size);
     theme_ = saved;
     applyPalette(TimelinePalette::choose(theme_, this->palette()));
+    applyHighlight();  // the picture leaves the claim's mark out; the screen keeps it
 }
 
 }  // namespace pd::vis

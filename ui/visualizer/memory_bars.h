@@ -3,6 +3,8 @@
 // live at the playback cursor.
 #pragma once
 
+#include <optional>
+
 #include <QChartView>
 #include <QList>
 #include <memory>
@@ -61,6 +63,9 @@ class MemoryBarsView : public QChartView {
     std::vector<LegendEntry> legendLayout(double width, const QFont& font,
                                           const TimelinePalette& palette) const;
     static QFont legendFont();
+    // Marks a claim's evidence: device `device`'s bar of `category` (every category when
+    // none) drawn in the selection colour; device < 0 clears the mark.
+    void highlight(std::optional<pd::MemoryCategory> category, int device);
     QSize sizeHint() const override { return {420, 260}; }
 
   protected:
@@ -75,7 +80,11 @@ class MemoryBarsView : public QChartView {
     void show(const MemorySnapshot& s);
     void applyPalette(const TimelinePalette& palette);
 
+    void applyHighlight();
+
     std::shared_ptr<const pd::RunResult> result_;
+    std::optional<pd::MemoryCategory> highlight_category_;
+    int highlight_device_ = -1;
     MemorySnapshot peak_;
     MemoryTimeline timeline_;
     MemorySnapshot shown_;

@@ -23,6 +23,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "pd/exports.h"
 #include "visualizer/event_text.h"
@@ -499,6 +500,7 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
         view = EvidenceView::timeline;
     for (TimelineView* t : {timeline_, compare_timeline_}) t->setHighlightedDevices(std::nullopt);
     for (MetricsPanel* p : {metrics_, compare_metrics_}) p->clearHighlight();
+    for (MemoryBarsView* m : {memory_, compare_memory_}) m->highlight(std::nullopt, -1);
     const auto show_tab = [this](int tab, std::initializer_list<QWidget*> parts) {
         lower_tabs_->setCurrentIndex(tab);
         // A panel squeezed below its charts' height gets it back: axes and labels whole.
@@ -512,9 +514,23 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
         return r;
     };
     switch (view) {
-        case EvidenceView::memory:
+        case EvidenceView::memory: {
+            // The claim's category (peak.activations, model_state.gradients) on its device.
+            std::optional<pd::MemoryCategory> category;
+            for (const char* prefix : {"peak.", "model_state."})
+                if (claim.metric.rfind(prefix, 0) == 0)
+                    category = pd::memory_category_from_name(
+                        std::string_view(claim.metric).substr(std::strlen(prefix)));
+            const int device = claim.devices.empty()
+                                   ? (claim.kind == pd::Claim::Kind::status && runs_[0]->result->oom
+                                          ? runs_[0]->result->oom->device
+                                          : -1)
+                                   : claim.devices.front();
+            memory_->highlight(category, device);
+            compare_memory_->highlight(category, compared ? device : -1);
             if (compared) return show_tab(memory_tab_, {memory_, compare_memory_});
             return show_tab(memory_tab_, {memory_});
+        }
         case EvidenceView::loss:
             if (compared) return show_tab(loss_tab_, {loss_, compare_loss_});
             return show_tab(loss_tab_, {loss_});
