@@ -11,6 +11,7 @@
 #include <QDockWidget>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QLabel>
 #include <QListWidget>
 #include <QTabWidget>
 #include <QTest>
@@ -22,6 +23,7 @@
 #include "pd/scenario.h"
 #include "show_me_window.h"
 #include "visualizer/memory_bars.h"
+#include "visualizer/metrics_panel.h"
 #include "visualizer/timeline_view.h"
 #include "visualizer/visualizer_panel.h"
 
@@ -144,6 +146,30 @@ class TestShowMeClaims : public QObject {
         for (const auto& o : window.claimsPanel()->outcomes())
             if (o.timed && o.metric == "bubble") timed_with_spread = !o.spread.empty();
         QVERIFY(timed_with_spread);
+    }
+
+    // A card with `repeats`: its run is repeated before the claims are checked, and the
+    // figures on screen cover every repeat, as the claims do.
+    void repeatsAreRunAndTheFiguresCoverThem() {
+        pd::ui::ClaimsReportRequest r;
+        r.card_id = QStringLiteral("repeats");
+        pd::ConfigSources sources;
+        pd::apply_scenario_json(R"({"strategy": "single", "devices": 1, "layers": 1, "width": 16,
+            "batch": 8, "steps": 3, "repeats": 3, "expect": [{"status": "ok"},
+            {"metric": "step_time", "at_least": 0}]})",
+                                "repeats", r.config, sources, &r.expectations);
+        pd::validate(r.config, sources);
+        pd::ui::ShowMeWindow window;
+        QJsonObject report;
+        QString error;
+        QVERIFY2(pd::ui::claimsReport(window, r, &report, &error), qPrintable(error));
+        const auto& step_time = window.claimsPanel()->outcomes()[1];
+        // Figure steps 2-3 of each of three runs.
+        QVERIFY2(step_time.spread.find("6 steps") != std::string::npos, step_time.spread.c_str());
+        bool says_runs = false;
+        for (QLabel* l : window.visualizer()->metricsPanel()->findChildren<QLabel*>())
+            says_runs = says_runs || l->text().contains(QStringLiteral("of each of 3 runs"));
+        QVERIFY(says_runs);
     }
 
     void theKeysDialogFitsASmallWindow() {

@@ -386,6 +386,7 @@ void ShowMeWindow::checkClaims() {
     }
     claims_->setOutcomes(pd::check_expectations(expectations_, card, variants));
     claims_checked_ = true;
+    visualizer_->setRepeats(card.repeats);  // the figures on screen cover what the claims read
     // The comparison the claims read is on screen without being asked for (a pinned run
     // stays the learner's choice).
     if (!pinned_ && !variant_runs_.empty()) showVariant(0);

@@ -239,13 +239,18 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     } else {
         const QString steps = figure_steps_text(m);
         if (!steps.isEmpty())
-            out.push_back({QStringLiteral("Figures over"),
-                           m.figure_steps.first > 0
-                               ? QStringLiteral("%1 (step 1 left out: cold start)").arg(steps)
-                               : steps,
-                           QStringLiteral("Busy, communication and bubble figures cover these "
-                                          "steps; the first pays for page faults and cold "
-                                          "caches, so it is left out when there are more")});
+            out.push_back(
+                {QStringLiteral("Figures over"),
+                 (m.figure_steps.first > 0
+                      ? QStringLiteral("%1 (step 1 left out: cold start)").arg(steps)
+                      : steps) +
+                     (m.runs_pooled > 1 ? QStringLiteral(" of each of %1 runs (the card's repeats; "
+                                                         "the timeline shows the first)")
+                                              .arg(m.runs_pooled)
+                                        : QString()),
+                 QStringLiteral("Busy, communication and bubble figures cover these "
+                                "steps; the first pays for page faults and cold "
+                                "caches, so it is left out when there are more")});
         const auto ns = [](double seconds) { return duration_text(seconds * 1e9); };
         out.push_back(
             {QStringLiteral("Step time"),
@@ -316,7 +321,8 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     if (m.bubble) {
         const pd::BubbleMetrics& b = *m.bubble;
         std::vector<double> per_step;
-        for (const auto& [step, fraction] : b.measured_by_step) per_step.push_back(fraction);
+        for (const pd::StepFigures& f : m.figure_step_samples)
+            if (f.bubble) per_step.push_back(*f.bubble);
         const QString measured = percent_text(b.measured) + QStringLiteral(" median") +
                                  step_range_text(per_step, percent_text)
                                      .replace(QStringLiteral(" · "), QStringLiteral(", "));

@@ -311,6 +311,12 @@ void VisualizerPanel::setComparison(const pd::RunConfig& config,
     sizeSplit();
 }
 
+void VisualizerPanel::setRepeats(const std::vector<pd::RunMetrics>& repeats) {
+    if (!runs_[0] || repeats.empty()) return;
+    pd::pool_repeats(runs_[0]->metrics, repeats);
+    showRun(0);
+}
+
 void VisualizerPanel::clearComparison() {
     runs_[1].reset();
     showRun(0);  // drops the "A:" from titles

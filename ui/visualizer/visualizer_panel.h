@@ -49,6 +49,8 @@ class VisualizerPanel : public QWidget {
     void setComparison(const pd::RunConfig& config, std::shared_ptr<const pd::RunResult> result,
                        const QString& label = {});
     void clearComparison();
+    // The first run's repeats (a card's `repeats`): its headline figures then cover them all.
+    void setRepeats(const std::vector<pd::RunMetrics>& repeats);
     bool hasComparison() const;
     // The card's note on what to look at, shown above the timeline (empty hides it).
     void setNote(const QString& note);

@@ -126,7 +126,7 @@ struct BubbleMetrics {
     // Absent when the trace does not hold the schedule's every task (tracing off, a failed run).
     std::optional<BubblePrediction> predicted;
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  // which textbook figure
-    std::map<int, double> measured_by_step;  // each figure step's own bubble
+    std::map<int, double> measured_by_step;                     // each figure step's own bubble
 };
 
 // Per device (one pipeline stage of one replica): activation memory at its peak.
@@ -175,6 +175,9 @@ struct RunMetrics {
     // Each figure step's own figures, in step order (empty for a run whose steps overlap in
     // time, as an asynchronous parameter server's do: there a step has no span of its own).
     std::vector<StepFigures> figure_step_samples;
+    // How many runs figure_step_samples (and the medians read from them) pool: a scenario's
+    // repeats (pool_repeats), else 1.
+    int runs_pooled = 1;
 
     // Filled by the config-aware overload.
     std::size_t parameter_count = 0;
@@ -187,6 +190,10 @@ struct RunMetrics {
     // ps: how many applied gradients had each staleness (versions behind the server).
     std::map<int, int> staleness_histogram;
 };
+
+// Adds the repeats' figure steps to `m`: their samples pooled, the median step time and
+// bubble taken over all of them (the figures a card with `repeats` shows).
+void pool_repeats(RunMetrics& m, const std::vector<RunMetrics>& repeats);
 
 // nccl-tests' bus-bandwidth factors: all-reduce 2(n-1)/n, reduce-scatter and all-gather
 // (n-1)/n, broadcast 1.

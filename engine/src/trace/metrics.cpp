@@ -125,6 +125,27 @@ Spread spread_of(std::vector<double> samples) {
     return s;
 }
 
+void pool_repeats(RunMetrics& m, const std::vector<RunMetrics>& repeats) {
+    for (const RunMetrics& r : repeats) {
+        m.figure_step_samples.insert(m.figure_step_samples.end(), r.figure_step_samples.begin(),
+                                     r.figure_step_samples.end());
+        ++m.runs_pooled;
+    }
+    std::vector<double> times, bubbles;
+    for (const StepFigures& f : m.figure_step_samples) {
+        times.push_back(f.time_s);
+        if (f.bubble) bubbles.push_back(*f.bubble);
+    }
+    if (!times.empty()) {
+        const double before = m.median_step_time_s;
+        m.median_step_time_s = spread_of(times).median;
+        // Throughput is the batch over the median step: the same batch, the new median.
+        if (before > 0 && m.median_step_time_s > 0)
+            m.samples_per_s *= before / m.median_step_time_s;
+    }
+    if (m.bubble && !bubbles.empty()) m.bubble->measured = spread_of(bubbles).median;
+}
+
 StepRange figure_steps(const Trace& trace) {
     const std::map<int, Interval> spans = step_spans(trace);
     if (spans.empty()) return {};
