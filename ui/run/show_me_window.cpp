@@ -221,6 +221,7 @@ void ShowMeWindow::showEvent(QShowEvent* event) {
         // Narrower than 1400 px, the knobs would squeeze the timeline: their drawer starts
         // closed (Ctrl+K opens it).
         knobs_dock_->setVisible(width() >= 1400);
+        sizeClaimsDock();
     }
     visualizer_->timeline()->setFocus(Qt::OtherFocusReason);
 }
@@ -238,6 +239,13 @@ void ShowMeWindow::placeAt(const QSize& size) {
     placed_ = true;
     resize(size);
     knobs_dock_->setVisible(size.width() >= 1400);
+    sizeClaimsDock();
+}
+
+void ShowMeWindow::sizeClaimsDock() {
+    // A quarter of the window at most: the timeline keeps the width its header needs to stay
+    // on few lines (the dock took a third of a 1280-px window).
+    resizeDocks({claims_dock_}, {std::clamp(width() / 4, 260, 360)}, Qt::Horizontal);
 }
 
 void ShowMeWindow::fitToScreen() {

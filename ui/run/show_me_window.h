@@ -131,6 +131,7 @@ class ShowMeWindow : public QMainWindow {
     // First shown: no larger than the screen's free area, and entirely on it.
     void fitToScreen();
     void fitKnobsWidth();
+    void sizeClaimsDock();
     void updateProgressText();
 
     pd::app::RunController* controller_;
