@@ -272,6 +272,7 @@ void ShowMeWindow::showShortcuts() {
             "<tr><td><tt>Esc</tt></td><td>%2</td></tr>"
             "<tr><td><tt>Ctrl+P</tt></td><td>%3</td></tr>"
             "<tr><td><tt>Ctrl+K</tt></td><td>%4</td></tr>"
+            "<tr><td><tt>Ctrl+L</tt></td><td>%9</td></tr>"
             "<tr><td><tt>Ctrl+Shift+S</tt></td><td>%5</td></tr>"
             "<tr><td><tt>Ctrl+W</tt></td><td>%6</td></tr>"
             "<tr><td>%7</td><td>%8</td></tr>"
@@ -279,7 +280,9 @@ void ShowMeWindow::showShortcuts() {
             .arg(tr("play or pause the playback"), tr("cancel the run; with none running, close"),
                  tr("pin the run to compare the next one with it"), tr("show or hide the knobs"),
                  tr("export the timeline (PNG, SVG, PDF)"), tr("close the window"), tr("Timeline"),
-                 timelineKeysText());
+                 timelineKeysText(),
+                 tr("show or hide the card's claims (arrow keys choose one and bring its "
+                    "evidence into view)"));
     QMessageBox box(QMessageBox::NoIcon, tr("Show me: keyboard shortcuts"), rows,
                     QMessageBox::Close, this);
     box.setTextFormat(Qt::RichText);
