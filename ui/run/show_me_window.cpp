@@ -322,13 +322,10 @@ void ShowMeWindow::run(const pd::RunConfig& config) {
 QString ShowMeWindow::variantLabel(int variant) const {
     if (variant < 0 || static_cast<std::size_t>(variant) >= expectations_.variants.size())
         return {};
-    // {"seq_len":8,"batch":4} -> "seq_len 8, batch 4"
-    QString text =
-        QString::fromStdString(expectations_.variants[static_cast<std::size_t>(variant)]);
-    text.remove(QLatin1Char('{')).remove(QLatin1Char('}')).remove(QLatin1Char('"'));
-    text.replace(QLatin1Char(':'), QLatin1Char(' '))
-        .replace(QLatin1Char(','), QStringLiteral(", "));
-    return tr("comparison run with %1").arg(text);
+    // The claims' own words for it ("seq_len 8, batch 4"), so panel and status agree.
+    return tr("comparison run with %1")
+        .arg(QString::fromStdString(
+            pd::variant_words(expectations_.variants[static_cast<std::size_t>(variant)])));
 }
 
 void ShowMeWindow::queueFollowUps(const pd::RunConfig& config, const pd::RunResult& result) {

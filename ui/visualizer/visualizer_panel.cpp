@@ -467,9 +467,7 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 EvidenceView evidence_view(const pd::ClaimOutcome& c) {
     using Kind = pd::Claim::Kind;
     if (c.kind == Kind::status)
-        return c.description.find(pd::name_of(pd::RunStatus::out_of_memory)) != std::string::npos
-                   ? EvidenceView::memory
-                   : EvidenceView::loss;
+        return c.status == pd::RunStatus::out_of_memory ? EvidenceView::memory : EvidenceView::loss;
     if (c.kind != Kind::metric) return EvidenceView::loss;
     const std::string& m = c.metric;
     if (starts_with(m, "peak.") || m == "capacity" || starts_with(m, "model_state.") ||

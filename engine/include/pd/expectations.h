@@ -61,6 +61,9 @@ struct Expectations {
 // messages; keys are spelled "expect[i].field". Throws BadInput.
 Expectations parse_expectations(std::string_view json_text, std::string_view origin);
 
+// A compare_with variant in words: {"seq_len": 8, "batch": 4} -> "seq_len 8, batch 4".
+std::string variant_words(const std::string& variant_json);
+
 // The config of variant `i`: `base` with the variant's keys applied, then validated.
 RunConfig variant_config(const RunConfig& base, const Expectations& expectations, std::size_t i,
                          std::string_view origin);
@@ -94,9 +97,10 @@ struct ClaimOutcome {
 
     // What a view needs to bring the claim's evidence into sight (pd::ui's revealEvidence).
     Claim::Kind kind = Claim::Kind::metric;
-    std::string metric;        // the figure it reads (metric claims)
-    std::vector<int> devices;  // the devices it reads; empty: run-wide
-    int variant = -1;          // the compare_with run it reads; -1: none
+    std::string metric;                // the figure it reads (metric claims)
+    std::vector<int> devices;          // the devices it reads; empty: run-wide
+    int variant = -1;                  // the compare_with run it reads; -1: none
+    RunStatus status = RunStatus::ok;  // status claims: the status claimed
     // The claim in a learner's words: "Peak activation memory on device 0 is 9 to 12 times
     // the comparison run's (seq_len 8)".
     std::string plain;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "pd/expectations.h"
 #include "pd/memory_category.h"
 
 namespace pd {

@@ -12,7 +12,6 @@ std::string metric_words(std::string_view metric);
 // A value of the metric as a learner reads it: "12.4 ms", "27.3%", "3.1 MiB", "4".
 // `ratio`: the value is one figure over another (a plain number, "9.8x").
 std::string value_words(std::string_view metric, double value, bool ratio);
-// A compare_with override ({"seq_len": 8, "batch": 4}) as "seq_len 8, batch 4".
-std::string variant_words(const std::string& variant_json);
+// (variant_words, the compare_with override in words, is public: pd/expectations.h.)
 
 }  // namespace pd

@@ -734,6 +734,7 @@ struct Checker {
             o.measured += " on device " + std::to_string(oom->device) + " in " +
                           std::string(name_of(oom->category));
         o.kind = c.kind;
+        o.status = c.status;
         if (c.oom_device) o.devices = {*c.oom_device};
         if (c.status == RunStatus::out_of_memory) {
             o.plain = "The run runs out of memory";
