@@ -159,6 +159,87 @@ bool splitRecords(const QString& text, int firstLine, QChar sep, QList<Record>* 
     return true;
 }
 
+// The length of the UTF-8 sequence at bytes[i] when it is one (Unicode's table 3-7: no
+// overlong forms, no surrogates, nothing past U+10FFFF), else 0.
+int utf8SequenceLength(const QByteArray& bytes, qsizetype i) {
+    const auto at = [&](qsizetype k) {
+        return k < bytes.size() ? static_cast<unsigned char>(bytes[k]) : 0u;
+    };
+    const auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
+    const unsigned b0 = at(i), b1 = at(i + 1), b2 = at(i + 2), b3 = at(i + 3);
+    if (b0 < 0x80) return 1;
+    if (in(b0, 0xC2, 0xDF)) return in(b1, 0x80, 0xBF) ? 2 : 0;
+    if (in(b0, 0xE0, 0xEF)) {
+        const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+        return in(b1, lo, hi) && in(b2, 0x80, 0xBF) ? 3 : 0;
+    }
+    if (in(b0, 0xF0, 0xF4)) {
+        const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+        return in(b1, lo, hi) && in(b2, 0x80, 0xBF) && in(b3, 0x80, 0xBF) ? 4 : 0;
+    }
+    return 0;
+}
+
+// Text the import can hold: UTF-8 without NUL bytes. Decoded as it was, a NUL stayed in a
+// prompt as U+0000 and bytes that are not UTF-8 became U+FFFD, and the file imported. One
+// error per line (its first problem: the line, the character counted from 1, and the byte),
+// for the first kMaxLines such lines, then how many more there are.
+QList<DeckIssue> textProblems(const QByteArray& bytes, const QString& origin) {
+    constexpr int kMaxLines = 10;
+    QList<DeckIssue> problems;
+    const auto where = [](int line) { return QStringLiteral("line %1").arg(line); };
+    if (bytes.startsWith("\xff\xfe") || bytes.startsWith("\xfe\xff")) {
+        problems.append({origin, where(1),
+                         QStringLiteral("the file is UTF-16 (it starts with a UTF-16 byte-order "
+                                        "mark): save it as UTF-8")});
+        return problems;
+    }
+    int line = 1, character = 1, more = 0, firstMore = 0;
+    qsizetype i = bytes.startsWith("\xef\xbb\xbf") ? 3 : 0;  // the UTF-8 byte-order mark
+    while (i < bytes.size()) {
+        const auto byte = static_cast<unsigned char>(bytes[i]);
+        const int length = byte == 0 ? 0 : utf8SequenceLength(bytes, i);
+        if (length > 0) {
+            if (byte == '\n') {
+                ++line;
+                character = 1;
+            } else {
+                ++character;
+            }
+            i += length;
+            continue;
+        }
+        if (problems.size() < kMaxLines) {
+            const QString message =
+                byte == 0 ? QStringLiteral(
+                                "character %1 is a NUL byte (0x00): the file is binary, or "
+                                "text that is not UTF-8")
+                                .arg(character)
+                          : QStringLiteral(
+                                "character %1 is not UTF-8 (byte 0x%2): save the file as "
+                                "UTF-8 text")
+                                .arg(character)
+                                .arg(QString::number(byte, 16).toUpper());
+            problems.append({origin, where(line), message});
+        } else if (more++ == 0) {
+            firstMore = line;
+        }
+        // The line's first problem is enough: on to the next line.
+        const qsizetype next = bytes.indexOf('\n', i);
+        if (next < 0) break;
+        i = next + 1;
+        ++line;
+        character = 1;
+    }
+    if (more > 0) {
+        problems.append({origin, where(firstMore),
+                         QStringLiteral("%1 more lines from here on have a NUL byte or bytes "
+                                        "that are not UTF-8")
+                             .arg(more)});
+    }
+    return problems;
+}
+
 QString csvField(const QString& value, QChar sep) {
     if (value.contains(sep) || value.contains(QLatin1Char('"')) ||
         value.contains(QLatin1Char('\n')) || value.contains(QLatin1Char('\r')) ||
@@ -190,6 +271,8 @@ ImportResult importDelimited(const QByteArray& bytes, const QString& origin) {
     const auto fail = [&](int line, const QString& message) {
         result.errors.append({origin, QStringLiteral("line %1").arg(line), message});
     };
+    result.errors = textProblems(bytes, origin);
+    if (!result.errors.isEmpty()) return result;
     QString text = QString::fromUtf8(bytes);
     if (text.startsWith(QChar(0xFEFF))) text.remove(0, 1);
 

@@ -16,6 +16,10 @@ class TestCardImport : public QObject {
     void brokenFiles_data();
     void brokenFiles();
     void partialFileImportsNothing();
+    void textThatIsNotUtf8IsRefusedByLine_data();
+    void textThatIsNotUtf8IsRefusedByLine();
+    void utf8TextImportsAsWritten();
+    void manyBadLinesAreCounted();
     void quotedFieldsAndScenario();
     void exportRoundTrip_data();
     void exportRoundTrip();
@@ -218,6 +222,88 @@ void TestCardImport::partialFileImportsNothing() {
     QCOMPARE(r.errors.first().where, QStringLiteral("line 3.type"));
     QVERIFY(r.errors.first().message.contains(QStringLiteral("exactly one correct")));
     QVERIFY(r.errorText().startsWith(QStringLiteral("partial.csv: line 3")));
+}
+
+// A NUL byte or bytes that are not UTF-8 are refused with the line and the character (from
+// 1) named, and the byte; the file imported as "2 cards" with U+0000 and
+// U+FFFD in the prompt before.
+void TestCardImport::textThatIsNotUtf8IsRefusedByLine_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("error");  // the whole first error, as errorText() writes it
+    const QByteArray header =
+        "#separator:tab\n#columns:prompt\tcorrect\toption1\texplanation1\toption2\t"
+        "explanation2\toption3\texplanation3\ttags\n";
+    const auto card = [](const QByteArray& prompt) {
+        return prompt + "\t1\tA\t" + kExpl.toUtf8() + "\tB\t" + kExpl.toUtf8() + "\tC\t" +
+               kExpl.toUtf8() + "\tconcept::gradient-sync\n";
+    };
+    const auto notUtf8 = [](int line, int character, const char* byte) {
+        return QStringLiteral(
+                   "bad.csv: line %1: character %2 is not UTF-8 (byte %3): save the "
+                   "file as UTF-8 text")
+            .arg(line)
+            .arg(character)
+            .arg(QLatin1String(byte));
+    };
+    const QByteArray good = card("Fine?");
+    QTest::newRow("NUL byte") << header + good + card(QByteArray("Wh\0at?", 6))
+                              << QStringLiteral(
+                                     "bad.csv: line 4: character 3 is a NUL byte "
+                                     "(0x00): the file is binary, or text that is "
+                                     "not UTF-8");
+    QTest::newRow("invalid byte") << header +
+                                         card(
+                                             "Wh\xff"
+                                             "at?") +
+                                         good
+                                  << notUtf8(3, 3, "0xFF");
+    // Characters, not bytes, are counted: "Ü" is two bytes, one character.
+    QTest::newRow("cut after two-byte characters")
+        << header + good + good + card("\xc3\x9c\xc3\x9c\xe2") + good << notUtf8(5, 3, "0xE2");
+    QTest::newRow("overlong slash") << header + card("a\xc0\xaf") << notUtf8(3, 2, "0xC0");
+    QTest::newRow("surrogate") << header + card("\xed\xa0\x80") << notUtf8(3, 1, "0xED");
+    QTest::newRow("past U+10FFFF") << header + card("\xf4\x90\x80\x80") << notUtf8(3, 1, "0xF4");
+    QTest::newRow("in a header line")
+        << QByteArray("#separator:t\xe9\n") + good << notUtf8(1, 13, "0xE9");
+    QTest::newRow("UTF-16") << QByteArray("\xff\xfeQ\0?\0", 6)
+                            << QStringLiteral(
+                                   "bad.csv: line 1: the file is UTF-16 (it starts "
+                                   "with a UTF-16 byte-order mark): save it as UTF-8");
+}
+
+void TestCardImport::textThatIsNotUtf8IsRefusedByLine() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, error);
+    const ImportResult r = importDelimited(bytes, QStringLiteral("bad.csv"));
+    QVERIFY(!r.deck);
+    QVERIFY(!r.errors.isEmpty());
+    QCOMPARE(r.errors.first().toString(), error);
+}
+
+// Every character UTF-8 can hold imports as written, U+FFFD written in the file included.
+void TestCardImport::utf8TextImportsAsWritten() {
+    const QString prompt = QStringLiteral("Ünïcödé ✓ \U0001F680 \uFFFD ok?");
+    const QByteArray bytes =
+        "\xef\xbb\xbf#separator:tab\n#columns:prompt\tcorrect\toption1\t"
+        "explanation1\toption2\texplanation2\toption3\texplanation3\ttags\n" +
+        prompt.toUtf8() + "\t1\tA\t" + kExpl.toUtf8() + "\tB\t" + kExpl.toUtf8() + "\tC\t" +
+        kExpl.toUtf8() + "\tconcept::gradient-sync\n";
+    const ImportResult r = importDelimited(bytes, QStringLiteral("good.csv"));
+    QVERIFY2(r.deck, qPrintable(r.errorText()));
+    QCOMPARE(r.deck->cards.first().prompt, prompt);
+}
+
+// A binary file is not listed line by line: ten lines are named, then how many more.
+void TestCardImport::manyBadLinesAreCounted() {
+    QByteArray bytes;
+    for (int i = 0; i < 50; ++i) bytes += QByteArray("ok\xff\n");
+    const ImportResult r = importDelimited(bytes, QStringLiteral("bin.csv"));
+    QVERIFY(!r.deck);
+    QCOMPARE(r.errors.size(), 11);
+    QCOMPARE(r.errors[9].where, QStringLiteral("line 10"));
+    QCOMPARE(r.errors[10].toString(),
+             QStringLiteral("bin.csv: line 11: 40 more lines from here on have a NUL byte or "
+                            "bytes that are not UTF-8"));
 }
 
 void TestCardImport::quotedFieldsAndScenario() {
