@@ -9,8 +9,9 @@
 // option1..option6 with explanation1..explanation6, tags, scenario (JSON), scenario_note.
 // Required: prompt, correct, and at least three optionN/explanationN pairs. Without #columns
 // the columns are those exportDelimited writes. Fields follow RFC 4180 quoting ("" inside a
-// quoted field), so fields may hold separators and line breaks. Every card is validated with
-// the deck rules; a file with any problem imports nothing, and each problem names its line.
+// quoted field), so fields may hold separators and line breaks. The file is UTF-8 text (a
+// byte-order mark allowed) without NUL bytes. Every card is validated with the deck rules; a
+// file with any problem imports nothing, and each problem names its line.
 #pragma once
 
 #include <QByteArray>
