@@ -487,13 +487,28 @@ QString ReviewStore::setting(const QString& key, const QString& fallback) const 
 }
 
 bool ReviewStore::setSetting(const QString& key, const QString& value) {
+    return setSettings({{key, value}});
+}
+
+bool ReviewStore::setSettings(const QList<std::pair<QString, QString>>& values, QString* error) {
     QSqlDatabase db = QSqlDatabase::database(connection_);
-    if (!db.transaction()) return false;
+    if (!db.transaction()) {
+        if (error) *error = db.lastError().text();
+        return false;
+    }
     QSqlQuery q(db);
-    q.prepare(QStringLiteral("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)"));
-    q.addBindValue(key);
-    q.addBindValue(value);
-    if (!q.exec() || !db.commit()) {
+    bool ok =
+        q.prepare(QStringLiteral("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)"));
+    if (!ok && error) *error = q.lastError().text();
+    for (const auto& [key, value] : values) {
+        if (!ok) break;
+        q.bindValue(0, key);
+        // The column is NOT NULL: an empty value is "", not NULL.
+        q.bindValue(1, value.isNull() ? QStringLiteral("") : value);
+        ok = exec(q, error);
+    }
+    if (!ok || !db.commit()) {
+        if (ok && error) *error = db.lastError().text();
         db.rollback();
         return false;
     }

@@ -97,6 +97,9 @@ class ReviewStore {
 
     QString setting(const QString& key, const QString& fallback = {}) const;
     bool setSetting(const QString& key, const QString& value);
+    // Stores every (key, value) in one transaction: all of them or, on failure (false with
+    // *error), none, so settings saved together are never read back half old, half new.
+    bool setSettings(const QList<std::pair<QString, QString>>& values, QString* error = nullptr);
 
     // Appends `entries` to the log and stores `schedules`, all in one transaction (a review
     // history import). Returns false with *error, writing nothing, on failure.

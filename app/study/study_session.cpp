@@ -84,21 +84,20 @@ StudySettings StudySettings::load(const ReviewStore& store) {
     return s;
 }
 
+// One transaction: a failure or a kill part-way leaves every setting as it was.
 bool StudySettings::save(ReviewStore& store) const {
-    return store.setSetting(QStringLiteral("desired_retention"),
-                            QString::number(desiredRetention)) &&
-           store.setSetting(QStringLiteral("new_per_day"), QString::number(newPerDay)) &&
-           store.setSetting(QStringLiteral("reviews_per_day"), QString::number(reviewsPerDay)) &&
-           store.setSetting(QStringLiteral("fuzz"),
-                            fuzz ? QStringLiteral("1") : QStringLiteral("0")) &&
-           store.setSetting(QStringLiteral("show_me_before_check"),
-                            showMeBeforeCheck ? QStringLiteral("1") : QStringLiteral("0")) &&
-           store.setSetting(QStringLiteral("theme"), theme) &&
-           store.setSetting(QStringLiteral("anki_scheduling"),
-                            ankiScheduling ? QStringLiteral("1") : QStringLiteral("0")) &&
-           store.setSetting(QStringLiteral("next_day_starts_at"),
-                            QString::number(nextDayStartsAt)) &&
-           store.setSetting(QStringLiteral("fsrs_weights"), weightsText(weights));
+    const QString yes = QStringLiteral("1"), no = QStringLiteral("0");
+    return store.setSettings({
+        {QStringLiteral("desired_retention"), QString::number(desiredRetention)},
+        {QStringLiteral("new_per_day"), QString::number(newPerDay)},
+        {QStringLiteral("reviews_per_day"), QString::number(reviewsPerDay)},
+        {QStringLiteral("fuzz"), fuzz ? yes : no},
+        {QStringLiteral("show_me_before_check"), showMeBeforeCheck ? yes : no},
+        {QStringLiteral("theme"), theme},
+        {QStringLiteral("anki_scheduling"), ankiScheduling ? yes : no},
+        {QStringLiteral("next_day_starts_at"), QString::number(nextDayStartsAt)},
+        {QStringLiteral("fsrs_weights"), weightsText(weights)},
+    });
 }
 
 QString weightsText(const std::optional<FsrsWeights>& weights) {

@@ -1,5 +1,8 @@
 // Study sessions: the review queue and daily limits, grading multiple-choice answers through
 // FSRS, learning steps in a session, undo, practice and mock exams; intervals and statistics.
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -25,6 +28,7 @@ class TestStudySession : public QObject {
     void returningCardsAndDistinctCardsAreCounted();
     void guessesAndHintsSuggestHard();
     void settingsRoundTrip();
+    void settingsSaveIsAllOrNothing();
     void formatInterval_data();
     void formatInterval();
     void statistics();
@@ -304,6 +308,58 @@ void TestStudySession::settingsRoundTrip() {
     QCOMPARE(StudySettings::load(*store_), s);
     QCOMPARE(s.fsrsParams().desiredRetention, 0.85);
     QVERIFY(!s.fsrsParams().enableFuzzing);
+}
+
+// A save that fails part-way (here: the database refuses the theme row, through a trigger a
+// second connection adds) leaves every setting as it was: the settings are one transaction,
+// never half the old save and half the new. Nine separate transactions left the rows before
+// the failing one new and the rest old (a kill -9 during a save did the same).
+void TestStudySession::settingsSaveIsAllOrNothing() {
+    StudySettings before;
+    before.desiredRetention = 0.85;
+    before.newPerDay = 7;
+    QVERIFY(before.save(*store_));
+    StudySettings after;
+    after.desiredRetention = 0.95;
+    after.newPerDay = 30;
+    after.reviewsPerDay = 300;
+    after.fuzz = false;
+    after.showMeBeforeCheck = true;
+    after.theme = QStringLiteral("dark");
+    after.ankiScheduling = false;
+    after.nextDayStartsAt = 6;
+    after.weights = kFsrsDefaultWeights;
+    {
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("inject"));
+        db.setDatabaseName(store_->path());
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY2(q.exec(QStringLiteral(
+                     "CREATE TRIGGER refuse_theme BEFORE INSERT ON settings "
+                     "WHEN NEW.key = 'theme' BEGIN SELECT RAISE(ABORT, 'injected'); END")),
+                 qPrintable(q.lastError().text()));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("inject"));
+    QVERIFY(!after.save(*store_));
+    QCOMPARE(StudySettings::load(*store_), before);
+    QCOMPARE(store_->setting(QStringLiteral("desired_retention")), QStringLiteral("0.85"));
+    QCOMPARE(store_->setting(QStringLiteral("new_per_day")), QStringLiteral("7"));
+    QCOMPARE(store_->setting(QStringLiteral("fsrs_weights")), QString());
+    // Without the fault the same save writes every row.
+    {
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("inject"));
+        db.setDatabaseName(store_->path());
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY(q.exec(QStringLiteral("DROP TRIGGER refuse_theme")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("inject"));
+    QVERIFY(after.save(*store_));
+    QCOMPARE(StudySettings::load(*store_), after);
 }
 
 void TestStudySession::formatInterval_data() {
