@@ -1,29 +1,59 @@
 // paralleldeck-run: one training run from flags or a scenario file; `paralleldeck-run analyze
 // FILE...` reads traces of the learner's own runs instead (analyze.h).
-// Exit codes: 0 success, 1 failure, 2 bad input, 3 out of memory, 130 interrupted.
+// Exit codes: 0 success, 1 the run failed, 2 bad input (flags, scenario, an output path that
+// cannot be written), 3 out of memory (a device's, or the host's before or during the run),
+// 130 interrupted by SIGINT, 143 by SIGTERM (the trace and summary so far are written).
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <new>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "analyze.h"
 #include "cli_options.h"
+#include "pd/atomic_file.h"
 #include "pd/error.h"
 #include "pd/exports.h"
+#include "pd/memory_plan.h"
 #include "pd/metrics.h"
 #include "pd/run.h"
 #include "report.h"
 
 namespace {
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) {
-    g_interrupted.store(true);
+std::atomic<int> g_signal{0};
+// The first SIGINT or SIGTERM stops the run and keeps what it recorded; a second one, while
+// that is written, ends the process at once.
+extern "C" void on_stop_signal(int signo) {
+    int none = 0;
+    if (!g_signal.compare_exchange_strong(none, signo)) {
+        std::signal(signo, SIG_DFL);
+        std::raise(signo);
+    }
 }
+
+int run_main(int argc, char** argv);
 }  // namespace
 
 int main(int argc, char** argv) {
+    // No path ends on a bare exception: the host running out of memory is exit 3 like a
+    // device's; anything else is named.
+    try {
+        return run_main(argc, argv);
+    } catch (const std::bad_alloc&) {
+        std::cerr << "paralleldeck-run: the host ran out of memory\n";
+        return 3;
+    } catch (const std::exception& e) {
+        std::cerr << "paralleldeck-run: internal error: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+namespace {
+
+int run_main(int argc, char** argv) {
     using namespace pd;
     if (argc > 1 && std::string(argv[1]) == "analyze") return cli::analyze_main(argc - 1, argv + 1);
     cli::RunRequest req;
@@ -37,6 +67,18 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    // Where the results go is checked before the run, not found unwritable after it.
+    try {
+        if (!req.trace_path.empty()) check_output_path(req.trace_path, "--trace");
+        if (!req.summary_path.empty()) check_output_path(req.summary_path, "--summary");
+    } catch (const Error& e) {
+        std::cerr << "paralleldeck-run: " << e.what() << "\n";
+        return 2;
+    }
+    if (const std::string why = host_memory_shortage(req.config); !why.empty()) {
+        std::cerr << "paralleldeck-run: " << why << "\n";
+        return 3;
+    }
     try {
         if (!req.dump_dir.empty()) dump_run_inputs(req.config, req.dump_dir);
     } catch (const Error& e) {
@@ -44,19 +86,32 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    Run run(req.config);
-    std::signal(SIGINT, on_sigint);
+    std::optional<Run> run;
+    try {
+        run.emplace(req.config);
+    } catch (const BadInput& e) {
+        std::cerr << "paralleldeck-run: " << e.what() << "\n";
+        return 2;
+    }
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
     std::atomic<bool> finished{false};
     std::thread watcher([&] {
         while (!finished.load()) {
-            if (g_interrupted.load()) {
-                run.cancel();
+            if (g_signal.load() != 0) {
+                if (!req.quiet)
+                    std::cerr << "\nparalleldeck-run: stopping; the trace and summary so far are "
+                                 "kept (signal again to quit at once)\n";
+                run->cancel();
                 break;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     });
-    const RunResult result = run.execute([&](const RunProgress& p) {
+    const RunResult result = run->execute([&](const RunProgress& p) {
         if (req.quiet || p.phase != "training" || p.steps_done == 0) return;
         std::cerr << "\rstep " << p.steps_done << "/" << p.steps_total << "  loss " << p.loss
                   << std::flush;
@@ -67,8 +122,7 @@ int main(int argc, char** argv) {
 
     const RunMetrics metrics = compute_metrics(result.trace, req.config);
     try {
-        if (!req.trace_path.empty())
-            write_text_file(req.trace_path, chrome_trace_json(result.trace));
+        if (!req.trace_path.empty()) write_chrome_trace_file(req.trace_path, result.trace);
         if (!req.summary_path.empty())
             write_text_file(req.summary_path, summary_json(req.config, result, metrics));
     } catch (const Error& e) {
@@ -82,12 +136,20 @@ int main(int argc, char** argv) {
         case RunStatus::out_of_memory:
             std::cerr << "paralleldeck-run: " << result.error << "\n";
             return 3;
-        case RunStatus::cancelled:
-            std::cerr << "paralleldeck-run: interrupted\n";
-            return 130;
+        case RunStatus::cancelled: {
+            const int signo = g_signal.load();
+            std::cerr << "paralleldeck-run: interrupted"
+                      << (signo == SIGTERM  ? " (SIGTERM)"
+                          : signo == SIGINT ? " (SIGINT)"
+                                            : "")
+                      << "\n";
+            return 128 + (signo ? signo : SIGINT);
+        }
         case RunStatus::failed:
             std::cerr << "paralleldeck-run: " << result.error << "\n";
             return 1;
     }
     return 1;
 }
+
+}  // namespace

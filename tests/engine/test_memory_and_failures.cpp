@@ -1,10 +1,17 @@
 // Memory accounting, out-of-memory, cancellation: the run stops cleanly, says what happened
 // and where, and keeps the trace recorded so far.
+#include <QDir>
+#include <QTemporaryDir>
 #include <QtTest>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "engine_test_support.h"
+#include "pd/atomic_file.h"
 #include "pd/device.h"
+#include "pd/exports.h"
+#include "pd/memory_plan.h"
 #include "pd/run_context.h"
 
 using namespace pd;
@@ -163,6 +170,89 @@ class TestMemoryAndFailures : public QObject {
         QCOMPARE(peak[MemoryCategory::gradients], p);
         QCOMPARE(peak[MemoryCategory::optimizer_state], 2 * p);  // AdamW: m and v
         QVERIFY(peak[MemoryCategory::activations] > 0);
+    }
+    // Issue 41 item 2: what a run needs of the host is known before anything is allocated.
+    // 64 replicas of 4 blocks x 1024 each hold their AdamW state (16 bytes a parameter), so
+    // the run needs 64 x 16 P of host memory on the CPU backend, where a device's memory is
+    // the host's; with less available it is refused, naming both figures.
+    void host_memory_need_is_known_before_the_run() {
+        RunConfig c = small_config(StrategyKind::dp, 64);
+        c.width = 1024;
+        c.layers = 4;
+        c.batch = 64;
+        c.optimizer = OptimizerKind::adamw;
+        const HostMemoryNeed need = host_memory_need(c);
+        const double P = need.initial_parameters / 4;  // fp32 initial weights
+        QVERIFY(P > 4.0 * 1024 * 1024);
+        QCOMPARE(need.devices, 64 * 16 * P);
+        const std::vector<ModelStateBytes> state = analytic_model_state(c);
+        QCOMPARE(state.size(), std::size_t{64});
+        QCOMPARE(state[63].optimizer_state, 8 * P);
+        const std::string why =
+            host_memory_shortage(c, HostMemoryAvailable{std::size_t{8} << 30, "MemAvailable"});
+        QVERIFY2(why.find("needs at least 32.") != std::string::npos, why.c_str());
+        QVERIFY2(why.find("8.0 GiB is available (MemAvailable)") != std::string::npos, why.c_str());
+        QVERIFY(host_memory_shortage(c, HostMemoryAvailable{std::size_t{64} << 30, "MemAvailable"})
+                    .empty());
+        // A device's share is at most its capacity: a device that cannot hold its state runs
+        // out on the device (the run shows where), not on the host.
+        c.capacity_bytes = 1 << 20;
+        QCOMPARE(host_memory_need(c).devices, 64.0 * (1 << 20));
+        // ZeRO-3 shards all of it: a sixty-fourth each.
+        c.strategy = StrategyKind::zero3;
+        c.capacity_bytes = std::size_t{4} << 30;
+        QCOMPARE(host_memory_need(c).devices, 16 * P);
+    }
+
+    // Before the fix the largest model allocated its 512 GiB of initial weights and died on
+    // std::bad_alloc (exit 1); now the run is refused before it allocates anything.
+    void a_run_larger_than_the_host_is_refused_before_it_allocates() {
+        RunConfig c = small_config(StrategyKind::single, 1);
+        c.width = 8192;
+        c.layers = 256;
+        const auto available = host_memory_available();
+        QVERIFY(available.has_value());
+        if (static_cast<double>(available->bytes) > host_memory_need(c).total())
+            QSKIP("this host has more memory than the largest model needs");
+        Run run(c);
+        const RunResult r = run.execute();
+        QCOMPARE(r.status, RunStatus::out_of_memory);
+        QVERIFY2(r.error.find("of host memory") != std::string::npos, r.error.c_str());
+        QVERIFY2(r.error.find("GiB of initial parameters") != std::string::npos, r.error.c_str());
+        QCOMPARE(run.allocations_made(), std::size_t{0});
+        QCOMPARE(r.steps_completed, 0);
+    }
+
+    // Issue 41 item 7: an output file is the old one or the whole new one, never cut.
+    void an_output_file_is_replaced_whole_or_not_at_all() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("trace.json")).toStdString();
+        write_text_file(path, "old");
+        {
+            AtomicFile file(path);
+            file.stream() << "half of a new fi";
+            // Destroyed uncommitted, as by an exception mid-write: the old file stands.
+        }
+        auto read = [&] {
+            std::ifstream in(path);
+            return std::string(std::istreambuf_iterator<char>(in), {});
+        };
+        QCOMPARE(read(), std::string("old"));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 1);  // no temp
+        const RunResult r = run_config(small_config(StrategyKind::dp, 2));
+        write_chrome_trace_file(path, r.trace);
+        QCOMPARE(read(), chrome_trace_json(r.trace));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 1);
+        // Where no file can be written, the error names the path before anything is lost.
+        bool refused = false;
+        try {
+            check_output_path(dir.filePath(QStringLiteral("missing/t.json")).toStdString(),
+                              "--trace");
+        } catch (const Error& e) {
+            refused = std::string(e.what()).find("--trace: cannot write") != std::string::npos &&
+                      std::string(e.what()).find("missing/t.json") != std::string::npos;
+        }
+        QVERIFY(refused);
     }
 };
 

@@ -1,10 +1,13 @@
 // paralleldeck-run as a user meets it: exit codes, messages, and the files it writes.
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <signal.h>
 
 #include <algorithm>
 
@@ -481,6 +484,82 @@ class TestRunCli : public QObject {
         const QByteArray head_bytes = head.readAll();
         const QByteArray head_values = head_bytes.mid(head_bytes.size() - 16 * 10 * 4);
         QCOMPARE(head_values, QByteArray(16 * 10 * 4, '\0'));
+    }
+    // Issue 41 item 2: a run the host cannot hold is refused before it allocates, exit 3 with
+    // the figures (it printed "std::bad_alloc" and exited 1). `ulimit -v` sets the limit; a
+    // sanitizer reserves terabytes of address space, so there it cannot be set.
+    void a_run_beyond_the_hosts_memory_exits_3_naming_the_figures() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+        QSKIP("a sanitizer's shadow memory cannot live under ulimit -v");
+#endif
+        QProcess p;
+        p.start(QStringLiteral("bash"),
+                {QStringLiteral("-c"),
+                 QStringLiteral("ulimit -v 3000000; exec \"$0\" --strategy single --width 8192 "
+                                "--layers 8 --steps 1"),
+                 QStringLiteral(PD_RUN_EXE)});
+        QVERIFY(p.waitForFinished(600000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitCode(), 3);
+        QVERIFY2(err.contains(QStringLiteral("of host memory")), qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral("16.0 GiB of initial parameters")), qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral("is available (ulimit -v)")), qPrintable(err));
+    }
+
+    // Issue 41 item 7: an output path that cannot be written is found before the run (exit 2,
+    // named), not after it (exit 1, results lost).
+    void an_unwritable_output_path_is_refused_before_the_run() {
+        QTemporaryDir dir;
+        const QString missing = dir.filePath(QStringLiteral("no/such/folder/t.json"));
+        Outcome o =
+            run({QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"),
+                 QStringLiteral("2"), QStringLiteral("--trace"), missing});
+        QCOMPARE(o.code, 2);
+        QVERIFY2(o.err.contains(QStringLiteral("--trace: cannot write '%1'").arg(missing)),
+                 qPrintable(o.err));
+        QVERIFY2(!o.out.contains(QStringLiteral("status")), qPrintable(o.out));  // never ran
+        o = run({QStringLiteral("--summary"), dir.path()});
+        QCOMPARE(o.code, 2);
+        QVERIFY2(o.err.contains(QStringLiteral("--summary: '%1' is a folder").arg(dir.path())),
+                 qPrintable(o.err));
+    }
+
+    // Issue 41 item 7: SIGTERM stops a run as SIGINT does, keeping its trace and summary (it
+    // killed the run with nothing written). The files replace older ones whole: whenever the
+    // process dies, the trace is the old file or a complete new one.
+    void sigterm_keeps_the_trace_and_summary_so_far() {
+        QTemporaryDir dir;
+        const QString trace = dir.filePath(QStringLiteral("t.json")),
+                      summary = dir.filePath(QStringLiteral("s.json"));
+        {
+            QFile old(trace);
+            QVERIFY(old.open(QIODevice::WriteOnly));
+            old.write("old");
+        }
+        QProcess p;
+        p.start(QStringLiteral(PD_RUN_EXE),
+                {QStringLiteral("--strategy"), QStringLiteral("dp"), QStringLiteral("--devices"),
+                 QStringLiteral("2"), QStringLiteral("--steps"), QStringLiteral("100000"),
+                 QStringLiteral("--trace"), trace, QStringLiteral("--summary"), summary});
+        QVERIFY(p.waitForStarted());
+        // The first steps have run once progress shows step 3.
+        QByteArray err;
+        while (!err.contains("step 3/") && p.state() == QProcess::Running) {
+            p.waitForReadyRead(1000);
+            err += p.readAllStandardError();
+        }
+        QVERIFY2(err.contains("step 3/"), err.constData());
+        QCOMPARE(QFile(trace).size(), qint64(3));  // nothing is written while it runs
+        ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(600000));
+        err += p.readAllStandardError();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 143);
+        QVERIFY2(err.contains("interrupted (SIGTERM)"), err.constData());
+        const QJsonObject s = read_json(summary);
+        QCOMPARE(s.value(QStringLiteral("status")).toString(), QStringLiteral("cancelled"));
+        QVERIFY(!read_json(trace).value(QStringLiteral("traceEvents")).toArray().isEmpty());
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 2);  // no temp
     }
 };
 

@@ -11,6 +11,7 @@
 #include <QTimer>
 #include <QtTest>
 
+#include "pd/memory_plan.h"
 #include "pd/run.h"
 #include "visualizer/format.h"
 #include "what_if_panel.h"
@@ -327,6 +328,29 @@ class TestWhatIfPanel : public QObject {
         QVERIFY(!sp->isEnabled());
         QVERIFY(!panel.config().sequence_parallel);
         QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+    }
+    // Issue 41 item 2: a what-if run the host cannot hold is refused before it starts, in
+    // the run's own words, with the width knob marked.
+    void a_run_beyond_the_hosts_memory_is_said_before_it_starts() {
+        pd::RunConfig c;
+        c.strategy = pd::StrategyKind::dp;
+        c.devices = 16;
+        c.layers = 32;
+        c.width = 1024;
+        c.batch = 32;
+        c.capacity_bytes = std::size_t{64} << 30;
+        const auto available = pd::host_memory_available();
+        QVERIFY(available.has_value());
+        if (static_cast<double>(available->bytes) > pd::host_memory_need(c).total())
+            QSKIP("this host has the memory 16 replicas of 32 x 1024 need");
+        WhatIfPanel panel;
+        QSignalSpy changed(&panel, &WhatIfPanel::configChanged);
+        panel.setConfig(c);
+        QVERIFY2(panel.problem().contains(QStringLiteral("of host memory")),
+                 qPrintable(panel.problem()));
+        QCOMPARE(panel.problem(), QString::fromStdString(pd::host_memory_shortage(c)));
+        QVERIFY(panel.markedKnob());
+        QCOMPARE(changed.count(), 0);
     }
 };
 

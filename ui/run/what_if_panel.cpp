@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "pd/error.h"
+#include "pd/memory_plan.h"
 #include "pd/run.h"
 #include "pd/units.h"
 #include "visualizer/timeline_palette.h"
@@ -533,6 +534,9 @@ std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
                         .arg(QString::fromLatin1(pd::name_of(c.backend).data()),
                              QString::fromStdString(why)),
                     backend_};
+        // The same refusal the run itself makes, said before it is started.
+        if (const std::string why = pd::host_memory_shortage(c); !why.empty())
+            return {QString::fromStdString(why), width_};
     } catch (const pd::BadInput& e) {
         return {QString::fromStdString(e.what()),
                 knob_for_key_.value(QString::fromStdString(e.key()), nullptr)};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 namespace pd {
 
 std::string chrome_trace_json(const Trace& trace);
+// The same JSON written as it is made, never held whole (a long run's trace is gigabytes).
+void write_chrome_trace(std::ostream& out, const Trace& trace);
+// Into `path` whole or not at all (atomic_file.h); throws Error naming the path.
+void write_chrome_trace_file(const std::string& path, const Trace& trace);
 std::string summary_json(const RunConfig& config, const RunResult& result,
                          const RunMetrics& metrics);
 
@@ -21,6 +26,7 @@ void write_npy(const std::string& path, const std::vector<std::size_t>& shape, c
 // Initial parameters (one file per tensor) and every step's global batch, plus a manifest.
 void dump_run_inputs(const RunConfig& config, const std::string& directory);
 
+// Replaces `path` whole or not at all (atomic_file.h); throws Error naming the path.
 void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace pd

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "pd/atomic_file.h"
 #include "pd/error.h"
 #include "pd/exports.h"
 #include "pd/model.h"
@@ -56,10 +57,9 @@ void write_npy(const std::string& path, const std::vector<std::size_t>& shape, c
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw Error("cannot write '" + path + "'", __FILE__, __LINE__);
-    out << text;
-    if (!out) throw Error("failed writing '" + path + "'", __FILE__, __LINE__);
+    AtomicFile file(path);
+    file.stream() << text;
+    file.commit();
 }
 
 void dump_run_inputs(const RunConfig& config, const std::string& directory) {

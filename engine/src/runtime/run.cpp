@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <new>
 #include <optional>
 #include <thread>
 
 #include "backend/device_backend.h"
+#include "pd/memory_plan.h"
 #include "pd/run_context.h"
 #include "strategies/strategy.h"
 
@@ -143,6 +145,11 @@ void classify_failure(RunContext& ctx, RunResult& result) {
     } catch (const Cancelled& e) {
         result.status = RunStatus::cancelled;
         result.error = e.what();
+    } catch (const std::bad_alloc&) {
+        // The host's memory, not a device's: the estimate before the run (memory_plan.h) is a
+        // lower bound, and the machine's other work can take what it saw available.
+        result.status = RunStatus::out_of_memory;
+        result.error = "the host ran out of memory during the run (an allocation failed)";
     } catch (const Error& e) {
         result.status = RunStatus::failed;
         result.error = std::string(e.what()) + " (" + e.where() + ")";
@@ -178,6 +185,21 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
     std::optional<std::chrono::steady_clock::time_point> last_share;
 
     RunResult result;
+    // Refused before anything is allocated: the initial weights and (on the CPU backend) the
+    // devices' memory are the host's.
+    if (const std::string why = host_memory_shortage(config_); !why.empty()) {
+        {
+            std::lock_guard lock(ctx_mutex_);
+            ctx_ = nullptr;
+        }
+        result.status = RunStatus::out_of_memory;
+        result.error = why;
+        try {
+            report(0, 0.0, "done");
+        } catch (...) {
+        }
+        return result;
+    }
     try {
         RunEnvironment env(config_, ctx);
         std::unique_ptr<Strategy> strategy = make_strategy(env);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "model/shard_layout.h"
+#include "pd/memory_plan.h"
 #include "pd/metrics.h"
 #include "pd/model.h"
 #include "pd/optimizer.h"
@@ -131,23 +132,10 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
     return out;
 }
 
-// Analytic bytes per device of parameters, gradients and optimizer state at rest: the ZeRO
-// paper's 2P + 2P + KP for mixed precision (bf16 parameters and gradients; fp32 master
-// weights and moments, K = 12 for Adam, 8 for SGD momentum) and 4P + 4P + KP in fp32 (K = 8
-// for Adam, 4 for SGD), with ZeRO-1 sharding K, ZeRO-2 also the gradients, ZeRO-3 also the
-// parameters.
+// Each device's live bytes of parameters, gradients and optimizer state at the run's end, beside
+// their analytic figures (memory_plan.h).
 std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& config) {
-    const ModelShape shape = model_shape(config);
-    const ParamLayout layout = ParamLayout::build(shape);
-    const double element = static_cast<double>(bytes_of(config.tensor_dtype()));
-    const double P = static_cast<double>(layout.total) * element;
-    // Optimizer state bytes per parameter over the parameter's own bytes.
-    const OptimizerSettings optimizer = OptimizerSettings::from(config);
-    const double k = optimizer.state_per_parameter() * static_cast<double>(sizeof(float)) / element;
-    const double N = config.devices;
-    const Mesh mesh = config.effective_mesh();
-    std::vector<StageBoundary> bounds = stage_boundaries(config);
-
+    const std::vector<ModelStateBytes> analytic = analytic_model_state(config);
     std::vector<ModelStateMetrics> out;
     for (int d = 0; d < trace.devices; ++d) {
         ModelStateMetrics s;
@@ -158,56 +146,12 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
         s.parameters = live[static_cast<std::size_t>(MemoryCategory::parameters)];
         s.gradients = live[static_cast<std::size_t>(MemoryCategory::gradients)];
         s.optimizer_state = live[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
-        double params = P, grads = P, state = k * P;
-        switch (config.strategy) {
-            case StrategyKind::single:
-            case StrategyKind::dp:
-            case StrategyKind::cp:  // every device holds the whole model
-                break;
-            case StrategyKind::ps:
-                if (d > 0) state = 0;  // workers keep no optimizer state
-                break;
-            case StrategyKind::zero1:
-                state = k * P / N;
-                break;
-            case StrategyKind::zero2:
-                grads = P / N;
-                state = k * P / N;
-                break;
-            case StrategyKind::zero3:
-                params = grads = P / N;
-                state = k * P / N;
-                break;
-            case StrategyKind::pipeline:
-            case StrategyKind::tp:
-            case StrategyKind::hybrid: {
-                // This device's chunks, each sharded over its tensor-parallel group.
-                const int stage = d / (mesh.tp * mesh.dp);
-                const int tp_rank = d % mesh.tp;
-                double local = 0;
-                for (const auto& b : bounds)
-                    if (b.device_stage == stage)
-                        local += static_cast<double>(ShardLayout(shape, layout, b.first_unit,
-                                                                 b.end_unit, tp_rank, mesh.tp)
-                                                         .size()) *
-                                 element;
-                params = grads = local;
-                state = k * local;
-                break;
-            }
-            case StrategyKind::ep: {  // everything but the other devices' experts
-                const int group = config.devices / std::max(1, config.mesh.dp);
-                params = grads = static_cast<double>(ShardLayout(shape, layout, 0, layout.units, 0,
-                                                                 1, d % group, group)
-                                                         .size()) *
-                                 element;
-                state = k * params;
-                break;
-            }
+        if (d < static_cast<int>(analytic.size())) {
+            const ModelStateBytes& a = analytic[static_cast<std::size_t>(d)];
+            s.analytic_parameters = a.parameters;
+            s.analytic_gradients = a.gradients;
+            s.analytic_optimizer_state = a.optimizer_state;
         }
-        s.analytic_parameters = params;
-        s.analytic_gradients = grads;
-        s.analytic_optimizer_state = state;
         out.push_back(s);
     }
     return out;
