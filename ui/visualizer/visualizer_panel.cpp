@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "pd/error.h"
 #include "pd/exports.h"
 #include "visualizer/event_text.h"
 #include "visualizer/loss_chart.h"
@@ -759,15 +760,11 @@ bool VisualizerPanel::exportTrace(const QString& path, QString* error) const {
         if (error) *error = tr("there is no run to export");
         return false;
     }
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-        if (error) *error = tr("cannot write %1: %2").arg(path, f.errorString());
-        return false;
-    }
-    const std::string json = pd::chrome_trace_json(runs_[0]->result->trace);
-    if (f.write(json.data(), static_cast<qint64>(json.size())) !=
-        static_cast<qint64>(json.size())) {
-        if (error) *error = tr("cannot write %1: %2").arg(path, f.errorString());
+    // Whole or not at all (pd::AtomicFile): an export that fails leaves the old file.
+    try {
+        pd::write_chrome_trace_file(path.toStdString(), runs_[0]->result->trace);
+    } catch (const pd::Error& e) {
+        if (error) *error = QString::fromStdString(e.what());
         return false;
     }
     return true;
