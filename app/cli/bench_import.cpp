@@ -101,6 +101,54 @@ void write_file(const std::string& path, const std::string& text, bool gzip) {
     }
 }
 
+// One row per count of ranks: that many small files written, imported once, their metrics
+// computed once. The metrics read each device's own events, so the time grows with the
+// events, not with the events times the devices (100,000 ranks took 305 s before).
+int bench_many_ranks(const ImportBenchOptions& o, const fs::path& dir) {
+    constexpr int kSteps = 3;
+    std::printf(
+        "# many ranks: one small Kineto trace a rank (%lld events over %d steps), read "
+        "once\n",
+        o.events_per_rank, kSteps);
+    std::printf("# %8s %10s %10s %10s %10s %10s\n", "ranks", "events", "write_s", "import_s",
+                "metrics_s", "us/rank");
+    for (const int ranks : o.many_ranks) {
+        const fs::path sub = dir / ("ranks_" + std::to_string(ranks));
+        fs::create_directories(sub);
+        const auto t0 = Clock::now();
+        std::vector<std::string> paths;
+        paths.reserve(static_cast<std::size_t>(ranks));
+        for (int r = 0; r < ranks; ++r) {
+            paths.push_back((sub / ("rank" + std::to_string(r) + ".json")).string());
+            write_file(paths.back(), synthetic_rank(r, ranks, o.events_per_rank, kSteps), false);
+        }
+        const double write_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const auto t1 = Clock::now();
+        Trace t;
+        try {
+            t = import_traces(paths);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "import: %s\n", e.what());
+            return 1;
+        }
+        const double import_s = std::chrono::duration<double>(Clock::now() - t1).count();
+        const auto t2 = Clock::now();
+        const RunMetrics m = compute_metrics(t, 0);
+        const double metrics_s = std::chrono::duration<double>(Clock::now() - t2).count();
+        if (m.devices.size() != static_cast<std::size_t>(ranks)) {
+            std::fprintf(stderr, "import: %zu devices for %d ranks\n", m.devices.size(), ranks);
+            return 1;
+        }
+        std::printf("  %8d %10zu %10.3f %10.3f %10.3f %10.1f\n", ranks, t.origin.raw_events,
+                    write_s, import_s, metrics_s, (import_s + metrics_s) / ranks * 1e6);
+        std::printf("RESULT import_ranks ranks=%d events=%zu import_s=%.3f metrics_s=%.3f\n", ranks,
+                    t.origin.raw_events, import_s, metrics_s);
+        std::fflush(stdout);
+        if (o.out.empty()) fs::remove_all(sub);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int bench_import(const ImportBenchOptions& o) {
@@ -151,6 +199,7 @@ int bench_import(const ImportBenchOptions& o) {
         "RESULT import events=%zu drawn=%zu ranks=%d bytes=%ju gzip=%d median_s=%.3f "
         "events_per_s=%.0f\n",
         raw, kept, o.ranks, bytes, o.gzip ? 1 : 0, med, static_cast<double>(raw) / med);
+    if (!o.many_ranks.empty() && bench_many_ranks(o, dir) != 0) return 1;
     if (!keep)
         fs::remove_all(dir);
     else

@@ -560,6 +560,60 @@ class TestMetrics : public QObject {
         QCOMPARE(m.collectives[0].algbw_gbps, 1.0);
         QCOMPARE(m.collectives[0].busbw_gbps, 1.5);
     }
+
+    // Issue 41: the figures of many devices, each its own (the metrics group the events by
+    // device once instead of scanning every event for each device; the time is
+    // paralleldeck-bench import's). Events and samples come step by step, devices interleaved.
+    void many_devices_keep_their_own_figures() {
+        constexpr int kDevices = 2000, kSteps = 3;
+        Trace t;
+        t.devices = kDevices;
+        const auto compute_len = [](int d) { return std::int64_t{100 + d % 13}; };
+        const auto compute_at = [](int d) { return std::int64_t{d % 7}; };
+        const auto comm_at = [](int d) { return std::int64_t{50 + d % 5}; };
+        for (int s = 0; s < kSteps; ++s) {
+            const std::int64_t base = s * 10000;
+            for (int d = 0; d < kDevices; ++d) {
+                t.events.push_back(ev(d, StreamKind::compute, EventKind::forward, s,
+                                      base + compute_at(d), base + compute_at(d) + compute_len(d)));
+                t.events.push_back(ev(d, StreamKind::comm, EventKind::collective, s,
+                                      base + comm_at(d), base + comm_at(d) + 80));
+                t.memory.push_back(
+                    {d, MemoryCategory::activations, static_cast<std::size_t>(d + 1 + s), base});
+            }
+            for (int d = 0; d < kDevices; ++d)
+                t.memory.push_back({d, MemoryCategory::activations, 0, base + 5000});
+            t.steps.push_back({s, 1.0});
+        }
+        const RunMetrics m = compute_metrics(t, 8);
+        QCOMPARE(m.figure_steps.first, 1);
+        QCOMPARE(m.figure_steps.last, 2);
+        QCOMPARE(static_cast<int>(m.devices.size()), kDevices);
+        // Each step spans from its earliest start (device 0's compute) to its latest end.
+        std::int64_t step_len = 0;
+        for (int d = 0; d < kDevices; ++d)
+            step_len = std::max({step_len, compute_at(d) + compute_len(d), comm_at(d) + 80});
+        QCOMPARE(m.figure_step_samples.size(), std::size_t{2});
+        for (int d = 0; d < kDevices; ++d) {
+            const DeviceMetrics& dm = m.devices[static_cast<std::size_t>(d)];
+            const std::int64_t overlap =
+                std::min(compute_at(d) + compute_len(d), comm_at(d) + 80) - comm_at(d);
+            QCOMPARE(dm.device, d);
+            QCOMPARE(dm.busy_s, 2 * compute_len(d) * 1e-9);
+            QCOMPARE(dm.comm_s, 160e-9);
+            QCOMPARE(dm.overlapped_comm_s, 2 * overlap * 1e-9);
+            QCOMPARE(dm.peak_bytes[static_cast<int>(MemoryCategory::activations)],
+                     static_cast<std::size_t>(d + kSteps));
+            for (const StepFigures& f : m.figure_step_samples) {
+                QCOMPARE(f.time_s, step_len * 1e-9);
+                QCOMPARE(f.busy_fraction[static_cast<std::size_t>(d)],
+                         static_cast<double>(compute_len(d)) / static_cast<double>(step_len));
+                QCOMPARE(f.comm_device_s[static_cast<std::size_t>(d)], 80e-9);
+                QCOMPARE(f.exposed_comm_device_s[static_cast<std::size_t>(d)],
+                         (80 - overlap) * 1e-9);
+            }
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestMetrics)

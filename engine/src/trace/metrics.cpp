@@ -67,15 +67,37 @@ struct DeviceTimes {
     double overlapped_comm_s = 0.0;
 };
 
-// One device's busy and communication time in the work tagged with `steps`.
-DeviceTimes device_times(const Trace& trace, int d, StepRange steps) {
+// Each device's events and memory samples, in the trace's order. Every per-device figure
+// reads its device's own list, so a run of 100,000 ranks costs what its events do, not the
+// events times the devices.
+struct ByDevice {
+    std::vector<std::vector<const TraceEvent*>> events;
+    std::vector<std::vector<const MemorySample*>> memory;
+};
+
+ByDevice group_by_device(const Trace& trace) {
+    ByDevice by;
+    const auto devices = static_cast<std::size_t>(std::max(0, trace.devices));
+    by.events.resize(devices);
+    by.memory.resize(devices);
+    for (const auto& e : trace.events)
+        if (e.device >= 0 && static_cast<std::size_t>(e.device) < devices)
+            by.events[static_cast<std::size_t>(e.device)].push_back(&e);
+    for (const auto& s : trace.memory)
+        if (s.device >= 0 && static_cast<std::size_t>(s.device) < devices)
+            by.memory[static_cast<std::size_t>(s.device)].push_back(&s);
+    return by;
+}
+
+// One device's busy and communication time in its events tagged with `steps`.
+DeviceTimes device_times(const std::vector<const TraceEvent*>& events, StepRange steps) {
     constexpr double kNs = 1e-9;
     std::vector<Interval> compute, comm;
-    for (const auto& e : trace.events) {
-        if (e.device != d || e.step < 0 || !steps.contains(e.step)) continue;
-        if (is_compute(e.kind) && e.stream == StreamKind::compute)
-            compute.push_back({e.start_ns, e.end_ns});
-        if (is_communication(e.kind)) comm.push_back({e.start_ns, e.end_ns});
+    for (const TraceEvent* e : events) {
+        if (e->step < 0 || !steps.contains(e->step)) continue;
+        if (is_compute(e->kind) && e->stream == StreamKind::compute)
+            compute.push_back({e->start_ns, e->end_ns});
+        if (is_communication(e->kind)) comm.push_back({e->start_ns, e->end_ns});
     }
     compute = merge(std::move(compute));
     comm = merge(std::move(comm));
@@ -84,22 +106,29 @@ DeviceTimes device_times(const Trace& trace, int d, StepRange steps) {
 }
 
 // Each figure step's figures on their own, over the step's own span.
-std::vector<StepFigures> step_figures(const Trace& trace, const std::map<int, Interval>& spans,
-                                      StepRange steps) {
+std::vector<StepFigures> step_figures(const Trace& trace, const ByDevice& by,
+                                      const std::map<int, Interval>& spans, StepRange steps) {
     std::vector<StepFigures> out;
+    std::map<int, std::vector<const TraceEvent*>> per_step;  // one device's events by step
     for (const auto& [step, span] : spans) {
         if (!steps.contains(step)) continue;
         StepFigures f;
         f.step = step;
         f.time_s = static_cast<double>(span.second - span.first) * 1e-9;
-        for (int d = 0; d < trace.devices; ++d) {
-            const DeviceTimes t = device_times(trace, d, StepRange{step, step});
+        out.push_back(std::move(f));
+        per_step[step];
+    }
+    for (int d = 0; d < trace.devices; ++d) {
+        for (auto& [step, events] : per_step) events.clear();
+        for (const TraceEvent* e : by.events[static_cast<std::size_t>(d)])
+            if (auto it = per_step.find(e->step); it != per_step.end()) it->second.push_back(e);
+        for (StepFigures& f : out) {
+            const DeviceTimes t = device_times(per_step[f.step], StepRange{f.step, f.step});
             f.busy_fraction.push_back(f.time_s > 0 ? t.busy_s / f.time_s : 0.0);
             f.exposed_comm_device_s.push_back(t.comm_s - t.overlapped_comm_s);
             f.comm_device_s.push_back(t.comm_s);
             f.exposed_comm_s += t.comm_s - t.overlapped_comm_s;
         }
-        out.push_back(std::move(f));
     }
     return out;
 }
@@ -201,10 +230,12 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
     }
     const double window_s = static_cast<double>(window_end - window_begin) * kNs;
 
+    const ByDevice by = group_by_device(trace);
     for (int d = 0; d < trace.devices; ++d) {
         DeviceMetrics dm;
         dm.device = d;
-        const DeviceTimes times = device_times(trace, d, m.figure_steps);
+        const DeviceTimes times =
+            device_times(by.events[static_cast<std::size_t>(d)], m.figure_steps);
         dm.busy_s = times.busy_s;
         dm.idle_s = std::max(0.0, window_s - dm.busy_s);
         dm.busy_fraction = window_s > 0 ? dm.busy_s / window_s : 0.0;
@@ -217,12 +248,11 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
         // Peak per category and of the total, replaying the samples in time order.
         std::array<std::size_t, kMemoryCategoryCount> live{};
         std::size_t total = 0;
-        for (const auto& s : trace.memory) {
-            if (s.device != d) continue;
-            const auto c = static_cast<std::size_t>(s.category);
-            total = total - live[c] + s.bytes;
-            live[c] = s.bytes;
-            dm.peak_bytes[c] = std::max(dm.peak_bytes[c], s.bytes);
+        for (const MemorySample* s : by.memory[static_cast<std::size_t>(d)]) {
+            const auto c = static_cast<std::size_t>(s->category);
+            total = total - live[c] + s->bytes;
+            live[c] = s->bytes;
+            dm.peak_bytes[c] = std::max(dm.peak_bytes[c], s->bytes);
             dm.peak_total_bytes = std::max(dm.peak_total_bytes, total);
         }
         if (static_cast<std::size_t>(d) < trace.peak_reserved_bytes.size())
@@ -230,7 +260,7 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
         m.devices.push_back(dm);
     }
 
-    m.figure_step_samples = step_figures(trace, spans, m.figure_steps);
+    m.figure_step_samples = step_figures(trace, by, spans, m.figure_steps);
 
     m.collectives = collective_metrics(trace);
     if (!m.figure_steps.empty()) m.figure_collectives = collective_metrics(trace, m.figure_steps);
