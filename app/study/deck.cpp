@@ -17,6 +17,7 @@
 #include "pd/expectations.h"
 #include "pd/run_config.h"
 #include "pd/scenario.h"
+#include "pd/strict_json.h"
 
 namespace pd::study {
 
@@ -112,32 +113,17 @@ int countMatches(const QRegularExpression& re, const QString& text) {
     return n;
 }
 
-// Parses strict RFC 8259 JSON, rejecting duplicate keys (nlohmann keeps the last one silently).
+// The engine's one rule for a user's JSON (pd/strict_json.h): RFC 8259, no key twice in an
+// object (nlohmann keeps the last one silently), as scenario files are read.
 json parseStrict(const QByteArray& bytes, QString* error) {
-    std::vector<std::set<std::string>> keysPerObject;
-    std::string duplicate;
-    const json::parser_callback_t cb = [&](int, json::parse_event_t event, json& parsed) {
-        if (event == json::parse_event_t::object_start) {
-            keysPerObject.emplace_back();
-        } else if (event == json::parse_event_t::object_end) {
-            if (!keysPerObject.empty()) keysPerObject.pop_back();
-        } else if (event == json::parse_event_t::key && !keysPerObject.empty()) {
-            const auto key = parsed.get<std::string>();
-            if (!keysPerObject.back().insert(key).second && duplicate.empty()) duplicate = key;
-        }
-        return true;
-    };
-    try {
-        json doc = json::parse(bytes.constData(), bytes.constData() + bytes.size(), cb);
-        if (!duplicate.empty()) {
-            *error = QStringLiteral("duplicate key ") + quotedKey(duplicate);
-            return json();
-        }
-        return doc;
-    } catch (const json::exception& e) {
-        *error = q(e.what());
+    std::string why;
+    json doc = pd::parse_strict_json(
+        std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())), &why);
+    if (!why.empty()) {
+        *error = q(why);
         return json();
     }
+    return doc;
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ struct DeckValidator {
 };
 
 nlohmann::json cardToJson(const Card& card);
-// Strict JSON (duplicate keys rejected); on failure sets *error and returns null.
+// Strict JSON (pd::parse_strict_json: duplicate keys rejected, as in scenario files); on
+// failure sets *error and returns null.
 nlohmann::json parseJsonText(const QByteArray& bytes, QString* error);
 
 }  // namespace pd::study

@@ -107,6 +107,15 @@ class TestScenario : public QObject {
             << "scenario key 'width' in broken.json: is out of range";
         QTest::addRow("link speed as bool") << R"({"link_gbps": true})"
                                             << "a number of Gb/s";
+        // The deck loader's rule (pd::parse_strict_json): a key given twice is refused, not read
+        // as its last value.
+        QTest::addRow("duplicate key") << R"({"devices": 2, "strategy": "dp", "devices": 4})"
+                                       << "duplicate key 'devices' in the top-level object";
+        QTest::addRow("duplicate key in a nested object")
+            << R"({"expect": [{"metric": "step_time", "metric": "throughput"}]})"
+            << "duplicate key 'metric' in expect[0]";
+        QTest::addRow("duplicate key spelled two ways") << R"({"seq-len": 64, "seq_len": 128})"
+                                                        << "duplicate key 'seq_len'";
     }
 
     void rejects_bad_scenarios() {

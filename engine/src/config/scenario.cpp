@@ -2,11 +2,13 @@
 
 #include <climits>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "pd/error.h"
 #include "pd/expectations.h"
+#include "pd/strict_json.h"
 #include "pd/units.h"
 
 namespace pd {
@@ -73,16 +75,25 @@ struct KeyReader {
 
 void apply_scenario_json(std::string_view json_text, std::string_view origin, RunConfig& c,
                          ConfigSources& sources, Expectations* expectations) {
-    json root;
-    try {
-        root = json::parse(json_text);
-    } catch (const json::exception& e) {  // a syntax error, or a number past double (1e999)
-        throw BadInput(std::string(origin), std::string("is not valid JSON: ") + e.what(), __FILE__,
-                       __LINE__);
-    }
+    // The deck loader's rule too (pd/strict_json.h): a key given twice is refused, not read as
+    // its last value. A syntax error, or a number past double (1e999), is refused as well.
+    std::string error;
+    const json root = parse_strict_json(json_text, &error);
+    if (!error.empty())
+        throw BadInput(std::string(origin), "is not valid JSON: " + error, __FILE__, __LINE__);
     if (!root.is_object())
         throw BadInput(std::string(origin), "must hold a JSON object of settings", __FILE__,
                        __LINE__);
+    // "seq-len" and "seq_len" are one key: given both, the file holds it twice too.
+    std::map<std::string, std::string> spelled_as;
+    for (const auto& [raw_key, value] : root.items()) {
+        const auto [it, fresh] = spelled_as.try_emplace(canonical_key(raw_key), raw_key);
+        if (!fresh)
+            throw BadInput(std::string(origin),
+                           "is not valid JSON: duplicate key '" + raw_key +
+                               "' in the top-level object (also given as '" + it->second + "')",
+                           __FILE__, __LINE__);
+    }
     for (const auto& [raw_key, value] : root.items()) {
         const std::string key = canonical_key(raw_key);
         const KeyReader r{value, "scenario key '" + raw_key + "' in " + std::string(origin)};
