@@ -7,6 +7,7 @@
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QSaveFile>
 #include <QSvgGenerator>
 #include <algorithm>
 #include <cmath>
@@ -288,19 +289,17 @@ bool export_picture(const QString& path, const std::vector<PictureRun>& runs,
             QStringLiteral("unknown picture format '%1': use .png, .svg or .pdf").arg(suffix));
     const auto prepared = prepare(runs);
     const QSizeF size = size_of(prepared, options);
+    // Written beside the target and renamed over it when complete (QSaveFile): a failed or
+    // killed export leaves the old picture, never a cut one.
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
     if (suffix == QStringLiteral("png")) {
         const QImage image = render_prepared(prepared, options, 2.0);
-        if (!image.save(path, "PNG")) return fail(QStringLiteral("cannot write %1").arg(path));
-        return true;
-    }
-    if (suffix == QStringLiteral("svg")) {
-        // QSvgGenerator does not report a file it cannot open: check first.
-        QFile probe(path);
-        if (!probe.open(QIODevice::WriteOnly))
-            return fail(QStringLiteral("cannot write %1: %2").arg(path, probe.errorString()));
-        probe.close();
+        if (!image.save(&file, "PNG")) return fail(QStringLiteral("cannot write %1").arg(path));
+    } else if (suffix == QStringLiteral("svg")) {
         QSvgGenerator svg;
-        svg.setFileName(path);
+        svg.setOutputDevice(&file);
         svg.setSize(size.toSize());
         svg.setViewBox(QRectF(QPointF(0, 0), size));
         svg.setTitle(QStringLiteral("ParallelDeck timeline"));
@@ -308,10 +307,8 @@ bool export_picture(const QString& path, const std::vector<PictureRun>& runs,
         if (!p.begin(&svg)) return fail(QStringLiteral("cannot write %1").arg(path));
         paint_prepared(p, prepared, options);
         p.end();
-        return true;
-    }
-    if (suffix == QStringLiteral("pdf")) {
-        QPdfWriter pdf(path);
+    } else {
+        QPdfWriter pdf(&file);
         // 96 dpi makes one painter unit one logical pixel, as on screen.
         pdf.setResolution(96);
         pdf.setPageSize(QPageSize(size * 72.0 / 96.0, QPageSize::Point, QStringLiteral("timeline"),
@@ -322,8 +319,9 @@ bool export_picture(const QString& path, const std::vector<PictureRun>& runs,
         if (!p.begin(&pdf)) return fail(QStringLiteral("cannot write %1").arg(path));
         paint_prepared(p, prepared, options);
         p.end();
-        return true;
     }
+    if (!file.commit())
+        return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
     return true;
 }
 
