@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pd/error.h"
@@ -71,6 +72,13 @@ void print_summary(std::ostream& os, const Trace& t, const RunMetrics& m) {
     for (const auto& n : o.notes) os << "note: " << n << "\n";
 }
 
+// A default limit as the flag takes it: "2GiB", "16MiB".
+std::string format_limit(std::uint64_t bytes) {
+    if (bytes % (1u << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
+    if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+    return std::to_string(bytes);
+}
+
 }  // namespace
 
 int analyze_main(int argc, char** argv) {
@@ -88,6 +96,15 @@ int analyze_main(int argc, char** argv) {
                    "first-collective | trace: the traces' own clocks | first-collective: each "
                    "rank shifted so its first collective ends when the first rank's does")
         ->check(CLI::IsMember({"auto", "trace", "first-collective"}));
+    std::string max_file_size = format_limit(kDefaultMaxTraceFileBytes),
+                max_string_size = format_limit(kDefaultMaxTraceStringBytes);
+    app.add_option("--max-file-size", max_file_size,
+                   "The most JSON text one file may hold, a .gz's once inflated (inflating "
+                   "stops there and the file is refused), as 2GiB, 500MB or bytes")
+        ->capture_default_str();
+    app.add_option("--max-string-size", max_string_size,
+                   "The longest string (or number) one file may hold, as 16MiB or bytes")
+        ->capture_default_str();
     app.add_flag("--quiet", quiet, "No progress on stderr");
     try {
         app.parse(argc, argv);
@@ -95,6 +112,17 @@ int analyze_main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
     TraceImportOptions options;
+    for (const auto& [flag, text, limit] :
+         {std::tuple{"--max-file-size", &max_file_size, &options.max_file_bytes},
+          std::tuple{"--max-string-size", &max_string_size, &options.max_string_bytes}}) {
+        const auto bytes = parse_byte_size(*text);
+        if (!bytes || *bytes == 0) {
+            std::cerr << "paralleldeck-run analyze: " << flag << " '" << *text
+                      << "' is not a size such as 2GiB, 500MB or 1048576\n";
+            return 2;
+        }
+        *limit = *bytes;
+    }
     options.alignment = align == "first-collective" ? ClockAlignment::first_collective
                         : align == "trace"          ? ClockAlignment::trace_clock
                                                     : ClockAlignment::automatic;
@@ -110,6 +138,13 @@ int analyze_main(int argc, char** argv) {
     Trace trace;
     try {
         trace = import_traces(files, options);
+    } catch (const ImportLimitExceeded& e) {
+        if (!quiet) std::cerr << "\n";
+        std::cerr << "paralleldeck-run analyze: " << e.what() << " (raise it with "
+                  << (e.limit() == ImportLimitExceeded::Limit::file_bytes ? "--max-file-size"
+                                                                          : "--max-string-size")
+                  << ")\n";
+        return 2;
     } catch (const Error& e) {
         if (!quiet) std::cerr << "\n";
         std::cerr << "paralleldeck-run analyze: " << e.what() << "\n";

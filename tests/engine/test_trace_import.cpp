@@ -158,6 +158,40 @@ QString import_error(const std::vector<std::string>& paths) {
     return {};
 }
 
+// `text` as a gzip file's bytes (one member).
+std::string gzip_bytes(const std::string& text) {
+    z_stream z{};
+    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    z.avail_in = static_cast<uInt>(text.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    deflate(&z, Z_FINISH);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+}
+
+// A gzip file of `head`, `repeat` copies of `chunk`, then `tail`, written as it is deflated.
+void write_gzip(const std::string& path, const std::string& head, const std::string& chunk,
+                std::size_t repeat, const std::string& tail) {
+    gzFile f = gzopen(path.c_str(), "wb6");
+    gzwrite(f, head.data(), static_cast<unsigned>(head.size()));
+    for (std::size_t i = 0; i < repeat; ++i)
+        gzwrite(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+    gzwrite(f, tail.data(), static_cast<unsigned>(tail.size()));
+    gzclose(f);
+}
+
+// A small Kineto-like trace: two profiler steps, a kernel in each.
+const std::string kSmallKineto =
+    R"({"traceEvents": [)"
+    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},)"
+    R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 20},)"
+    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100, "dur": 100},)"
+    R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 110, "dur": 20}]})";
+
 }  // namespace
 
 class TestTraceImport : public QObject {
@@ -492,6 +526,131 @@ class TestTraceImport : public QObject {
         o.progress = [&](std::uint64_t, std::uint64_t) { return ++calls < 1; };
         QVERIFY_THROWS_EXCEPTION(pd::Cancelled, pd::import_traces({path}, o));
         QVERIFY(calls >= 1);
+        fs::remove(path);
+    }
+
+    // Issue 41: a small .gz that inflates to a huge string is refused at the string limit
+    // (16 MiB by default), not read whole into memory.
+    void aStringPastTheLimitIsRefused() {
+        const std::string path = temp_path("long_string.json.gz");
+        write_gzip(path,
+                   R"({"traceEvents": [{"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, )"
+                   R"("ts": 1, "dur": 2, "name": ")",
+                   std::string(1 << 20, 'a'), 24, R"("}]})");
+        const QString message = import_error({path});
+        QVERIFY2(message.startsWith(QString::fromStdString(path)), qPrintable(message));
+        QVERIFY2(message.contains(QStringLiteral("the JSON string at byte 93 is longer than "
+                                                 "16.0 MiB, the limit of one string")),
+                 qPrintable(message));
+        fs::remove(path);
+    }
+
+    // The limits are the import's options, stated and overridable; past the file limit,
+    // inflating stops as soon as the text passes it.
+    void theReadLimitsAreOptionsAndStopEarly() {
+        const pd::TraceImportOptions defaults;
+        QCOMPARE(defaults.max_file_bytes, std::uint64_t{2} << 30);
+        QCOMPARE(defaults.max_string_bytes, std::uint64_t{16} << 20);
+
+        // Some 6 MB of events (some 500 kB compressed), read with a 1 MiB limit.
+        std::string events = "{\"traceEvents\": [";
+        for (int i = 0; events.size() < 6000000; ++i)
+            events += std::string(i ? ",\n" : "") +
+                      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k" +
+                      std::to_string(i * 7919 % 100003) +
+                      "\", \"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(i * 13) +
+                      ", \"dur\": " + std::to_string(i % 11 + 1) + "}";
+        events += "]}";
+        const std::string path = temp_path("big.json.gz");
+        write(path, gzip_bytes(events));
+        const auto compressed = fs::file_size(path);
+        QVERIFY(compressed > 300000);
+        pd::TraceImportOptions o;
+        o.max_file_bytes = 1 << 20;
+        std::uint64_t read = 0;
+        o.progress = [&](std::uint64_t done, std::uint64_t) {
+            read = std::max(read, done);
+            return true;
+        };
+        try {
+            pd::import_traces({path}, o);
+            QFAIL("read a file past the limit");
+        } catch (const pd::ImportLimitExceeded& e) {
+            QCOMPARE(e.limit(), pd::ImportLimitExceeded::Limit::file_bytes);
+            const QString message = QString::fromStdString(e.what());
+            QVERIFY2(message.startsWith(QString::fromStdString(path) +
+                                        QStringLiteral(": inflates to more than 1.0 MiB of JSON "
+                                                       "text, the limit of one file")),
+                     qPrintable(message));
+        }
+        QVERIFY2(read < compressed, qPrintable(QString::number(read)));
+        // The same file as plain text is refused before it is read.
+        const std::string plain = temp_path("big.json");
+        write(plain, events);
+        read = 0;
+        QVERIFY_THROWS_EXCEPTION(pd::ImportLimitExceeded, pd::import_traces({plain}, o));
+        QCOMPARE(read, std::uint64_t{0});
+        // Raised, both read; a number (or string) past the string limit is refused.
+        o.max_file_bytes = 8 << 20;
+        QCOMPARE(pd::import_traces({path}, o).events.size(),
+                 pd::import_traces({plain}, o).events.size());
+        o.max_string_bytes = 4;
+        try {
+            pd::import_traces({plain}, o);
+            QFAIL("read a number past the limit");
+        } catch (const pd::ImportLimitExceeded& e) {
+            QCOMPARE(e.limit(), pd::ImportLimitExceeded::Limit::string_bytes);
+            QVERIFY2(QString::fromStdString(e.what()).contains(QStringLiteral("the JSON string")),
+                     e.what());
+        }
+        fs::remove(path);
+        fs::remove(plain);
+    }
+
+    // Zeros or garbage after a valid prefix are named for what they are.
+    void whatFollowsTheTextIsNamed_data() {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("expected");
+        const std::string text = kSmallKineto;
+        const std::string gz = gzip_bytes(text);
+        const auto bytes = [](const std::string& s) {
+            return QByteArray(s.data(), static_cast<qsizetype>(s.size()));
+        };
+        const QString end = QString::number(text.size());
+        // After the first event and its comma: the parser's "unexpected end of input" once.
+        const std::size_t cut = text.find("},") + 2;
+        const QString at = QStringLiteral("a NUL byte at byte ") + QString::number(cut);
+        QTest::newRow("zeros after the JSON")
+            << bytes(text + std::string(100, '\0')) << "a NUL byte at byte " + end;
+        QTest::newRow("zeros inside the JSON")
+            << bytes(text.substr(0, cut) + std::string(100, '\0')) << at;
+        QTest::newRow("zeros after the gzip stream")
+            << bytes(gz + std::string(100, '\0'))
+            << "trailing data after the gzip stream at byte " + QString::number(gz.size()) +
+                   " of the compressed file (its JSON text ended at byte " + end + ")";
+        QTest::newRow("garbage after the gzip stream")
+            << bytes(gz + "garbage") << "trailing data after the gzip stream at byte";
+        QTest::newRow("zeros inside the gzip stream")
+            << bytes(gzip_bytes(text.substr(0, cut) + std::string(100, '\0'))) << at;
+    }
+
+    void whatFollowsTheTextIsNamed() {
+        QFETCH(QByteArray, content);
+        QFETCH(QString, expected);
+        const std::string path = temp_path("tail.json");
+        write(path, content.toStdString());
+        const QString message = import_error({path});
+        QVERIFY2(message.startsWith(QString::fromStdString(path)), qPrintable(message));
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        fs::remove(path);
+    }
+
+    // Two gzip members one after the other (gzip -c a b) are one file's text.
+    void concatenatedGzipMembersAreRead() {
+        const std::string text = kSmallKineto;
+        const std::string path = temp_path("two_members.json.gz");
+        write(path, gzip_bytes(text.substr(0, 100)) + gzip_bytes(text.substr(100)));
+        QCOMPARE(pd::import_traces({path}).events.size(), std::size_t{2});
         fs::remove(path);
     }
 

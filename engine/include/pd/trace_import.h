@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "pd/error.h"
 #include "pd/trace.h"
 
 namespace pd {
@@ -26,18 +28,43 @@ enum class ClockAlignment {
     first_collective,
 };
 
+// What one file may hold, by default: its JSON text (a .gz's once inflated) and one string or
+// number in it. A trace of a million events is some 150-260 MB of text, and its longest
+// strings (kernel names, call stacks) a few kB: the limits leave room for ten times that, and
+// stop a small .gz that inflates to gigabytes as soon as it passes them.
+inline constexpr std::uint64_t kDefaultMaxTraceFileBytes = std::uint64_t(2) << 30;     // 2 GiB
+inline constexpr std::uint64_t kDefaultMaxTraceStringBytes = std::uint64_t(16) << 20;  // 16 MiB
 struct TraceImportOptions {
     ClockAlignment alignment = ClockAlignment::automatic;
     // Called now and then with the bytes read so far over all files (compressed bytes for a
     // .gz) and their total; return false to cancel (the import then throws Cancelled).
     std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
+    // A file whose JSON text passes max_file_bytes (inflating stops there), or with a string
+    // or number longer than max_string_bytes, is refused with ImportLimitExceeded.
+    std::uint64_t max_file_bytes = kDefaultMaxTraceFileBytes;
+    std::uint64_t max_string_bytes = kDefaultMaxTraceStringBytes;
+};
+
+// A file past one of TraceImportOptions' limits: a BadInput naming the file, the limit and its
+// figure; limit() says which, so a front end can say how to raise it.
+class ImportLimitExceeded : public BadInput {
+  public:
+    enum class Limit { file_bytes, string_bytes };
+    ImportLimitExceeded(std::string path, const std::string& reason, Limit limit, const char* file,
+                        int line)
+        : BadInput(std::move(path), reason, file, line), limit_(limit) {}
+    Limit limit() const { return limit_; }
+
+  private:
+    Limit limit_;
 };
 
 // Reads `paths` (one per rank) into one Trace with trace.origin.imported set. Ranks come from
 // each trace's distributedInfo, else from a "rank<N>" in the file name, else the order given.
 // Throws BadInput naming the file (and the byte offset, for malformed JSON) when a file cannot
-// be read, is not JSON, is not a Chrome trace, or two files claim the same rank; Cancelled when
-// the progress callback asked for it.
+// be read, is not JSON, is not a Chrome trace, or two files claim the same rank;
+// ImportLimitExceeded past the options' limits; Cancelled when the progress callback asked
+// for it.
 Trace import_traces(const std::vector<std::string>& paths, const TraceImportOptions& options = {});
 
 // The summary of an imported run as JSON: files and ranks, steps, busy and idle per rank,

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pd/trace_import.h"
+
 namespace pd::import {
 
 // Strings seen many times (event names, categories, thread ids) are stored once.
@@ -81,8 +83,19 @@ std::string json_string(const nlohmann::json& object, const char* key);
 // Progress over the compressed (or plain) bytes of the file; returns false to cancel.
 using ReadProgress = std::function<bool(std::uint64_t done_bytes)>;
 
+// What one file may hold (TraceImportOptions' limits).
+struct ReadLimits {
+    std::uint64_t max_file_bytes = kDefaultMaxTraceFileBytes;
+    std::uint64_t max_string_bytes = kDefaultMaxTraceStringBytes;
+};
+// Arrays and objects nested deeper than this are refused (a Chrome trace nests some five).
+inline constexpr std::size_t kMaxJsonDepth = 1000;
+
 // Streams `path` (plain or gzip) into a RawTraceFile. Throws BadInput naming the file and the
-// byte offset on unreadable, malformed, truncated or foreign JSON; Cancelled on request.
-RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progress = {});
+// byte offset on unreadable, malformed, truncated or foreign JSON, a NUL byte, data after the
+// gzip stream, or nesting past kMaxJsonDepth;
+// ImportLimitExceeded past `limits`; Cancelled on request.
+RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progress = {},
+                            const ReadLimits& limits = {});
 
 }  // namespace pd::import

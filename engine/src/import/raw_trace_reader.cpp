@@ -1,5 +1,5 @@
 // Streams a Chrome-trace file through nlohmann's SAX parser: a gzip-aware stream buffer feeds
-// it (zlib's gzread reads plain files as they are), and the handler keeps each event's few
+// it (inflating a .gz as it goes, within the read limits), and the handler keeps each event's few
 // fields as it closes, so a file of a million events never becomes one DOM.
 #include <zlib.h>
 
@@ -9,13 +9,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <istream>
+#include <memory>
 #include <streambuf>
 
 #include "import/raw_trace.h"
 #include "pd/error.h"
 #include "pd/memory_category.h"
+#include "pd/trace_import.h"
+#include "pd/units.h"
 
 namespace pd::import {
 
@@ -123,17 +127,129 @@ bool kept_arg(std::string_view key) {
     return memory_category_from_name(key).has_value();
 }
 
-class GzStreamBuf : public std::streambuf {
+// A file whose text passes the limit: for a gzip file, said where the inflating stopped.
+[[noreturn]] void refuse_file_size(const std::string& path, bool gzip, std::uint64_t limit,
+                                   std::uint64_t compressed_at) {
+    throw ImportLimitExceeded(
+        path,
+        std::string(gzip ? "inflates to" : "holds") + " more than " +
+            format_bytes(static_cast<double>(limit)) + " of JSON text, the limit of one file" +
+            (gzip ? " (inflating stopped there, at byte " + std::to_string(compressed_at) +
+                        " of the compressed file)"
+                  : std::string()),
+        ImportLimitExceeded::Limit::file_bytes, __FILE__, __LINE__);
+}
+
+// What the parser is handed, checked byte by byte as it is handed: a NUL (never in JSON text;
+// nlohmann's lexer would read it as the end of the input), and a string or number longer than
+// the limit (the lexer holds a whole token in memory before the handler sees it).
+class TokenGuard {
   public:
-    GzStreamBuf(const std::string& path, const ReadProgress& progress)
-        : path_(path), progress_(progress) {
-        file_ = gzopen(path.c_str(), "rb");
+    TokenGuard(const std::string& path, std::uint64_t max_token_bytes)
+        : path_(path), limit_(max_token_bytes) {}
+
+    // `p[0..n)` are the file's text from byte `at` on.
+    void scan(const char* p, std::size_t n, std::uint64_t at) {
+        if (const void* nul = std::memchr(p, '\0', n))
+            PD_THROW(BadInput, path_,
+                     "a NUL byte at byte " +
+                         std::to_string(
+                             at + static_cast<std::uint64_t>(static_cast<const char*>(nul) - p)) +
+                         ": JSON text holds none (was the file cut off and padded with zeros?)");
+        std::size_t i = 0;
+        while (i < n) {
+            if (in_string_) {
+                if (escape_) {
+                    escape_ = false;
+                    ++i;
+                    if (++run_ > limit_) too_long("string", at + i - 1);
+                    continue;
+                }
+                // The run of plain characters up to the next quote or backslash.
+                const std::size_t from = i;
+                while (i < n && p[i] != '"' && p[i] != '\\') ++i;
+                run_ += i - from;
+                if (run_ > limit_) too_long("string", at + i - (run_ - limit_));
+                if (i == n) break;
+                if (p[i] == '"') {
+                    in_string_ = false;
+                    run_ = 0;
+                } else {
+                    escape_ = true;
+                    if (++run_ > limit_) too_long("string", at + i);
+                }
+                ++i;
+                continue;
+            }
+            const char c = p[i];
+            if (c == '"') {
+                in_string_ = true;
+                run_ = 0;
+                start_ = at + i;
+            } else if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' ||
+                       c == 'E') {
+                if (run_++ == 0) start_ = at + i;
+                if (run_ > limit_) too_long("number", at + i);
+            } else {
+                run_ = 0;
+            }
+            ++i;
+        }
+    }
+
+  private:
+    [[noreturn]] void too_long(const char* what, std::uint64_t at) const {
+        throw ImportLimitExceeded(
+            path_,
+            std::string("the JSON ") + what + " at byte " + std::to_string(start_) +
+                " is longer than " + format_bytes(static_cast<double>(limit_)) +
+                ", the limit of one string (stopped at byte " + std::to_string(at) + ")",
+            ImportLimitExceeded::Limit::string_bytes, __FILE__, __LINE__);
+    }
+
+    const std::string& path_;
+    std::uint64_t limit_;
+    bool in_string_ = false, escape_ = false;
+    std::uint64_t run_ = 0;    // bytes of the string or number being read
+    std::uint64_t start_ = 0;  // where it began
+};
+
+// The file's text for the parser: a plain file as it is, a gzip file inflated a buffer at a
+// time (with zlib's inflate, not gzread, which silently ignores what follows the last gzip
+// member), so the limit on the text's size stops a small file that inflates to gigabytes as
+// soon as it passes the limit, and nothing past it is inflated.
+class TraceStreamBuf : public std::streambuf {
+  public:
+    // `size`: the file's size on disk (0 if unknown), to size the buffers of small files.
+    TraceStreamBuf(const std::string& path, std::uint64_t size, const ReadProgress& progress,
+                   const ReadLimits& limits)
+        : path_(path),
+          progress_(progress),
+          limits_(limits),
+          guard_(path_, limits.max_string_bytes) {
+        file_ = std::fopen(path.c_str(), "rb");
         if (!file_) PD_THROW(BadInput, path, "cannot be opened");
-        gzbuffer(file_, 1 << 18);
+        constexpr std::size_t kBuffer = 1 << 18;
+        in_size_ = size > 0 && size < kBuffer ? static_cast<std::size_t>(size) + 1 : kBuffer;
+        in_.reset(new char[in_size_]);
+        fill_input();
+        // Gzip's magic: 1f 8b.
+        gzip_ = avail_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f &&
+                static_cast<unsigned char>(in_[1]) == 0x8b;
+        if (gzip_) {
+            out_size_ = kBuffer;
+            out_.reset(new char[out_size_]);
+            if (inflateInit2(&z_, 15 + 16) != Z_OK) PD_THROW(BadInput, path, "zlib cannot start");
+            z_ready_ = true;
+        }
     }
-    ~GzStreamBuf() override {
-        if (file_) gzclose(file_);
+    ~TraceStreamBuf() override {
+        if (z_ready_) inflateEnd(&z_);
+        if (file_) std::fclose(file_);
     }
+    TraceStreamBuf(const TraceStreamBuf&) = delete;
+    TraceStreamBuf& operator=(const TraceStreamBuf&) = delete;
+
     // Uncompressed bytes handed to the parser so far.
     std::uint64_t position() const {
         return consumed_ + static_cast<std::uint64_t>(gptr() - eback());
@@ -143,42 +259,114 @@ class GzStreamBuf : public std::streambuf {
     int_type underflow() override {
         if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
         consumed_ += static_cast<std::uint64_t>(egptr() - eback());
-        if (progress_ && !progress_(static_cast<std::uint64_t>(gzoffset(file_))))
+        if (progress_ && !progress_(read_))
             PD_THROW(Cancelled, "reading " + path_ + " was cancelled");
-        const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
-        if (n < 0) {
-            int code = 0;
-            const char* why = gzerror(file_, &code);
-            PD_THROW(BadInput, path_,
-                     "the gzip stream is damaged at byte " + std::to_string(consumed_) + " (" +
-                         (why ? why : "zlib error") + ")");
-        }
+        char* text = nullptr;
+        const std::size_t n = gzip_ ? inflate_some(text) : read_some(text);
         if (n == 0) {
-            int code = 0;
-            gzerror(file_, &code);
-            if (code != Z_OK && code != Z_STREAM_END)
-                PD_THROW(BadInput, path_,
-                         "the gzip stream is truncated at byte " + std::to_string(consumed_));
-            setg(buffer_.data(), buffer_.data(), buffer_.data());
+            setg(nullptr, nullptr, nullptr);
             return traits_type::eof();
         }
-        setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
+        if (consumed_ + n > limits_.max_file_bytes)
+            refuse_file_size(path_, gzip_, limits_.max_file_bytes, read_);
+        guard_.scan(text, n, consumed_);
+        setg(text, text, text + n);
         return traits_type::to_int_type(*gptr());
     }
 
   private:
+    // Tops up the input buffer (keeping what is unread); false at the end of the file.
+    bool fill_input() {
+        if (eof_) return false;
+        if (next_ > 0 && avail_ > 0) std::memmove(in_.get(), in_.get() + next_, avail_);
+        next_ = 0;
+        if (avail_ == in_size_) return true;
+        const std::size_t n = std::fread(in_.get() + avail_, 1, in_size_ - avail_, file_);
+        if (n == 0) {
+            if (std::ferror(file_))
+                PD_THROW(BadInput, path_, "cannot be read at byte " + std::to_string(read_));
+            eof_ = true;
+            return false;
+        }
+        avail_ += n;
+        read_ += n;
+        return true;
+    }
+    // Byte offset in the file of the first unread input byte.
+    std::uint64_t input_offset() const { return read_ - avail_; }
+
+    // A plain file: the parser reads the input buffer itself.
+    std::size_t read_some(char*& text) {
+        if (avail_ == 0 && !fill_input()) return 0;
+        text = in_.get() + next_;
+        const std::size_t n = avail_;
+        next_ += n;
+        avail_ = 0;
+        return n;
+    }
+
+    std::size_t inflate_some(char*& text) {
+        text = out_.get();
+        for (;;) {
+            if (member_ended_) {
+                // What follows a gzip member: nothing, or another member (gzip -c a b > c).
+                if (avail_ < 2) fill_input();
+                if (avail_ == 0) return 0;
+                if (avail_ < 2 || static_cast<unsigned char>(in_[next_]) != 0x1f ||
+                    static_cast<unsigned char>(in_[next_ + 1]) != 0x8b)
+                    PD_THROW(BadInput, path_,
+                             "trailing data after the gzip stream at byte " +
+                                 std::to_string(input_offset()) +
+                                 " of the compressed file (its JSON text ended at byte " +
+                                 std::to_string(consumed_) + ")");
+                inflateReset(&z_);
+                member_ended_ = false;
+            }
+            if (avail_ == 0) fill_input();
+            z_.next_in = reinterpret_cast<Bytef*>(in_.get() + next_);
+            z_.avail_in = static_cast<uInt>(avail_);
+            z_.next_out = reinterpret_cast<Bytef*>(out_.get());
+            z_.avail_out = static_cast<uInt>(out_size_);
+            const int rc = inflate(&z_, Z_NO_FLUSH);
+            const std::size_t used = avail_ - z_.avail_in;
+            next_ += used;
+            avail_ -= used;
+            const std::size_t produced = out_size_ - z_.avail_out;
+            if (rc == Z_STREAM_END) {
+                member_ended_ = true;
+            } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+                PD_THROW(BadInput, path_,
+                         "the gzip stream is damaged at byte " + std::to_string(input_offset()) +
+                             " of the compressed file (" + (z_.msg ? z_.msg : "zlib error") + ")");
+            }
+            if (produced > 0) return produced;
+            if (!member_ended_ && avail_ == 0 && eof_)
+                PD_THROW(BadInput, path_,
+                         "the gzip stream is truncated at byte " + std::to_string(consumed_) +
+                             " of its text (the compressed file ends at byte " +
+                             std::to_string(read_) + ")");
+        }
+    }
+
     std::string path_;
     const ReadProgress& progress_;
-    gzFile file_ = nullptr;
-    std::array<char, 1 << 18> buffer_{};
-    std::uint64_t consumed_ = 0;
+    ReadLimits limits_;
+    TokenGuard guard_;
+    std::FILE* file_ = nullptr;
+    bool gzip_ = false, z_ready_ = false, member_ended_ = false, eof_ = false;
+    z_stream z_{};
+    std::unique_ptr<char[]> in_, out_;  // left uninitialised: every byte is read before use
+    std::size_t in_size_ = 0, out_size_ = 0;
+    std::size_t next_ = 0, avail_ = 0;  // unread input: in_[next_, next_ + avail_)
+    std::uint64_t read_ = 0;            // bytes read from the file
+    std::uint64_t consumed_ = 0;        // text bytes handed out before the current buffer
 };
 
 using json = nlohmann::json;
 
 class Handler : public nlohmann::json_sax<json> {
   public:
-    Handler(RawTraceFile& out, const GzStreamBuf& buf) : out_(out), buf_(buf) {}
+    Handler(RawTraceFile& out, const TraceStreamBuf& buf) : out_(out), buf_(buf) {}
 
     bool saw_events() const { return saw_events_; }
 
@@ -221,6 +409,13 @@ class Handler : public nlohmann::json_sax<json> {
     }
 
     bool open(bool array) {
+        // Each level costs the parser and this handler memory: a file of a billion '['s
+        // must not take gigabytes. A Chrome trace nests some five levels.
+        if (stack_.size() >= kMaxJsonDepth)
+            PD_THROW(BadInput, out_.path,
+                     "nests deeper than " + std::to_string(kMaxJsonDepth) +
+                         " levels of arrays and objects at byte " +
+                         std::to_string(buf_.position()));
         if (stack_.empty()) {
             // The JSON Array Format: the file is the event list itself.
             stack_.push_back(array ? Ctx::events : Ctx::root);
@@ -360,7 +555,7 @@ class Handler : public nlohmann::json_sax<json> {
     }
 
     RawTraceFile& out_;
-    const GzStreamBuf& buf_;
+    const TraceStreamBuf& buf_;
     std::vector<Ctx> stack_;
     std::string key_, dom_key_;
     RawEvent event_;
@@ -371,7 +566,8 @@ class Handler : public nlohmann::json_sax<json> {
 
 }  // namespace
 
-RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progress) {
+RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progress,
+                            const ReadLimits& limits) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
         PD_THROW(BadInput, path, "is not a readable file");
@@ -387,11 +583,13 @@ RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progres
             std::fclose(f);
         }
         const bool gz = magic[0] == 0x1f && magic[1] == 0x8b;
+        if (!gz && size > limits.max_file_bytes)
+            refuse_file_size(path, false, limits.max_file_bytes, 0);
         const std::size_t guess = std::min<std::size_t>(size / (gz ? 15 : 150), 50'000'000);
         out.events.reserve(guess);
         out.args.reserve(guess * 2);
     }
-    GzStreamBuf buf(path, progress);
+    TraceStreamBuf buf(path, ec ? 0 : size, progress, limits);
     std::istream in(&buf);
     Handler handler(out, buf);
     nlohmann::json::sax_parse(in, &handler, nlohmann::json::input_format_t::json, true);

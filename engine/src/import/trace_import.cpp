@@ -71,7 +71,8 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
         const import::ReadProgress progress = [&](std::uint64_t done) {
             return !options.progress || options.progress(done_before + done, total);
         };
-        import::RawTraceFile raw = import::read_raw_trace(paths[i], progress);
+        import::RawTraceFile raw = import::read_raw_trace(
+            paths[i], progress, {options.max_file_bytes, options.max_string_bytes});
         done_before += sizes[i];
         FileRun f;
         f.path = paths[i];
