@@ -45,8 +45,12 @@ void print_summary(std::ostream& os, const Trace& t, const RunMetrics& m) {
     } else {
         os << "steps: " << m.steps.size() << " (profiler steps";
         for (int s : o.profiler_steps) os << " " << s;
-        os << "), median " << ms(m.median_step_time_s) << "; figures over steps "
-           << m.figure_steps.first + 1 << "-" << m.figure_steps.last + 1 << "\n";
+        os << "), median " << ms(m.median_step_time_s);
+        if (m.figure_steps.empty())
+            os << "; no step holds drawn work, so no figures over steps\n";
+        else
+            os << "; figures over steps " << m.figure_steps.first + 1 << "-"
+               << m.figure_steps.last + 1 << "\n";
     }
     os << "per device: busy  idle  comm  exposed  overlapped\n";
     for (const auto& d : m.devices)

@@ -1,5 +1,5 @@
 // `paralleldeck-run analyze` against files it must refuse (issue 41): the read limits and their
-// flags, each an exit 2 naming the file.
+// flags, and events that end before they start, each an exit 2 naming the file.
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -8,11 +8,13 @@
 namespace {
 
 // Two profiler steps, a kernel in each; the kernel's name `name_length` letters long.
-QByteArray small_trace(int name_length) {
+QByteArray small_trace(int name_length, int step_duration = 100) {
     const QByteArray name(name_length, 'k');
     return "{\"traceEvents\": ["
            "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#0\", "
-           "\"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 100},"
+           "\"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": " +
+           QByteArray::number(step_duration) +
+           "},"
            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" +
            name +
            "\", \"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": 20},"
@@ -76,6 +78,20 @@ class TestAnalyzeCli : public QObject {
         QCOMPARE(o.code, 2);
         QVERIFY2(o.err.contains(QStringLiteral("--max-file-size 'lots' is not a size")),
                  qPrintable(o.err));
+    }
+
+    // "busy 0.0%" and "figures over steps 1-0" with exit 0, before.
+    void a_negative_duration_exits_2_naming_the_event() {
+        QTemporaryDir dir;
+        const QString path = write(dir, QStringLiteral("rank0.json"), small_trace(1, -50));
+        const Outcome o = analyze({path});
+        QCOMPARE(o.code, 2);
+        QVERIFY2(
+            o.err.contains(path) &&
+                o.err.contains(QStringLiteral(
+                    "traceEvents[0] \"ProfilerStep#0\" has a negative duration (\"dur\": -50)")),
+            qPrintable(o.err));
+        QVERIFY(o.out.isEmpty());
     }
 };
 

@@ -192,6 +192,11 @@ const std::string kSmallKineto =
     R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100, "dur": 100},)"
     R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 110, "dur": 20}]})";
 
+// kSmallKineto with a distributedInfo of `info` (a JSON object's members).
+std::string kineto_with(const std::string& info) {
+    return R"({"distributedInfo": {)" + info + "}, " + kSmallKineto.substr(1);
+}
+
 }  // namespace
 
 class TestTraceImport : public QObject {
@@ -652,6 +657,90 @@ class TestTraceImport : public QObject {
         write(path, gzip_bytes(text.substr(0, 100)) + gzip_bytes(text.substr(100)));
         QCOMPARE(pd::import_traces({path}).events.size(), std::size_t{2});
         fs::remove(path);
+    }
+
+    // Issue 41: an event that ends before it starts is refused by its index and name.
+    void negativeDurationsAreRefused() {
+        std::string text = kSmallKineto;
+        text.replace(text.find(R"("ts": 100, "dur": 100)"), 21, R"("ts": 100, "dur": -50)");
+        const std::string path = temp_path("negative.json");
+        write(path, text);
+        const QString message = import_error({path});
+        QVERIFY2(message.startsWith(QString::fromStdString(path)), qPrintable(message));
+        QVERIFY2(message.contains(QStringLiteral(
+                     "traceEvents[2] \"ProfilerStep#1\" has a negative duration (\"dur\": -50)")),
+                 qPrintable(message));
+        fs::remove(path);
+
+        // ParallelDeck's own export: a collective call that ends before it starts.
+        pd::RunConfig c = pd::test::small_config(pd::StrategyKind::dp, 2);
+        json exported = json::parse(pd::chrome_trace_json(pd::test::run_config(c).trace));
+        json& call = exported["otherData"]["collectives"][1];
+        call["end_ns"] = call["start_ns"].get<double>() - 1000;
+        write(path, exported.dump());
+        const QString own = import_error({path});
+        QVERIFY2(own.contains(QStringLiteral("otherData.collectives[1]")) &&
+                     own.contains(QStringLiteral("ends before it starts")),
+                 qPrintable(own));
+        fs::remove(path);
+    }
+
+    // Issue 41: a rank is below its job's world size, and both within kMaxImportWorldSize.
+    void ranksOutsideTheWorldAreRefused_data() {
+        QTest::addColumn<QString>("info");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("rank past the world")
+            << R"("rank": 2147483647, "world_size": 100000)"
+            << "claims rank 2147483647 (distributedInfo.rank) in a job of 100000 ranks: its "
+               "ranks are 0 to 99999";
+        QTest::newRow("rank equal to the world") << R"("rank": 4, "world_size": 4)"
+                                                 << "claims rank 4 (distributedInfo.rank)";
+        QTest::newRow("world past the limit")
+            << R"("rank": 0, "world_size": 5000000)"
+            << "says the job has 5000000 ranks (distributedInfo.world_size), past the 1048576";
+        QTest::newRow("rank past the limit, no world")
+            << R"("rank": 2000000)"
+            << "claims rank 2000000 (distributedInfo.rank), past the 1048576";
+        QTest::newRow("negative rank") << R"("rank": -3, "world_size": 4)"
+                                       << "distributedInfo.rank is -3: a rank counts from 0";
+        QTest::newRow("no ranks") << R"("rank": 0, "world_size": 0)"
+                                  << "distributedInfo.world_size is 0: a job has at least one rank";
+    }
+
+    void ranksOutsideTheWorldAreRefused() {
+        QFETCH(QString, info);
+        QFETCH(QString, expected);
+        const std::string path = temp_path("rank_of_world.json");
+        write(path, kineto_with(info.toStdString()));
+        const QString message = import_error({path});
+        QVERIFY2(message.startsWith(QString::fromStdString(path)), qPrintable(message));
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        fs::remove(path);
+    }
+
+    // A file's name gives its rank whole, however many digits, and is held to the job's
+    // world size as another file states it.
+    void aRankInAFileNameIsReadWhole() {
+        const std::string dir = temp_path("names");
+        fs::create_directories(dir);
+        const std::string big = dir + "/trace_rank1000000.json", small = dir + "/rank100000.json";
+        write(big, kSmallKineto);
+        write(small, kSmallKineto);
+        const pd::Trace t = pd::import_traces({big, small});
+        QCOMPARE(t.origin.ranks, (std::vector<int>{100000, 1000000}));
+        const std::string huge = dir + "/rank12345678901.json";
+        write(huge, kSmallKineto);
+        QVERIFY2(import_error({huge}).contains(
+                     QStringLiteral("the rank 12345678901 in its name is past the 1048576")),
+                 qPrintable(import_error({huge})));
+        const std::string ranked = dir + "/rank0.json", named = dir + "/rank2.json";
+        write(ranked, kineto_with(R"("rank": 0, "world_size": 2)"));
+        write(named, kSmallKineto);
+        QVERIFY2(import_error({ranked, named})
+                     .contains(QStringLiteral("claims rank 2 (from its name) in a job of 2 ranks "
+                                              "(another file's world_size)")),
+                 qPrintable(import_error({ranked, named})));
+        fs::remove_all(dir);
     }
 
     void theSummarySaysWhatIsUnknown() {

@@ -34,6 +34,10 @@ enum class ClockAlignment {
 // stop a small .gz that inflates to gigabytes as soon as it passes them.
 inline constexpr std::uint64_t kDefaultMaxTraceFileBytes = std::uint64_t(2) << 30;     // 2 GiB
 inline constexpr std::uint64_t kDefaultMaxTraceStringBytes = std::uint64_t(16) << 20;  // 16 MiB
+// The most ranks an import reads (a world size, or a rank, past it is refused): some ten
+// times the largest jobs trained today.
+inline constexpr int kMaxImportWorldSize = 1 << 20;  // 1,048,576
+
 struct TraceImportOptions {
     ClockAlignment alignment = ClockAlignment::automatic;
     // Called now and then with the bytes read so far over all files (compressed bytes for a
@@ -62,9 +66,10 @@ class ImportLimitExceeded : public BadInput {
 // Reads `paths` (one per rank) into one Trace with trace.origin.imported set. Ranks come from
 // each trace's distributedInfo, else from a "rank<N>" in the file name, else the order given.
 // Throws BadInput naming the file (and the byte offset, for malformed JSON) when a file cannot
-// be read, is not JSON, is not a Chrome trace, or two files claim the same rank;
-// ImportLimitExceeded past the options' limits; Cancelled when the progress callback asked
-// for it.
+// be read, is not JSON, is not a Chrome trace, holds an event that ends before it starts,
+// claims a rank outside its world size (or past kMaxImportWorldSize), or two files claim the
+// same rank; ImportLimitExceeded past the options' limits; Cancelled when the progress
+// callback asked for it.
 Trace import_traces(const std::vector<std::string>& paths, const TraceImportOptions& options = {});
 
 // The summary of an imported run as JSON: files and ranks, steps, busy and idle per rank,

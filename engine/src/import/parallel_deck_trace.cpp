@@ -129,7 +129,8 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
                 out.steps.push_back({to_int(json_number(step, "step", 0)),
                                      json_number(step, "loss", std::nan(""))});
     if (auto c = get("collectives"); c && c->is_array())
-        for (const auto& call : *c) {
+        for (std::size_t i = 0; i < c->size(); ++i) {
+            const nlohmann::json& call = (*c)[i];
             if (!call.is_object()) continue;
             CollectiveRecord r;
             r.device = to_int(json_number(call, "device", 0));
@@ -140,6 +141,11 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             r.step = to_int(json_number(call, "step", -1));
             r.start_ns = clamp_time_ns(json_number(call, "start_ns", 0));
             r.end_ns = clamp_time_ns(json_number(call, "end_ns", 0));
+            if (r.end_ns < r.start_ns)
+                PD_THROW(BadInput, f.path,
+                         "otherData.collectives[" + std::to_string(i) + "] (" + r.op +
+                             ") ends before it starts (start_ns " + std::to_string(r.start_ns) +
+                             ", end_ns " + std::to_string(r.end_ns) + ")");
             if (r.device >= 0 && r.device < static_cast<int>(out.devices.size()))
                 out.collectives.push_back(std::move(r));
         }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "import/rank_trace.h"
+#include "pd/error.h"
 
 namespace pd::import {
 
@@ -205,8 +206,17 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
     RankDevice dev;
     if (!f.distributed_info.is_null()) {
         const auto& d = f.distributed_info;
-        dev.rank = to_int(json_number(d, "rank", -1));
-        out.world_size = std::max(0, to_int(json_number(d, "world_size", 0)));
+        const double rank = json_number(d, "rank", -1), world = json_number(d, "world_size", 0);
+        // Absent is unknown; present, a rank counts from 0 and a job has at least one rank.
+        if (d.contains("rank") && d["rank"].is_number() && rank < 0)
+            PD_THROW(BadInput, f.path,
+                     "distributedInfo.rank is " + d["rank"].dump() + ": a rank counts from 0");
+        if (d.contains("world_size") && d["world_size"].is_number() && world < 1)
+            PD_THROW(BadInput, f.path,
+                     "distributedInfo.world_size is " + d["world_size"].dump() +
+                         ": a job has at least one rank");
+        dev.rank = to_int(rank);
+        out.world_size = to_int(world);
         out.distributed_backend = json_string(d, "backend");
     }
 

@@ -93,7 +93,7 @@ inline constexpr std::size_t kMaxJsonDepth = 1000;
 
 // Streams `path` (plain or gzip) into a RawTraceFile. Throws BadInput naming the file and the
 // byte offset on unreadable, malformed, truncated or foreign JSON, a NUL byte, data after the
-// gzip stream, or nesting past kMaxJsonDepth;
+// gzip stream, an event that ends before it starts, or nesting past kMaxJsonDepth;
 // ImportLimitExceeded past `limits`; Cancelled on request.
 RawTraceFile read_raw_trace(const std::string& path, const ReadProgress& progress = {},
                             const ReadLimits& limits = {});

@@ -473,6 +473,14 @@ class Handler : public nlohmann::json_sax<json> {
             event_.arg_count = static_cast<std::uint32_t>(out_.args.size()) - event_.first_arg;
             event_.offset = buf_.position();
             if (event_.ph == 0) fail("has no \"ph\" (event type)");
+            // A slice that ends before it starts: no reading of it is right (its step would
+            // hold none of its work, its device would be busy for less than nothing).
+            if (event_.has_dur && event_.dur < 0) {
+                char dur[32];
+                std::snprintf(dur, sizeof dur, "%g", event_.dur);
+                fail((event_.name >= 0 ? "\"" + out_.strings.at(event_.name) + "\" " : "") +
+                     "has a negative duration (\"dur\": " + dur + ")");
+            }
             out_.events.push_back(event_);
         } else if (ctx == Ctx::capture) {
             dom_.pop_back();

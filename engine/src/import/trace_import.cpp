@@ -17,10 +17,10 @@ namespace pd {
 
 namespace {
 
-// "trace_rank3.json.gz", "worker-rank_12.pt.trace.json" -> 3, 12: the first "rank" (any case)
-// with digits after it, an optional '_' or '-' between (up to six digits read); -1 when the
-// name has none.
-int rank_from_file_name(const std::string& path) {
+// "trace_rank3.json.gz", "worker-rank_12.pt.trace.json" -> "3", "12": the digits (all of
+// them) after the first "rank" (any case) followed by digits, an optional '_' or '-' between;
+// empty when the name has none.
+std::string rank_digits_in_file_name(const std::string& path) {
     const std::string name = std::filesystem::path(path).filename().string();
     const auto lower = [](char c) {
         return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -32,12 +32,24 @@ int rank_from_file_name(const std::string& path) {
             continue;
         std::size_t j = i + 4;
         if (name[j] == '_' || name[j] == '-') ++j;
-        int rank = 0, digits = 0;
-        for (; j < name.size() && digits < 6 && digit(name[j]); ++j, ++digits)
-            rank = rank * 10 + (name[j] - '0');
-        if (digits > 0) return rank;
+        std::size_t end = j;
+        while (end < name.size() && digit(name[end])) ++end;
+        if (end > j) return name.substr(j, end - j);
     }
-    return -1;
+    return {};
+}
+
+// The rank a file's name gives, or -1; refused past kMaxImportWorldSize (however many digits).
+int rank_from_file_name(const std::string& path) {
+    std::string digits = rank_digits_in_file_name(path);
+    if (digits.empty()) return -1;
+    const std::string shown = digits;
+    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+    if (digits.size() > 9 || std::stol(digits) >= kMaxImportWorldSize)
+        PD_THROW(BadInput, path,
+                 "the rank " + shown + " in its name is past the " +
+                     std::to_string(kMaxImportWorldSize) + " ranks an import reads");
+    return static_cast<int>(std::stol(digits));
 }
 
 void add_once(std::vector<std::string>& list, const std::string& line) {
@@ -94,13 +106,38 @@ Trace import_traces(const std::vector<std::string>& paths, const TraceImportOpti
     if (options.progress && !options.progress(total, total))
         PD_THROW(Cancelled, "the import was cancelled");
 
+    // A rank is below its job's world size, and both within what an import reads.
+    int world = 0;  // the job's, as the files say: the largest
+    for (const auto& f : files) {
+        if (f.rank.world_size > kMaxImportWorldSize)
+            PD_THROW(BadInput, f.path,
+                     "says the job has " + std::to_string(f.rank.world_size) +
+                         " ranks (distributedInfo.world_size), past the " +
+                         std::to_string(kMaxImportWorldSize) + " an import reads");
+        world = std::max(world, f.rank.world_size);
+    }
+
     // Rank order: distributedInfo's rank, else the file name's, else the order given.
     std::set<int> seen;
     for (std::size_t i = 0; i < files.size(); ++i) {
         auto& f = files[i];
         int rank = f.rank.devices.size() == 1 ? f.rank.devices[0].rank : -1;
+        const bool named = rank < 0;
         if (rank < 0 && f.rank.devices.size() == 1) rank = rank_from_file_name(f.path);
         if (rank >= 0 && f.rank.devices.size() == 1) {
+            const std::string from = named ? " (from its name)" : " (distributedInfo.rank)";
+            if (world > 0 && rank >= world)
+                PD_THROW(
+                    BadInput, f.path,
+                    "claims rank " + std::to_string(rank) + from + " in a job of " +
+                        std::to_string(world) + " ranks" +
+                        (f.rank.world_size == world ? std::string()
+                                                    : std::string(" (another file's world_size)")) +
+                        ": its ranks are 0 to " + std::to_string(world - 1));
+            if (rank >= kMaxImportWorldSize)
+                PD_THROW(BadInput, f.path,
+                         "claims rank " + std::to_string(rank) + from + ", past the " +
+                             std::to_string(kMaxImportWorldSize) + " ranks an import reads");
             if (!seen.insert(rank).second)
                 PD_THROW(BadInput, f.path,
                          "claims rank " + std::to_string(rank) +
