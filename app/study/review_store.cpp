@@ -23,7 +23,17 @@ namespace {
 qint64 toMs(FsrsTimePoint t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
+// The clock counts nanoseconds in 64 bits (libstdc++): it holds 1677-09-21 to 2262-04-11. A
+// time outside that (a damaged row, a hand-edited one) becomes the clock's nearest end instead
+// of overflowing the multiplication (2300 came back as 1715). Imports refuse such times first
+// (importRevlogCsv's range), so only damaged data saturates here.
 FsrsTimePoint fromMs(qint64 ms) {
+    constexpr qint64 kMaxMs =
+        std::chrono::duration_cast<std::chrono::milliseconds>(FsrsClock::duration::max()).count();
+    constexpr qint64 kMinMs =
+        std::chrono::duration_cast<std::chrono::milliseconds>(FsrsClock::duration::min()).count();
+    if (ms > kMaxMs) return FsrsTimePoint::max();
+    if (ms < kMinMs) return FsrsTimePoint::min();
     return FsrsTimePoint(
         std::chrono::duration_cast<FsrsClock::duration>(std::chrono::milliseconds(ms)));
 }

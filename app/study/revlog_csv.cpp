@@ -4,6 +4,7 @@
 #include <QList>
 #include <QSet>
 #include <algorithm>
+#include <chrono>
 
 #include "deck_library.h"
 #include "review_store.h"
@@ -23,6 +24,33 @@ constexpr int kRequired = 5;  // fsrs-optimizer's columns; deck_id and card_key 
 const QString kCardIdRule = QStringLiteral(
     "the card's 64-bit FNV-1a hash of the UTF-8 text deck_id, a line feed, card_key (e.g. "
     "\"ml-systems-parallelism\\ncp-ring-attention\"), shifted right by 2 bits");
+
+// The review times an import accepts: after 1970-01-01T00:00:00Z and before
+// 2100-01-01T00:00:00Z. The schedule rebuilt from a review falls due up to FSRS's maximum
+// interval (36,500 days, about 100 years) after it, and the scheduler's clock counts
+// nanoseconds in 64 bits, which ends on 2262-04-11: a review in 2300 overflowed it and stored
+// a schedule due in 1715.
+constexpr qint64 kEarliestReviewMs = 1;
+constexpr qint64 kLatestReviewMs = 4102444800000 - 1;  // 2099-12-31T23:59:59.999Z
+constexpr qint64 kDayMs = 24LL * 3600 * 1000;
+static_assert(
+    kLatestReviewMs + 36500 * kDayMs <
+        std::chrono::duration_cast<std::chrono::milliseconds>(FsrsClock::duration::max()).count(),
+    "a review at the end of the range, plus the longest interval (fuzz included), "
+    "must fit the scheduler's clock");
+
+QString reviewTimeOutOfRange(qint64 ms) {
+    const QDateTime when = QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
+    return QStringLiteral(
+               "review_time %1%2 is outside the times this import accepts: after "
+               "1970-01-01T00:00:00Z and before 2100-01-01T00:00:00Z (%3 to %4 ms "
+               "since the epoch), so that the schedule's due dates, up to 100 years "
+               "after a review, fit the scheduler's clock")
+        .arg(ms)
+        .arg(when.isValid() ? QStringLiteral(" (%1)").arg(when.toString(Qt::ISODate)) : QString())
+        .arg(kEarliestReviewMs)
+        .arg(kLatestReviewMs);
+}
 
 int stateNumber(const ReviewEntry& e) {
     return e.before ? static_cast<int>(e.before->fsrs.state) : 0;  // 0: new
@@ -119,8 +147,12 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
             fail(n + 1, QStringLiteral("review_state %1 is not 0 to 3").arg(state));
             continue;
         }
-        if (ms <= 0 || duration < 0) {
-            fail(n + 1, QStringLiteral("review_time and review_duration must be positive"));
+        if (ms < kEarliestReviewMs || ms > kLatestReviewMs) {
+            fail(n + 1, reviewTimeOutOfRange(ms));
+            continue;
+        }
+        if (duration < 0) {
+            fail(n + 1, QStringLiteral("review_duration %1 is negative").arg(duration));
             continue;
         }
         CardKey key;

@@ -3,6 +3,7 @@
 #include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <limits>
 
 #include "app/study_test_support.h"
 #include "study/review_store.h"
@@ -23,6 +24,7 @@ class TestReviewStore : public QObject {
     void practiceLeavesScheduleAlone();
     void settingsPersist();
     void reviewsByRange();
+    void timesPastTheClockSaturate();
 
   private:
     QString path() const { return dir_->filePath(QStringLiteral("store.sqlite")); }
@@ -285,6 +287,27 @@ void TestReviewStore::reviewsByRange() {
     QCOMPARE(store.reviews().size(), 5);
     QVERIFY(store.resetDeck(QStringLiteral("deck")));
     QCOMPARE(store.reviewCount(), 0);
+}
+
+// The scheduler's clock counts nanoseconds in 64 bits (about 1677-09-21 to 2262-04-11). A
+// time outside it (a stored row, an imported one) converts to the clock's nearest end: it
+// overflowed before, and 2300 came back as a time in 1715.
+void TestReviewStore::timesPastTheClockSaturate() {
+    const QDateTime in2300(QDate(2300, 1, 1), QTime(0, 0), Qt::UTC);
+    const QDateTime in1600(QDate(1600, 1, 1), QTime(0, 0), Qt::UTC);
+    const QDateTime clockEnd(QDate(2262, 4, 11), QTime(0, 0), Qt::UTC);
+    const QDateTime clockStart(QDate(1677, 9, 22), QTime(0, 0), Qt::UTC);
+    QVERIFY(toDateTime(toTimePoint(in2300)) >= clockEnd);
+    QVERIFY(toDateTime(toTimePoint(in1600)) <= clockStart);
+    for (const qint64 ms :
+         {std::numeric_limits<qint64>::max(), std::numeric_limits<qint64>::min()}) {
+        const QDateTime extreme = QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
+        const QDateTime back = toDateTime(toTimePoint(extreme));
+        QVERIFY(ms > 0 ? back >= clockEnd : back <= clockStart);
+    }
+    // Times the clock holds are exact to the millisecond.
+    const QDateTime t = pd::test::startTime().addMSecs(123);
+    QCOMPARE(toDateTime(toTimePoint(t)), t);
 }
 
 QTEST_GUILESS_MAIN(TestReviewStore)

@@ -4,6 +4,7 @@
 // alone imports for the library's cards, and a bad line is named while nothing is written.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <limits>
 
 #include "app/study_test_support.h"
 #include "study/deck_library.h"
@@ -195,6 +196,74 @@ class TestRevlogCsv : public QObject {
         QVERIFY2(named.errors.front().contains(QStringLiteral("FNV-1a")),
                  qPrintable(named.errors.front()));
         QCOMPARE(target->reviewCount(), 0);
+    }
+
+    // A review_time the scheduler's clock cannot hold with the intervals after it (a row of
+    // 2300 overflowed the 64-bit nanosecond count and stored a schedule due in 1715) is
+    // refused by line, naming the value and the accepted range; nothing is written. The last
+    // accepted millisecond imports with a schedule due after the review.
+    void aTimeOutsideTheRangeIsRefusedByLine() {
+        Fixture f;
+        auto target = f.store(QStringLiteral("b.sqlite"));
+        const QString header = QStringLiteral(
+            "card_id,review_time,review_rating,review_state,review_duration,deck_id,card_key\n");
+        const auto row = [](const QString& card, qint64 ms) {
+            return QStringLiteral("%1,%2,3,0,4000,test-deck,%3\n")
+                .arg(revlogCardNumber(QStringLiteral("test-deck"), card))
+                .arg(ms)
+                .arg(card);
+        };
+        const qint64 in2300 = 10413792000000;  // 2300-01-01T00:00:00Z
+        const RevlogImport far =
+            importRevlogCsv((header + row(QStringLiteral("card-one"), 1669725000000) +
+                             row(QStringLiteral("card-two"), in2300))
+                                .toUtf8(),
+                            QStringLiteral("far.csv"), *target, f.library, f.settings);
+        QCOMPARE(far.errors.size(), 1);
+        const QString error = far.errors.front();
+        QVERIFY2(error.startsWith(QStringLiteral("far.csv: line 3: review_time 10413792000000 "
+                                                 "(2300-01-01T00:00:00Z)")),
+                 qPrintable(error));
+        QVERIFY2(error.contains(QStringLiteral("1970-01-01")) &&
+                     error.contains(QStringLiteral("2100-01-01")),
+                 qPrintable(error));
+        QCOMPARE(target->reviewCount(), 0);
+
+        for (const qint64 ms : {qint64(0), qint64(-5), std::numeric_limits<qint64>::max(),
+                                std::numeric_limits<qint64>::min()}) {
+            const RevlogImport r =
+                importRevlogCsv((header + row(QStringLiteral("card-one"), ms)).toUtf8(),
+                                QStringLiteral("odd.csv"), *target, f.library, f.settings);
+            QCOMPARE(r.errors.size(), 1);
+            QVERIFY2(r.errors.front().startsWith(
+                         QStringLiteral("odd.csv: line 2: review_time %1 ").arg(ms)),
+                     qPrintable(r.errors.front()));
+        }
+        QCOMPARE(target->reviewCount(), 0);
+
+        const qint64 last = 4102444799999;  // 2099-12-31T23:59:59.999Z
+        const RevlogImport edge =
+            importRevlogCsv((header + row(QStringLiteral("card-one"), last)).toUtf8(),
+                            QStringLiteral("edge.csv"), *target, f.library, f.settings);
+        QVERIFY2(edge.errors.isEmpty(), qPrintable(edge.errors.join(QLatin1Char('\n'))));
+        const auto schedule =
+            target->schedule({QStringLiteral("test-deck"), QStringLiteral("card-one")});
+        QVERIFY(schedule);
+        QVERIFY(toDateTime(schedule->fsrs.due) > QDateTime::fromMSecsSinceEpoch(last, Qt::UTC));
+    }
+
+    void aNegativeDurationIsRefusedByLine() {
+        Fixture f;
+        auto target = f.store(QStringLiteral("b.sqlite"));
+        const RevlogImport r = importRevlogCsv(
+            QStringLiteral("card_id,review_time,review_rating,review_state,review_duration,"
+                           "deck_id,card_key\n%1,1669725000000,3,0,-4,test-deck,card-one\n")
+                .arg(revlogCardNumber(QStringLiteral("test-deck"), QStringLiteral("card-one")))
+                .toUtf8(),
+            QStringLiteral("d.csv"), *target, f.library, f.settings);
+        QCOMPARE(r.errors.size(), 1);
+        QVERIFY2(r.errors.front().startsWith(QStringLiteral("d.csv: line 2: review_duration -4")),
+                 qPrintable(r.errors.front()));
     }
 };
 
