@@ -1,4 +1,6 @@
 #include "bench_attention.h"
+
+#include "bench_fma_peak.h"
 #include "bench_statistics.h"
 
 #include <algorithm>
@@ -124,6 +126,12 @@ int bench_attention(const AttentionBenchOptions& options) {
             static_cast<std::size_t>(c.batch) * static_cast<std::size_t>(c.heads) *
             static_cast<std::size_t>(s) * static_cast<std::size_t>(s) * sizeof(float);
         const double share = step_s > 0 ? attn_s / step_s : 0.0;
+        // The blocks' products (forward 24 h^2 + 4 s h FLOPs a token and layer: projections,
+        // MLP, scores and the weighted sum in full; backward twice that) against the FMA peak
+        // of the threads that ran them.
+        const double block_flops = 3.0 * options.tokens * c.layers * (24.0 * h * h + 4.0 * s * h);
+        const double gflops = step_s > 0 ? block_flops / step_s / 1e9 : 0.0;
+        const double peak = fma_peak(result.trace.intra_op_threads).gflops;
         const double ratio = mlp_s > 0 ? attn_s / mlp_s : 0.0;
         std::printf("  %7d %5d %9.2f %9.2f %9.2f %9.2f %10.3f %9.3f %9.3f %12s %7d\n", s, c.batch,
                     step_s * 1e3, attn_s * 1e3, mlp_s * 1e3, other_s * 1e3, share, ratio, analytic,
@@ -133,10 +141,11 @@ int bench_attention(const AttentionBenchOptions& options) {
             "RESULT attention seq_len=%d batch=%d tokens=%d layers=%d width=%d heads=%d "
             "threads=%d step_ms=%.3f attention_ms=%.3f mlp_ms=%.3f other_ms=%.3f "
             "attention_share=%.3f attention_to_mlp=%.3f analytic_attention_to_mlp=%.3f "
-            "probs_bytes_per_layer=%zu\n",
+            "probs_bytes_per_layer=%zu block_gflops=%.1f fma_peak_gflops=%.1f "
+            "fraction_of_peak=%.3f\n",
             s, c.batch, options.tokens, c.layers, c.width, c.heads, result.trace.intra_op_threads,
             step_s * 1e3, attn_s * 1e3, mlp_s * 1e3, other_s * 1e3, share, ratio, analytic,
-            probs_bytes);
+            probs_bytes, gflops, peak, peak > 0 ? gflops / peak : 0.0);
         std::fflush(stdout);
     }
     return 0;

@@ -3,7 +3,9 @@
 //              devices), the copy bandwidth measured in the same run, and busbw against the
 //              in-memory ring bound
 //   alltoall   the same for the all-to-all of expert parallelism (n - 1 pairwise exchanges)
-//   gemm       the engine's matrix products at the model's sizes vs one large reference
+//   gemm       the engine's matrix products at the model's sizes vs one large reference and
+//              the FMA peak
+//   fma-peak   the CPU's fp32 FMA peak per instruction set and thread count (bench_fma_peak.cpp)
 //   overhead   step time with tracing on and off, side by side, and their ratio
 //   pipeline   measured and theoretical bubble fractions of each pipeline schedule, and each
 //              stage's peak activations
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "bench_attention.h"
+#include "bench_fma_peak.h"
 #include "bench_import.h"
 #include "bench_statistics.h"
 #include "bench_step.h"
@@ -227,11 +230,25 @@ int bench_gemm(pd::BackendKind backend, int width, int rows, int threads) {
         return 1;
     }
     std::printf("model_sizes_to_reference_fp32: %.3f\n", model_rate / ref_fp32);
+    // The hardware's limit: the FMA peak of the threads a product ran on (a GPU's is not
+    // measured here).
+    double peak = 0;
+    if (!gpu) {
+        const cli::FmaPeak p = cli::fma_peak(
+            resolve_intra_op_threads(config, ClockMode::wall, std::thread::hardware_concurrency()));
+        peak = p.gflops;
+        std::printf(
+            "fma_peak: %.1f GFLOP/s (%s, %d thread%s); model sizes at %.3f of it, the "
+            "reference at %.3f\n",
+            peak, p.isa.c_str(), p.threads, p.threads == 1 ? "" : "s",
+            peak > 0 ? model_rate / 1e9 / peak : 0.0, peak > 0 ? ref_fp32 / 1e9 / peak : 0.0);
+    }
     std::printf(
         "RESULT gemm backend=%s width=%d rows=%d model_gflops=%.1f ref_fp32_gflops=%.1f "
-        "ref_tf32_gflops=%.1f ratio_model_to_fp32=%.3f\n",
+        "ref_tf32_gflops=%.1f ratio_model_to_fp32=%.3f fma_peak_gflops=%.1f "
+        "fraction_of_peak=%.3f\n",
         std::string(name_of(backend)).c_str(), width, rows, model_rate / 1e9, ref_fp32 / 1e9,
-        ref_tf32 / 1e9, model_rate / ref_fp32);
+        ref_tf32 / 1e9, model_rate / ref_fp32, peak, peak > 0 ? model_rate / 1e9 / peak : 0.0);
     return 0;
 }
 
@@ -427,6 +444,8 @@ int main(int argc, char** argv) {
         ->add_option("--threads", attention_options.threads,
                      "Intra-op threads (0 = all hardware threads)")
         ->check(CLI::Range(0, 1024));
+    auto* fma = app.add_subcommand("fma-peak",
+                                   "The CPU's fp32 FMA peak per instruction set and thread count");
     auto* import = app.add_subcommand("import", "Reading a large PyTorch trace");
     pd::cli::ImportBenchOptions import_options;
     import->add_option("--events", import_options.events, "Events over all ranks")
@@ -439,6 +458,7 @@ int main(int argc, char** argv) {
     import->add_option("--out", import_options.out, "Keep the traces in this folder");
     CLI11_PARSE(app, argc, argv);
 
+    if (*fma) return pd::cli::bench_fma_peak();
     if (*import) return pd::cli::bench_import(import_options);
 
     if (*attention) return pd::cli::bench_attention(attention_options);

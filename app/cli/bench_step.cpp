@@ -1,4 +1,6 @@
 #include "bench_step.h"
+
+#include "bench_fma_peak.h"
 #include "bench_statistics.h"
 
 #include <sys/wait.h>
@@ -206,9 +208,13 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
         "where the rest goes, from the engine's trace (device 0, medians): units_of_ref, the "
         "same FLOPs over the forward and backward units' time alone (products and the "
         "element-wise work between them); opt%%, the optimizer's share of the step\n");
-    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s %12s %5s\n", "model", "strategy",
-                "devices", "threads/dev", "engine_ms", "torch_ms", "ratio", "GFLOP/s/dev",
-                "BLAS_ref", "of_ref", "units_of_ref", "opt%");
+    std::printf(
+        "# of_peak: the step's matrix-product GFLOP/s a device over the FMA peak of its threads "
+        "(measured with every device's threads running at once: paralleldeck-bench fma-peak); "
+        "the limit the hardware sets\n");
+    std::printf("# %-11s %-8s %7s %11s %10s %10s %8s %11s %10s %7s %12s %5s %9s %7s\n", "model",
+                "strategy", "devices", "threads/dev", "engine_ms", "torch_ms", "ratio",
+                "GFLOP/s/dev", "BLAS_ref", "of_ref", "units_of_ref", "opt%", "FMA_peak", "of_peak");
     for (const Size& size : sizes) {
         for (const std::string& strategy : options.strategies) {
             const bool dp = strategy == "dp";
@@ -274,6 +280,7 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                 const double ref = median(references) / 1e9;
                 const double units_of_ref = step_flops(c) / median(units) / devices / 1e9 / ref;
                 const double optimizer_share = median(optimizer) / e_s;
+                const double peak = fma_peak(devices * threads).gflops / devices;
                 const bool have_torch = !reference_torch.empty();
                 char torch_ms[32] = "n/a", ratio[32] = "n/a";
                 if (have_torch) {
@@ -281,18 +288,20 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                     std::snprintf(ratio, sizeof ratio, "%.3f", e_s / t_s);
                 }
                 std::printf(
-                    "  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f %12.3f %5.1f%s\n",
+                    "  %-11s %-8s %7d %11d %10.2f %10s %8s %11.1f %10.1f %7.3f %12.3f %5.1f %9.1f "
+                    "%7.3f%s\n",
                     size.label.c_str(), strategy.c_str(), devices, threads, e_s * 1e3, torch_ms,
-                    ratio, gflops, ref, gflops / ref, units_of_ref, 100.0 * optimizer_share,
-                    torch_way);
+                    ratio, gflops, ref, gflops / ref, units_of_ref, 100.0 * optimizer_share, peak,
+                    peak > 0 ? gflops / peak : 0.0, torch_way);
                 std::printf(
                     "RESULT step layers=%d width=%d batch=%d strategy=%s devices=%d "
                     "threads_per_device=%d engine_ms=%.3f torch_ms=%s ratio_to_torch=%s "
                     "engine_gflops_per_device=%.1f blas_ref_gflops=%.1f ratio_to_blas=%.3f "
-                    "units_ratio_to_blas=%.3f optimizer_share=%.3f\n",
+                    "units_ratio_to_blas=%.3f optimizer_share=%.3f fma_peak_gflops=%.1f "
+                    "fraction_of_peak=%.3f\n",
                     size.layers, size.width, size.batch, strategy.c_str(), devices, threads,
                     e_s * 1e3, torch_ms, ratio, gflops, ref, gflops / ref, units_of_ref,
-                    optimizer_share);
+                    optimizer_share, peak, peak > 0 ? gflops / peak : 0.0);
                 std::fflush(stdout);
             }
         }

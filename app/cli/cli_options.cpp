@@ -104,6 +104,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--summary", req.summary_path, "Write the summary JSON");
     app.add_option("--dump-dir", req.dump_dir, "Write initial weights and batches as .npy");
     app.add_flag("--quiet", req.quiet, "No progress on stderr");
+    app.add_flag("--verbose", req.verbose,
+                 "Also print each matrix product's shape, the kernel that ran it, and its "
+                 "speed as a fraction of the CPU's measured FMA peak (CPU backend)");
 
     try {
         app.parse(argc, argv);

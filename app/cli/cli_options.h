@@ -16,6 +16,7 @@ struct RunRequest {
     std::string summary_path;
     std::string dump_dir;
     bool quiet = false;
+    bool verbose = false;  // products by shape: kernel, GFLOP/s, fraction of the FMA peak
 };
 
 // Returns the request, or nullopt with `exit_code` set when parsing ended the program (help:

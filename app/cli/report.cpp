@@ -1,8 +1,11 @@
 #include "report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 
+#include "bench_fma_peak.h"
 #include "pd/units.h"
 
 namespace pd::cli {
@@ -161,6 +164,34 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         out << "\n";
     }
     if (!result.error.empty()) out << "\nerror: " << result.error << "\n";
+}
+
+void print_products(std::ostream& out, const std::vector<CpuProductClass>& products,
+                    int intra_op_threads, int devices) {
+    if (products.empty()) return;
+    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int running = std::min(hardware, std::max(1, devices * intra_op_threads));
+    // The devices run at once: each gets its share of the peak of every thread running.
+    const FmaPeak peak = fma_peak(running);
+    const double per_device = peak.gflops * std::min(running, intra_op_threads) / running;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "\n  products by shape, timed as the run ran; of_peak: over %.1f GFLOP/s a "
+                  "device (the %s FMA peak of %d thread%s, %s)\n",
+                  per_device, peak.isa.c_str(), running, running == 1 ? "" : "s",
+                  devices > 1 ? "shared by the devices" : "this device's");
+    out << line;
+    out << "  op       m      n      k   calls  kernel                  GFLOP/s  of_peak\n";
+    std::vector<CpuProductClass> sorted = products;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+        return a.seconds > b.seconds;  // where the time went first
+    });
+    for (const CpuProductClass& p : sorted) {
+        std::snprintf(line, sizeof line, "  %c%c %6d %6d %6d %7lld  %-22s %8.1f %8.3f\n",
+                      p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', p.m, p.n, p.k, p.calls,
+                      p.kernel.c_str(), p.gflops(), per_device > 0 ? p.gflops() / per_device : 0.0);
+        out << line;
+    }
 }
 
 }  // namespace pd::cli

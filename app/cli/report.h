@@ -3,6 +3,9 @@
 
 #include <ostream>
 
+#include <vector>
+
+#include "pd/device_group.h"
 #include "pd/metrics.h"
 #include "pd/run.h"
 
@@ -10,5 +13,10 @@ namespace pd::cli {
 
 void print_report(std::ostream& out, const RunConfig& config, const RunResult& result,
                   const RunMetrics& metrics);
+
+// --verbose: each product shape the run ran, its kernel, GFLOP/s and the fraction of the FMA
+// peak of the threads a device runs (measured here, bench_fma_peak.h).
+void print_products(std::ostream& out, const std::vector<CpuProductClass>& products,
+                    int intra_op_threads, int devices);
 
 }  // namespace pd::cli

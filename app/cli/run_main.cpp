@@ -15,6 +15,7 @@
 #include "analyze.h"
 #include "cli_options.h"
 #include "pd/atomic_file.h"
+#include "pd/device_group.h"
 #include "pd/error.h"
 #include "pd/exports.h"
 #include "pd/memory_plan.h"
@@ -98,6 +99,8 @@ int run_main(int argc, char** argv) {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGTERM, &action, nullptr);
+    const bool profile = req.verbose && req.config.backend == BackendKind::cpu;
+    if (profile) cpu_profile_products(true);
     std::atomic<bool> finished{false};
     std::thread watcher([&] {
         while (!finished.load()) {
@@ -130,6 +133,11 @@ int run_main(int argc, char** argv) {
         return 1;
     }
     cli::print_report(std::cout, req.config, result, metrics);
+    if (profile) {
+        cpu_profile_products(false);
+        cli::print_products(std::cout, cpu_product_profile(), result.trace.intra_op_threads,
+                            req.config.devices);
+    }
     switch (result.status) {
         case RunStatus::ok:
             return 0;

@@ -4,6 +4,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -560,6 +561,29 @@ class TestRunCli : public QObject {
         QCOMPARE(s.value(QStringLiteral("status")).toString(), QStringLiteral("cancelled"));
         QVERIFY(!read_json(trace).value(QStringLiteral("traceEvents")).toArray().isEmpty());
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 2);  // no temp
+    }
+    // Issue 50: --verbose says which kernel ran each product and how near the FMA peak.
+    void verbose_lists_each_product_its_kernel_and_fraction_of_peak() {
+        const Outcome o =
+            run({QStringLiteral("--strategy"), QStringLiteral("single"), QStringLiteral("--width"),
+                 QStringLiteral("512"), QStringLiteral("--layers"), QStringLiteral("1"),
+                 QStringLiteral("--batch"), QStringLiteral("256"), QStringLiteral("--steps"),
+                 QStringLiteral("1"), QStringLiteral("--quiet"), QStringLiteral("--verbose")});
+        QCOMPARE(o.code, 0);
+        QVERIFY2(o.out.contains(QStringLiteral("products by shape")), qPrintable(o.out));
+        QVERIFY2(o.out.contains(QStringLiteral("FMA peak")), qPrintable(o.out));
+        // The block's forward product: 256 rows x 4h (2048) x h (512), once.
+        const QRegularExpression forward(
+            QStringLiteral("\\n  NN +256 +2048 +512 +1  (own AVX2|own AVX-512|OpenBLAS)[^\\n]* "
+                           "+([0-9.]+) +([0-9.]+)\\n"));
+        const auto match = forward.match(o.out);
+        QVERIFY2(match.hasMatch(), qPrintable(o.out));
+        QVERIFY(match.captured(2).toDouble() > 0);  // GFLOP/s
+        QVERIFY(match.captured(3).toDouble() > 0);  // fraction of the peak
+        // Without --verbose there is no such table.
+        const Outcome plain =
+            run({QStringLiteral("--steps"), QStringLiteral("1"), QStringLiteral("--quiet")});
+        QVERIFY(!plain.out.contains(QStringLiteral("products by shape")));
     }
 };
 

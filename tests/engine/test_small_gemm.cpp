@@ -1,7 +1,8 @@
-// The engine's own small-product kernel (cpu/small_gemm.h): against double precision for every
+// The engine's own product kernel (cpu/small_gemm.h): against double precision for every
 // transpose it takes, shapes with leftover rows and columns (fixed and 150 random ones), alpha
 // and beta (beta 0 over a NaN-filled C), the same bits on AVX2 and AVX-512, which shapes it takes,
-// and a product split across the intra-op pool equal bit for bit to one call.
+// a product split across the intra-op pool equal bit for bit to one call, and the packed blocks
+// of large products equal bit for bit to the in-place kernel.
 #include <QtTest>
 #include <cmath>
 #include <cstring>
@@ -143,10 +144,14 @@ class TestSmallGemm : public QObject {
         QVERIFY(cpu::small_gemm_suits(false, false, 64, 512, 128));  // a card's products
         QVERIFY(cpu::small_gemm_suits(true, false, 128, 512, 64));
         QVERIFY(cpu::small_gemm_suits(false, true, 64, 128, 512));
-        QVERIFY(!cpu::small_gemm_suits(true, true, 64, 128, 512));      // both transposed
-        QVERIFY(!cpu::small_gemm_suits(false, false, 256, 2048, 512));  // 8 x 512's forward
-        QVERIFY(!cpu::small_gemm_suits(false, false, 256, 512, 64));    // C of 512 KiB
-        QVERIFY(!cpu::small_gemm_suits(false, false, 64, 8, 128));      // matrix-vector-like
+        QVERIFY(!cpu::small_gemm_suits(true, true, 64, 128, 512));  // both transposed
+        QVERIFY(!cpu::small_gemm_suits(false, false, 64, 8, 128));  // matrix-vector-like
+        // Larger products: the own kernel too (packed), unless PD_LARGE_GEMM=blas.
+        QVERIFY(cpu::fits_in_cache(64, 512, 128));
+        QVERIFY(!cpu::fits_in_cache(256, 2048, 512));  // 8 x 512's forward
+        QVERIFY(!cpu::fits_in_cache(256, 512, 64));    // C of 512 KiB
+        QCOMPARE(cpu::small_gemm_suits(false, false, 256, 2048, 512),
+                 qgetenv("PD_LARGE_GEMM") != "blas");
     }
 
     // The pool splits C into row or column blocks; each block's elements are the same sums.
@@ -159,6 +164,62 @@ class TestSmallGemm : public QObject {
                                  Product{true, false, 512, 128, 64, 1.0f, 0.0f},
                                  Product{false, true, 128, 64, 256, 1.0f, 0.0f}}) {
             QVERIFY(cpu::small_gemm_suits(p.ta, p.tb, p.m, p.n, p.k));
+            const auto a = random_floats(static_cast<std::size_t>(p.m) * p.k, 7);
+            const auto b = random_floats(static_cast<std::size_t>(p.k) * p.n, 8);
+            auto c1 = random_floats(static_cast<std::size_t>(p.m) * p.n, 9), c3 = c1;
+            cpu::gemm(one, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a.data(), b.data(), p.beta,
+                      c1.data());
+            cpu::gemm(three, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a.data(), b.data(), p.beta,
+                      c3.data());
+            QVERIFY(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)) == 0);
+        }
+    }
+    // Issue 50: products beyond the caches run in packed blocks (k in blocks of 256, rows of
+    // 144, columns of 1024). The sums so far are kept in fp32 between k blocks, so each element
+    // is the same in-order sum: the same bits as the in-place kernel, which matches double
+    // precision above. Shapes with leftovers in every blocked dimension, every transpose, alpha
+    // and beta (beta 0 over NaN), and the small products too.
+    void packed_blocks_give_the_in_place_bits() {
+        const auto isas = isas_this_cpu_runs();
+        if (isas.empty()) QSKIP("this CPU has neither AVX2 with FMA nor AVX-512: no own kernel");
+        std::vector<Product> products = products_to_check();
+        products.push_back({false, false, 301, 1100, 700, 1.0f, 1.0f});
+        products.push_back({true, false, 150, 333, 530, 0.5f, -0.5f});
+        products.push_back({false, true, 149, 1030, 257, 1.0f, 0.0f});
+        products.push_back({false, false, 7, 2049, 1000, 1.0f, 0.0f});
+        for (const SmallGemmIsa isa : isas)
+            for (const Product& p : products) {
+                const auto a = random_floats(static_cast<std::size_t>(p.m) * p.k, 11);
+                const auto b = random_floats(static_cast<std::size_t>(p.k) * p.n, 12);
+                auto c0 = random_floats(static_cast<std::size_t>(p.m) * p.n, 13);
+                if (p.beta == 0.0f) std::fill(c0.begin(), c0.end(), kNaN);
+                const auto in_place = run(isa, p, a, b, c0);
+                auto packed = c0;
+                cpu::packed_gemm(isa, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a.data(),
+                                 p.ta ? p.m : p.k, b.data(), p.tb ? p.k : p.n, p.beta,
+                                 packed.data(), p.n);
+                QVERIFY2(
+                    std::memcmp(in_place.data(), packed.data(), packed.size() * sizeof(float)) == 0,
+                    qPrintable(QString("isa %1, %2%3 %4x%5x%6")
+                                   .arg(static_cast<int>(isa))
+                                   .arg(p.ta ? "T" : "N")
+                                   .arg(p.tb ? "T" : "N")
+                                   .arg(p.m)
+                                   .arg(p.n)
+                                   .arg(p.k)));
+            }
+    }
+
+    // A large product split across the pool: each part packed on its own, the same bits.
+    void a_large_product_split_across_threads_gives_the_same_bits() {
+        if (cpu::small_gemm_isa() == cpu::SmallGemmIsa::none)
+            QSKIP("no own kernel in this process (CPU or PD_SMALL_GEMM)");
+        cpu::init_blas_threads();
+        cpu::IntraOpPool one(1), three(3);
+        for (const Product& p : {Product{false, false, 256, 2048, 512, 1.0f, 1.0f},
+                                 Product{true, false, 512, 2048, 256, 1.0f, 0.0f},
+                                 Product{false, true, 256, 512, 2048, 1.0f, 0.0f}}) {
+            QVERIFY(!cpu::fits_in_cache(p.m, p.n, p.k));
             const auto a = random_floats(static_cast<std::size_t>(p.m) * p.k, 7);
             const auto b = random_floats(static_cast<std::size_t>(p.k) * p.n, 8);
             auto c1 = random_floats(static_cast<std::size_t>(p.m) * p.n, 9), c3 = c1;

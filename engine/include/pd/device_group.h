@@ -44,4 +44,19 @@ std::string cpu_blas_kernels();
 // Which small products the CPU backend runs on its own kernel instead (cpu/small_gemm.h).
 std::string cpu_small_gemm();
 
+// The CPU backend's products by shape while profiling is on (paralleldeck-run --verbose):
+// which kernel ran each and the wall time it took, summed, as the run ran.
+struct CpuProductClass {
+    bool trans_a = false, trans_b = false;
+    int m = 0, n = 0, k = 0;
+    std::string kernel;  // e.g. "own AVX2, packed", "OpenBLAS Zen"
+    long long calls = 0;
+    double seconds = 0;
+    double gflops() const {
+        return seconds > 0 ? 2.0 * m * n * double(k) * calls / seconds / 1e9 : 0;
+    }
+};
+void cpu_profile_products(bool on);  // on: starts afresh
+std::vector<CpuProductClass> cpu_product_profile();
+
 }  // namespace pd

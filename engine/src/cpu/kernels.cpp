@@ -3,8 +3,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "cpu/elementwise.h"
 #include "cpu/small_gemm.h"
@@ -28,8 +32,7 @@ void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
 void gemm_block(bool own, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
     if (own)
-        small_gemm(small_gemm_isa(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                   ldc);
+        own_gemm(small_gemm_isa(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
         blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -50,8 +53,57 @@ std::string blas_kernels() {
            ")";
 }
 
+std::string gemm_kernel(bool trans_a, bool trans_b, int m, int n, int k) {
+    if (small_gemm_suits(trans_a, trans_b, m, n, k))
+        return std::string(small_gemm_isa() == SmallGemmIsa::avx512 ? "own AVX-512" : "own AVX2") +
+               (fits_in_cache(m, n, k) ? ", in place" : ", packed");
+    const char* core = openblas_get_corename();
+    return std::string("OpenBLAS ") + (core ? core : "?");
+}
+
+namespace {
+
+std::atomic<bool> g_profiling{false};
+std::mutex g_profile_mutex;
+std::map<std::tuple<bool, bool, int, int, int>, ProductClass> g_profile;
+
+void gemm_unprofiled(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k,
+                     float alpha, const float* a, const float* b, float beta, float* c);
+
+}  // namespace
+
+void profile_products(bool on) {
+    std::lock_guard lock(g_profile_mutex);
+    if (on) g_profile.clear();
+    g_profiling.store(on, std::memory_order_relaxed);
+}
+
+std::vector<ProductClass> product_profile() {
+    std::lock_guard lock(g_profile_mutex);
+    std::vector<ProductClass> out;
+    for (const auto& [key, value] : g_profile) out.push_back(value);
+    return out;
+}
+
 void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, const float* b, float beta, float* c) {
+    if (!g_profiling.load(std::memory_order_relaxed))
+        return gemm_unprofiled(pool, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    const auto start = std::chrono::steady_clock::now();
+    gemm_unprofiled(pool, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard lock(g_profile_mutex);
+    ProductClass& pc = g_profile[{trans_a, trans_b, m, n, k}];
+    if (pc.calls == 0) pc = {trans_a, trans_b, m, n, k, gemm_kernel(trans_a, trans_b, m, n, k)};
+    ++pc.calls;
+    pc.seconds += s;
+}
+
+namespace {
+
+void gemm_unprofiled(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k,
+                     float alpha, const float* a, const float* b, float beta, float* c) {
     if (m == 0 || n == 0) return;
     const int lda = trans_a ? m : k;
     const int ldb = trans_b ? k : n;
@@ -80,6 +132,8 @@ void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, fl
         }
     });
 }
+
+}  // namespace
 
 void linear_forward(IntraOpPool& pool, const float* x, const float* w, const float* bias, int rows,
                     int in, int out, float* y) {

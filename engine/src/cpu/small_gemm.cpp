@@ -17,6 +17,8 @@ namespace pd::cpu {
 namespace small_gemm_detail {
 void run_avx2(const Operands& o);
 void run_avx512(const Operands& o);
+void run_avx2_packed(const Operands& o, const PackedBuffers& buffers);
+void run_avx512_packed(const Operands& o, const PackedBuffers& buffers);
 }  // namespace small_gemm_detail
 #endif
 
@@ -61,17 +63,29 @@ bool cpu_runs(SmallGemmIsa isa) {
 #endif
 }
 
+bool large_products_to_blas() {
+    static const bool blas = [] {
+        const char* env = std::getenv("PD_LARGE_GEMM");
+        return env && std::string_view(env) == "blas";
+    }();
+    return blas;
+}
+
 SmallGemmIsa small_gemm_isa() {
     static const SmallGemmIsa isa = chosen_isa();
     return isa;
 }
 
 std::string small_gemm_description() {
+    const std::string which = large_products_to_blas()
+                                  ? " for products whose operands are each <= 256 KiB "
+                                    "(larger ones to BLAS: PD_LARGE_GEMM=blas)"
+                                  : " (operands in place up to 256 KiB each, packed blocks above)";
     switch (small_gemm_isa()) {
         case SmallGemmIsa::avx512:
-            return "own AVX-512 kernel for products whose operands are each <= 256 KiB";
+            return "own AVX-512 kernel" + which;
         case SmallGemmIsa::avx2:
-            return "own AVX2 kernel for products whose operands are each <= 256 KiB";
+            return "own AVX2 kernel" + which;
         case SmallGemmIsa::none:
             break;
     }
@@ -79,12 +93,43 @@ std::string small_gemm_description() {
                                         : "no own kernel (the CPU lacks AVX2 and FMA)";
 }
 
-bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k) {
-    if (small_gemm_isa() == SmallGemmIsa::none || (trans_a && trans_b)) return false;
-    if (n < kMinColumns || m < 1 || k < 1) return false;
+bool fits_in_cache(int m, int n, int k) {
     const double mm = m, nn = n, kk = k;
     return mm * kk <= kMaxOperandFloats && kk * nn <= kMaxOperandFloats &&
            mm * nn <= kMaxOperandFloats;
+}
+
+bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k) {
+    if (small_gemm_isa() == SmallGemmIsa::none || (trans_a && trans_b)) return false;
+    if (n < kMinColumns || m < 1 || k < 1) return false;
+    return !large_products_to_blas() || fits_in_cache(m, n, k);
+}
+
+void own_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+              const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    if (fits_in_cache(m, n, k))
+        small_gemm(isa, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+        packed_gemm(isa, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void packed_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef PD_SMALL_GEMM_X86
+    using namespace small_gemm_detail;
+    // Each thread's blocks, sized once for the widest sliver (AVX-512's 32 columns).
+    thread_local std::vector<float> pack_a(static_cast<std::size_t>(kMc) * kKc),
+        pack_b(static_cast<std::size_t>(kKc) * (kNc + 32)),
+        sums(static_cast<std::size_t>(kMc + kRows) * (kNc + 32));
+    const Operands o{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr};
+    const PackedBuffers buffers{pack_a.data(), pack_b.data(), sums.data()};
+    if (isa == SmallGemmIsa::avx512) return run_avx512_packed(o, buffers);
+    if (isa == SmallGemmIsa::avx2) return run_avx2_packed(o, buffers);
+#else
+    (void)isa, (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a;
+    (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+#endif
+    throw std::logic_error("packed_gemm called without an instruction set to run it");
 }
 
 void small_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

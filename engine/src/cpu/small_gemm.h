@@ -21,9 +21,22 @@ bool cpu_runs(SmallGemmIsa isa);
 // "own AVX-512 kernel for products whose operands are each <= 256 KiB", or why there is none.
 std::string small_gemm_description();
 
-// Whether C[m,n] = op(A) op(B) goes to the small kernel: not both operands transposed, and
-// each of A, B and C at most 256 KiB (n of at least 16: narrower ones are matrix-vector work).
+// Whether C[m,n] = op(A) op(B) goes to the engine's own kernel (own_gemm): not both operands
+// transposed, n of at least 16 (narrower ones are matrix-vector work), and with
+// PD_LARGE_GEMM=blas each of A, B and C at most 256 KiB (the rest to BLAS, for side-by-side
+// benchmarks).
 bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k);
+// Whether each of A, B and C is at most 256 KiB: read in place (small_gemm), else packed.
+bool fits_in_cache(int m, int n, int k);
+
+// The own kernel for any size: in place where the operands fit in cache, packed blocks
+// (packed_gemm) where they do not. Both give the same bits: each element of C is one
+// in-order sum of fused multiply-adds, combined with alpha and beta at the end.
+void own_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+              const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+// Packed blocks at any size (cpu/small_gemm_kernel.h): what own_gemm runs above the caches.
+void packed_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 // C = alpha * op(A) op(B) + beta * C, row-major with leading dimensions; beta 0 never reads C.
 // Runs with `isa`, which must be one the CPU runs (and not none).

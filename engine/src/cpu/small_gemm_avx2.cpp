@@ -39,4 +39,8 @@ void run_avx2(const Operands& o) {
     run<Avx2>(o);
 }
 
+void run_avx2_packed(const Operands& o, const PackedBuffers& buffers) {
+    run_packed<Avx2>(o, buffers);
+}
+
 }  // namespace pd::cpu::small_gemm_detail

@@ -33,4 +33,8 @@ void run_avx512(const Operands& o) {
     run<Avx512>(o);
 }
 
+void run_avx512_packed(const Operands& o, const PackedBuffers& buffers) {
+    run_packed<Avx512>(o, buffers);
+}
+
 }  // namespace pd::cpu::small_gemm_detail

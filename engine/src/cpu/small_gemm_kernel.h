@@ -32,6 +32,13 @@ struct Operands {
     float* scratch;  // k * panel_width floats, for the panels of B' that must be copied
 };
 
+// The packed path's buffers (packed_product), each thread's own.
+struct PackedBuffers {
+    float* a;     // kMc x kKc: a block of op(A), in slivers of kRows rows
+    float* b;     // kKc x kNc: a block of B', in slivers of V::lanes * 2 columns
+    float* sums;  // kMc x kNc: the sums so far of a block of C, tile by tile
+};
+
 // C's R rows from the accumulators: alpha * sum (+ beta * C), columns [0, cols).
 template <class V, int R>
 inline void store_tile(const Operands& o, const typename V::reg* lo, const typename V::reg* hi,
@@ -167,6 +174,158 @@ inline void product(const Operands& o) {
             rows_of_panel<V, TransA>(o, o.scratch, W, j, cols);
         }
     }
+}
+
+// ---- Products larger than the caches: packed blocks, as BLIS and OpenBLAS do ----
+//
+// op(A) and B' are copied block by block into contiguous slivers (A's kRows rows, B's two
+// vectors of columns, each kKc deep), so the micro-kernel streams both from L1 and L2 however
+// large the product. Blocking k changes no bit: a tile's sums so far are kept in fp32
+// (`sums`) and taken up again with the next block's k in order, so each element of C is still
+// one in-order sum of fused multiply-adds from zero, combined with alpha and beta once at the
+// end: the same bits as the in-place path above, for any size and any split across threads.
+constexpr int kRows = 6;   // rows of a micro-tile (12 accumulators, 2 vectors a row)
+constexpr int kKc = 256;   // k per block: a sliver of B' (kKc x 2 vectors) fits in L1
+constexpr int kMc = 144;   // rows per block: a block of A (kMc x kKc) fits in L2
+constexpr int kNc = 1024;  // columns per block of B' (kKc x kNc in L2/L3)
+
+// Rows [i0, i0 + rows) and k [p0, p0 + kc) of op(A): slivers of kRows rows, each p's kRows
+// values together, zero past the last row.
+template <class V, bool TransA>
+inline void pack_a(const Operands& o, int i0, int rows, int p0, int kc, float* out) {
+    const std::size_t lda = static_cast<std::size_t>(o.lda);
+    for (int s = 0; s < rows; s += kRows) {
+        float* sliver = out + static_cast<std::size_t>(s) * kc;
+        const int live = rows - s < kRows ? rows - s : kRows;
+        for (int p = 0; p < kc; ++p) {
+            float* dst = sliver + static_cast<std::size_t>(p) * kRows;
+            for (int r = 0; r < kRows; ++r) {
+                const std::size_t i = static_cast<std::size_t>(i0 + s + r),
+                                  pp = static_cast<std::size_t>(p0 + p);
+                dst[r] = r < live ? (TransA ? o.a[pp * lda + i] : o.a[i * lda + pp]) : 0.0f;
+            }
+        }
+    }
+}
+
+// Columns [j0, j0 + cols) and k [p0, p0 + kc) of B': slivers of W columns, zero past the last.
+template <class V>
+inline void pack_b(const Operands& o, int j0, int cols, int p0, int kc, float* out) {
+    constexpr int W = V::lanes * 2;
+    const std::size_t ldb = static_cast<std::size_t>(o.ldb);
+    for (int q = 0; q < cols; q += W) {
+        float* sliver = out + static_cast<std::size_t>(q) * kc;
+        const int live = cols - q < W ? cols - q : W;
+        if (o.trans_b) {  // B'[p][j] = B[j][p]: read B's rows, write the sliver's columns
+            for (int c = 0; c < W; ++c) {
+                float* dst = sliver + c;
+                if (c >= live) {
+                    for (int p = 0; p < kc; ++p) dst[static_cast<std::size_t>(p) * W] = 0.0f;
+                    continue;
+                }
+                const float* src = o.b + static_cast<std::size_t>(j0 + q + c) * ldb + p0;
+                for (int p = 0; p < kc; ++p) dst[static_cast<std::size_t>(p) * W] = src[p];
+            }
+        } else {
+            for (int p = 0; p < kc; ++p) {
+                const float* src = o.b + static_cast<std::size_t>(p0 + p) * ldb + j0 + q;
+                float* dst = sliver + static_cast<std::size_t>(p) * W;
+                if (live == W) {
+                    V::store_first(dst, V::load(src), V::lanes);
+                    V::store_first(dst + V::lanes, V::load(src + V::lanes), V::lanes);
+                } else {
+                    for (int c = 0; c < W; ++c) dst[c] = c < live ? src[c] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+// One micro-tile over one block of k: from zero (the first block) or its sums so far, into
+// its sums (not the last block) or into C (the last: `rows` x `cols` of it, as store_tile).
+template <class V>
+inline void packed_tile(const Operands& o, const float* a, const float* b, int kc, float* sums,
+                        bool first, bool last, float* c, int rows, int cols) {
+    constexpr int W = V::lanes * 2;
+    typename V::reg lo[kRows], hi[kRows];
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+        lo[r] = first ? V::zero() : V::load(sums + r * W);
+        hi[r] = first ? V::zero() : V::load(sums + r * W + V::lanes);
+    }
+    for (int p = 0; p < kc; ++p) {
+        const float* bp = b + static_cast<std::size_t>(p) * W;
+        const typename V::reg b0 = V::load(bp), b1 = V::load(bp + V::lanes);
+        const float* ap = a + static_cast<std::size_t>(p) * kRows;
+#pragma GCC unroll 8
+        for (int r = 0; r < kRows; ++r) {
+            const typename V::reg av = V::broadcast(ap + r);
+            lo[r] = V::fma(av, b0, lo[r]);
+            hi[r] = V::fma(av, b1, hi[r]);
+        }
+    }
+    if (!last) {
+#pragma GCC unroll 8
+        for (int r = 0; r < kRows; ++r) {
+            V::store_first(sums + r * W, lo[r], V::lanes);
+            V::store_first(sums + r * W + V::lanes, hi[r], V::lanes);
+        }
+        return;
+    }
+    switch (rows) {  // the last rows of C may be fewer (the sliver's others are its padding)
+        case kRows:
+            return store_tile<V, kRows>(o, lo, hi, c, cols);
+        case 5:
+            return store_tile<V, 5>(o, lo, hi, c, cols);
+        case 4:
+            return store_tile<V, 4>(o, lo, hi, c, cols);
+        case 3:
+            return store_tile<V, 3>(o, lo, hi, c, cols);
+        case 2:
+            return store_tile<V, 2>(o, lo, hi, c, cols);
+        default:
+            return store_tile<V, 1>(o, lo, hi, c, cols);
+    }
+}
+
+template <class V, bool TransA>
+inline void packed_product(const Operands& o, const PackedBuffers& buf) {
+    constexpr int W = V::lanes * 2;
+    for (int jc = 0; jc < o.n; jc += kNc) {
+        const int nc = o.n - jc < kNc ? o.n - jc : kNc;
+        const int slivers_b = (nc + W - 1) / W;
+        for (int ic = 0; ic < o.m; ic += kMc) {
+            const int mc = o.m - ic < kMc ? o.m - ic : kMc;
+            const int slivers_a = (mc + kRows - 1) / kRows;
+            for (int pc = 0; pc < o.k; pc += kKc) {
+                const int kc = o.k - pc < kKc ? o.k - pc : kKc;
+                const bool first = pc == 0, last = pc + kc == o.k;
+                pack_b<V>(o, jc, nc, pc, kc, buf.b);
+                pack_a<V, TransA>(o, ic, mc, pc, kc, buf.a);
+                for (int q = 0; q < slivers_b; ++q) {
+                    const int cols = nc - q * W < W ? nc - q * W : W;
+                    const float* b = buf.b + static_cast<std::size_t>(q) * W * kc;
+                    for (int s = 0; s < slivers_a; ++s) {
+                        const int rows = mc - s * kRows < kRows ? mc - s * kRows : kRows;
+                        float* c =
+                            o.c + static_cast<std::size_t>(ic + s * kRows) * o.ldc + jc + q * W;
+                        float* sums =
+                            buf.sums + (static_cast<std::size_t>(q) * slivers_a + s) * kRows * W;
+                        packed_tile<V>(o, buf.a + static_cast<std::size_t>(s) * kRows * kc, b, kc,
+                                       sums, first, last, c, rows, cols);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <class V>
+inline void run_packed(const Operands& o, const PackedBuffers& buf) {
+    if (o.trans_a)
+        packed_product<V, true>(o, buf);
+    else
+        packed_product<V, false>(o, buf);
 }
 
 template <class V>

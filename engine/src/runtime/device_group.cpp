@@ -107,4 +107,15 @@ std::string cpu_small_gemm() {
     return cpu::small_gemm_description();
 }
 
+void cpu_profile_products(bool on) {
+    cpu::profile_products(on);
+}
+
+std::vector<CpuProductClass> cpu_product_profile() {
+    std::vector<CpuProductClass> out;
+    for (const cpu::ProductClass& p : cpu::product_profile())
+        out.push_back({p.trans_a, p.trans_b, p.m, p.n, p.k, p.kernel, p.calls, p.seconds});
+    return out;
+}
+
 }  // namespace pd
