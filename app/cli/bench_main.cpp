@@ -188,14 +188,15 @@ int bench_gemm(pd::BackendKind backend, int width, int rows, int threads) {
                             {"forward g W2 (rows x 4h -> h)", rows, h, f},
                             {"backward dW1 = x^T dy", h, f, rows},
                             {"backward dx = dy W1^T", rows, h, f}};
-    std::printf("# paralleldeck-bench gemm: %s, fp32%s, width %d, %d rows\n",
-                gpu ? "cuBLAS through the engine's CUDA device"
-                    : "the engine's CPU device (OpenBLAS; its own kernel for small products)",
-                gpu ? " (TF32 off unless marked)" : "", width, rows);
+    std::printf(
+        "# paralleldeck-bench gemm: %s, fp32%s, width %d, %d rows\n",
+        gpu ? "cuBLAS through the engine's CUDA device"
+            : "the engine's CPU device (its own kernel; OpenBLAS for what that does not take)",
+        gpu ? " (TF32 off unless marked)" : "", width, rows);
     if (!gpu) {
         const int used =
             resolve_intra_op_threads(config, ClockMode::wall, std::thread::hardware_concurrency());
-        std::printf("# BLAS: %s, %d thread%s per product; small products: %s\n",
+        std::printf("# BLAS: %s, %d thread%s per product; products: %s\n",
                     cpu_blas_kernels().c_str(), used, used == 1 ? "" : "s",
                     cpu_small_gemm().c_str());
     }

@@ -200,8 +200,10 @@ int bench_step(const StepBenchOptions& options, const char* argv0) {
                 torch.unavailable.empty() ? torch.script.c_str() : "");
     // PyTorch inherits this environment, OPENBLAS_CORETYPE included, and Debian's torch calls
     // the same OpenBLAS: both sides' large products run on the same kernels.
-    std::printf("# BLAS: %s, for both sides; the engine's small products: %s\n",
-                cpu_blas_kernels().c_str(), cpu_small_gemm().c_str());
+    std::printf(
+        "# BLAS: %s, PyTorch's products and what the engine's own kernel does not take; the "
+        "engine's: %s\n",
+        cpu_blas_kernels().c_str(), cpu_small_gemm().c_str());
     std::printf(
         "# of_ref: the step's matrix-product GFLOP/s over BLAS at 1024^3 with the same threads "
         "(BLAS_ref: the median of one measurement after each engine round); "
