@@ -457,6 +457,12 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 50));
     import->add_flag("--gzip", import_options.gzip, "Write .json.gz");
     import->add_option("--out", import_options.out, "Keep the traces in this folder");
+    import
+        ->add_option("--many-ranks", import_options.many_ranks,
+                     "Rows of many small rank files: counts of ranks (default 1000,10000,100000; "
+                     "0 for none)")
+        ->delimiter(',')
+        ->check(CLI::Range(0, 1'000'000));
     CLI11_PARSE(app, argc, argv);
 
     if (*fma) return pd::cli::bench_fma_peak();
