@@ -346,7 +346,9 @@ double FsrsScheduler::initialDifficulty(Rating rating, bool clamp) const {
 double FsrsScheduler::shortTermStability(double stability, Rating rating) const {
     const std::array<double, kFsrsWeightCount>& w = params_.w;
     double increase = ePow(w[17] * (g(rating) - 3.0 + w[18])) * std::pow(stability, -w[19]);
-    if (rating == Rating::Good || rating == Rating::Easy) increase = std::max(increase, 1.0);
+    const bool floored = rating == Rating::Good || rating == Rating::Easy ||
+                         (rating == Rating::Hard && params_.ankiSameDayHard);
+    if (floored) increase = std::max(increase, 1.0);
     return std::max(stability * increase, kFsrsStabilityMin);
 }
 

@@ -1,9 +1,11 @@
 // FSRS-6 spaced-repetition scheduler, ported from py-fsrs 6.3.1 (fsrs/scheduler.py).
 //
-// Two of Anki's rules can be switched on (StudySettings does by default; py-fsrs's behaviour,
-// and its published test vectors, stay the default here): days counted as local day rollovers
-// at a "next day starts at" hour (setDayCounter), and review intervals kept in order, good at
-// least hard + 1 day and easy at least good + 1 (FsrsParams::ankiIntervalOrder).
+// Three of today's Anki rules (fsrs-rs 6.x, Anki 26.08 and later) can be switched on
+// (StudySettings does by default; py-fsrs's behaviour, and its published test vectors, stay
+// the default here): days counted as local day rollovers at a "next day starts at" hour
+// (setDayCounter), review intervals kept in order, good at least hard + 1 day and easy at
+// least good + 1 (FsrsParams::ankiIntervalOrder), and a same-day Hard that keeps stability
+// (FsrsParams::ankiSameDayHard).
 //
 // Plain C++20 with no Qt dependency. All times are std::chrono::system_clock time points, which
 // are UTC. The scheduler reproduces py-fsrs 6.3.1's Scheduler.review_card, including its use of
@@ -67,6 +69,10 @@ struct FsrsParams {
     // Anki's order of a review card's passing intervals: good >= hard + 1, easy >= good + 1
     // (days, before fuzz; fuzz never goes below them). Off: py-fsrs, where good may equal hard.
     bool ankiIntervalOrder = false;
+    // fsrs-rs 6.x (model.rs stability_short_term: `if rating >= 2 { sinc.max(1.0) }`), as
+    // ts-fsrs: a same-day Hard never lowers stability. Off: py-fsrs 6.3.1 (and fsrs-rs <= 5.2),
+    // where only Good and Easy are floored at the old stability and Hard may lower it.
+    bool ankiSameDayHard = false;
 
     bool operator==(const FsrsParams&) const = default;
 };

@@ -112,6 +112,7 @@ FsrsParams StudySettings::fsrsParams() const {
     p.desiredRetention = desiredRetention;
     p.enableFuzzing = fuzz;
     p.ankiIntervalOrder = ankiScheduling;
+    p.ankiSameDayHard = ankiScheduling;
     if (weights) p.w = *weights;
     return p;
 }

@@ -138,6 +138,29 @@ class TestAnkiScheduling : public QObject {
                  "no case where py-fsrs gives good == hard: the test shows nothing");
     }
 
+    // fsrs-rs 6.x (Anki 26.08+) and ts-fsrs: a same-day Hard keeps stability; py-fsrs 6.3.1
+    // lowers it by e^(w17 (w18 - 1)) S^-w19. Anki's rules are the settings' default.
+    void aSameDayHardKeepsStability() {
+        const FsrsTimePoint first = sys_days{2026y / June / 1} + 12h;
+        for (double stability : {0.5, 2.0, 20.0}) {
+            FsrsCard card = reviewedAt(first, stability, 5.0);
+            const FsrsTimePoint later = first + 2h;
+            FsrsParams anki = StudySettings{}.fsrsParams();
+            anki.enableFuzzing = false;
+            QVERIFY(anki.ankiSameDayHard);
+            QCOMPARE(*FsrsScheduler(anki, 1).review(card, Rating::Hard, later).stability,
+                     stability);
+            FsrsParams py;
+            py.enableFuzzing = false;
+            const double lowered =
+                *FsrsScheduler(py, 1).review(card, Rating::Hard, later).stability;
+            QVERIFY2(lowered < stability, qPrintable(QString::number(lowered)));
+            // Again still lowers it under both rules.
+            QVERIFY(*FsrsScheduler(anki, 1).review(card, Rating::Again, later).stability <
+                    stability);
+        }
+    }
+
     // Settings keep both choices.
     void settingsRoundTrip() {
         QTemporaryDir dir;
@@ -153,6 +176,7 @@ class TestAnkiScheduling : public QObject {
         QVERIFY(changed.save(store));
         QCOMPARE(StudySettings::load(store), changed);
         QVERIFY(!changed.fsrsParams().ankiIntervalOrder);
+        QVERIFY(!changed.fsrsParams().ankiSameDayHard);
         QVERIFY(!changed.dayCounter());
     }
 };
