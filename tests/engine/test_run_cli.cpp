@@ -388,6 +388,11 @@ class TestRunCli : public QObject {
             qPrintable(out));
         QVERIFY2(out.contains(QStringLiteral("strategy=dp devices=2")), qPrintable(out));
         QVERIFY(out.contains(QStringLiteral("ratio_to_torch=n/a")));
+        // Issue 50: the step against the CPU's FMA peak too.
+        QVERIFY2(QRegularExpression(QStringLiteral("fma_peak_gflops=[0-9.]+ fraction_of_peak=0[.]"))
+                     .match(out)
+                     .hasMatch(),
+                 qPrintable(out));
         QVERIFY2(out.contains(QStringLiteral("# PyTorch was not run: /nonexistent/python3")),
                  qPrintable(out));
         // A size it cannot read is named.
@@ -415,10 +420,16 @@ class TestRunCli : public QObject {
         // probs per layer: batch x heads x s^2 x 4 B = 8 x 2 x 16 x 4 and 4 x 2 x 64 x 4.
         QVERIFY2(out.contains(QStringLiteral("RESULT attention seq_len=4 batch=8 tokens=32")),
                  qPrintable(out));
-        QVERIFY2(out.contains(QStringLiteral("probs_bytes_per_layer=1024\n")), qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("probs_bytes_per_layer=1024 ")), qPrintable(out));
         QVERIFY2(out.contains(QStringLiteral("RESULT attention seq_len=8 batch=4 tokens=32")),
                  qPrintable(out));
-        QVERIFY2(out.contains(QStringLiteral("probs_bytes_per_layer=2048\n")), qPrintable(out));
+        QVERIFY2(out.contains(QStringLiteral("probs_bytes_per_layer=2048 ")), qPrintable(out));
+        // Issue 50: each row also against the CPU's FMA peak, measured in the same run.
+        const QRegularExpression peak(
+            QStringLiteral("fma_peak_gflops=([0-9.]+) fraction_of_peak=([0-9.]+)\\n"));
+        const auto m = peak.match(out);
+        QVERIFY2(m.hasMatch(), qPrintable(out));
+        QVERIFY(m.captured(2).toDouble() > 0 || m.captured(1).toDouble() == 0);
         // A length that does not divide the tokens is named.
         QProcess bad;
         bad.start(QStringLiteral(PD_BENCH_EXE),
