@@ -8,10 +8,14 @@
 #include <map>
 #include <tuple>
 
+#include "engine_test_support.h"
 #include "pd/exports.h"
 #include "pd/metrics.h"
 
 using namespace pd;
+
+Q_DECLARE_METATYPE(pd::PipelineSchedule)
+Q_DECLARE_METATYPE(pd::RecomputeMode)
 
 namespace {
 
@@ -493,6 +497,44 @@ class TestMetrics : public QObject {
         QCOMPARE(figure_steps(one).first, 0);
         QCOMPARE(figure_steps(one).last, 0);
         QVERIFY(figure_steps(Trace{}).empty());
+    }
+
+    // Split backwards (ZB-H1, ZB-V: B and W) and recomputed ones (the forward re-run before
+    // each backward) are predicted from a real run's own stage times like GPipe's and 1F1B's:
+    // on the device clock the replay of the run's durations lands on its measured bubble (a
+    // stated 3 points, both figures from the same run), and the causes add up to the
+    // difference from the textbook figure.
+    void bubble_predicted_for_split_and_recomputed_backwards_data() {
+        QTest::addColumn<PipelineSchedule>("schedule");
+        QTest::addColumn<RecomputeMode>("recompute");
+        QTest::addRow("zb-h1") << PipelineSchedule::zb_h1 << RecomputeMode::none;
+        QTest::addRow("zb-v") << PipelineSchedule::zb_v << RecomputeMode::none;
+        QTest::addRow("1f1b recompute full")
+            << PipelineSchedule::one_f_one_b << RecomputeMode::full;
+        QTest::addRow("zb-h1 recompute full") << PipelineSchedule::zb_h1 << RecomputeMode::full;
+    }
+    void bubble_predicted_for_split_and_recomputed_backwards() {
+        QFETCH(PipelineSchedule, schedule);
+        QFETCH(RecomputeMode, recompute);
+        RunConfig c = test::small_config(StrategyKind::pipeline, 4);
+        c.layers = 8;
+        c.width = 64;
+        c.batch = 64;
+        c.microbatches = 8;
+        c.steps = 3;
+        c.schedule = schedule;
+        c.recompute = recompute;
+        const RunResult r = test::run_config(c);
+        QCOMPARE(r.status, RunStatus::ok);
+        const RunMetrics m = compute_metrics(r.trace, c);
+        QVERIFY(m.bubble);
+        QVERIFY2(m.bubble->predicted, "no bubble predicted from the run's stage times");
+        const BubblePrediction& pr = *m.bubble->predicted;
+        QVERIFY2(std::abs(pr.fraction - m.bubble->measured) <= 0.03,
+                 qPrintable(QStringLiteral("predicted %1, measured %2")
+                                .arg(pr.fraction)
+                                .arg(m.bubble->measured)));
+        QVERIFY(near(pr.causes.sum(), pr.fraction - m.bubble->theoretical, 1e-9));
     }
 
     // A trace without the schedule's tasks (tracing off) has no prediction, not a made-up one.

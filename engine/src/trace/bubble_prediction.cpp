@@ -12,11 +12,17 @@ namespace pd {
 
 namespace {
 
-enum class TaskKind { forward, backward, recv, send, dp_sync, optimizer };
+enum class TaskKind { forward, backward, weight_grad, recv, send, dp_sync, optimizer };
+
+// Which compute a forward, backward or W task holds: an index into per-pass figures.
+enum Pass { pass_forward, pass_backward, pass_weight, pass_count };
 
 // One piece of work on one stream, as the pipeline strategy (MeshParallel::enqueue_step)
 // enqueues it: a receive, a forward or backward of one (chunk, micro-batch), a send, the
-// data-parallel gradient all-reduce, the optimizer.
+// data-parallel gradient all-reduce, the optimizer. Zero-bubble schedules split a backward
+// into B (a `backward` task: the input gradient the previous stage waits for) and W (a
+// `weight_grad` task: no transfer, placed to fill the bubble); with recomputation a
+// backward's time holds the forward it re-runs first.
 struct Task {
     TaskKind kind = TaskKind::forward;
     int device = 0;
@@ -33,9 +39,12 @@ struct Task {
     // Stream time no event records (launching, recording events, freeing buffers), split by
     // when it happened: pre, before the task's wait (overlaps the wait in the replay too);
     // post, after the wait and before the task's first event; inner, between its events.
+    // lag: on the device clock a wait ends when the other stream records its event, which it
+    // does after its own untraced tail (freeing the received buffer, bookkeeping): the time
+    // from the awaited task's last event to the end of this task's wait.
     std::vector<double> compute_samples, comm_samples, latency_samples, pre_samples, post_samples,
-        inner_samples;
-    double compute = 0.0, comm = 0.0, latency = 0.0, pre = 0.0, post = 0.0, inner = 0.0;
+        inner_samples, lag_samples;
+    double compute = 0.0, comm = 0.0, latency = 0.0, pre = 0.0, post = 0.0, inner = 0.0, lag = 0.0;
 };
 
 Task make_task(TaskKind kind, int device, StreamKind stream, int chunk = -1, int microbatch = -1) {
@@ -64,6 +73,33 @@ bool is_collective(EventKind k) {
            k == EventKind::all_to_all_step;
 }
 
+// A recomputed forward runs inside its backward, so its time is the backward's.
+int pass_of(EventKind k) {
+    switch (k) {
+        case EventKind::forward:
+            return pass_forward;
+        case EventKind::backward:
+        case EventKind::recompute:
+            return pass_backward;
+        case EventKind::backward_weight:
+            return pass_weight;
+        default:
+            return pass_count;
+    }
+}
+int pass_of(TaskKind k) {
+    switch (k) {
+        case TaskKind::forward:
+            return pass_forward;
+        case TaskKind::backward:
+            return pass_backward;
+        case TaskKind::weight_grad:
+            return pass_weight;
+        default:
+            return pass_count;
+    }
+}
+
 class Replay {
   public:
     Replay(const Trace& trace, const RunConfig& config) : devices_(trace.devices) {
@@ -74,7 +110,8 @@ class Replay {
         for (const StageBoundary& b : stage_boundaries(config))
             for (int u = b.first_unit; u < b.end_unit; ++u) chunk_of_unit_[u] = b.chunk;
         streams_.resize(static_cast<std::size_t>(devices_));
-        for (int d = 0; d < devices_; ++d) build_program(config, mesh, d);
+        const auto program = pipeline_program(config.schedule, p_, m_, v_);
+        for (int d = 0; d < devices_; ++d) build_program(config, mesh, program, d);
     }
 
     // Reads every task's durations from the steps in `steps` (their medians); false when one
@@ -89,6 +126,7 @@ class Replay {
             t.pre = median(t.pre_samples);
             t.post = median(t.post_samples);
             t.inner = median(t.inner_samples);
+            t.lag = median(t.lag_samples);
         }
         compute_means();
         return true;
@@ -111,7 +149,8 @@ class Replay {
             double ready = stream_free + (with_gaps(task, level) ? task.pre : 0.0);
             if (task.after >= 0) {
                 if (end[static_cast<std::size_t>(task.after)] < 0) return -1.0;
-                ready = std::max(ready, end[static_cast<std::size_t>(task.after)]);
+                ready = std::max(ready, end[static_cast<std::size_t>(task.after)] +
+                                            (with_gaps(task, level) ? task.lag : 0.0));
             }
             if (task.sender >= 0) {
                 if (start[static_cast<std::size_t>(task.sender)] < 0) return -1.0;
@@ -187,13 +226,26 @@ class Replay {
     // The stream waits of MeshParallel: a receive is queued on the comm stream and the
     // compute stream waits for it; a send waits for the compute that made its tensor; the
     // gradient all-reduce waits for the last backward and the optimizer for the all-reduce.
-    void build_program(const RunConfig& config, const Mesh& mesh, int d) {
+    // A W task only computes: its B already received the gradient and sent its own. ZB-V's
+    // two chunks on the last stage hand the activation (and its gradient) over on the device,
+    // in the compute stream's order, without a transfer.
+    void build_program(const RunConfig& config, const Mesh& mesh,
+                       const std::vector<std::vector<PipelineOp>>& program, int d) {
         const int stage = d / (mesh.tp * mesh.dp);
+        const int chunks = p_ * v_;
+        auto remote = [&](int g) {
+            return g >= 0 && g < chunks && stage_of_chunk(config.schedule, g, p_) != stage;
+        };
         int last_comm = -1, last_compute = -1;
-        for (const PipelineOp& op : pipeline_ops(config.schedule, stage, p_, m_, v_)) {
-            const int g = op.chunk * p_ + stage;
-            const bool receives = op.forward() ? g > 0 : g < p_ * v_ - 1;
-            const bool sends = op.forward() ? g < p_ * v_ - 1 : g > 0;
+        for (const PipelineOp& op : program[static_cast<std::size_t>(stage)]) {
+            const int g = global_chunk(config.schedule, op.chunk, stage, p_);
+            if (op.pass == PipelinePass::weight_grad) {
+                last_compute =
+                    add(make_task(TaskKind::weight_grad, d, StreamKind::compute, g, op.microbatch));
+                continue;
+            }
+            const bool receives = op.forward() ? remote(g - 1) : remote(g + 1);
+            const bool sends = op.forward() ? remote(g + 1) : remote(g - 1);
             if (receives)
                 last_comm = add(make_task(TaskKind::recv, d, StreamKind::comm, g, op.microbatch));
             Task work = make_task(op.forward() ? TaskKind::forward : TaskKind::backward, d,
@@ -242,7 +294,7 @@ class Replay {
 
     bool measure_step(const Trace& trace, int step) {
         measure_carry_over(trace, step);
-        using Key = std::tuple<int, bool, int, int>;  // device, forward, micro-batch, chunk
+        using Key = std::tuple<int, int, int, int>;  // device, Pass, micro-batch, chunk
         std::map<Key, std::pair<double, std::pair<std::int64_t, std::int64_t>>> work;
         std::map<Key, std::vector<const TraceEvent*>> work_events;
         std::vector<double> optimizer(static_cast<std::size_t>(devices_), 0.0);
@@ -254,13 +306,12 @@ class Replay {
         for (const TraceEvent& e : trace.events) {
             if (e.step != step || e.device < 0 || e.device >= devices_) continue;
             const auto d = static_cast<std::size_t>(e.device);
-            if (e.stream == StreamKind::compute &&
-                (e.kind == EventKind::forward || e.kind == EventKind::backward)) {
+            if (e.stream == StreamKind::compute && pass_of(e.kind) < pass_count) {
                 auto c = chunk_of_unit_.find(e.layer);
                 if (c == chunk_of_unit_.end()) return false;
-                auto [it, inserted] = work.try_emplace(
-                    Key{e.device, e.kind == EventKind::forward, e.microbatch, c->second}, 0.0,
-                    std::make_pair(e.start_ns, e.end_ns));
+                auto [it, inserted] =
+                    work.try_emplace(Key{e.device, pass_of(e.kind), e.microbatch, c->second}, 0.0,
+                                     std::make_pair(e.start_ns, e.end_ns));
                 it->second.first += static_cast<double>(e.duration_ns());
                 work_events[it->first].push_back(&e);
                 it->second.second.first = std::min(it->second.second.first, e.start_ns);
@@ -314,11 +365,14 @@ class Replay {
             return it == gap.end() ? Gap{} : it->second;
         };
         // A task's lead-in is its first event's; the gaps between its own events lengthen it.
+        // Whether it waited right before its first event.
         auto lead_in = [&](Task& task, std::vector<const TraceEvent*> events, double& inner) {
             std::stable_sort(events.begin(), events.end(), by_start);
+            bool waited = false;
             for (std::size_t i = 0; i < events.size(); ++i) {
                 const Gap g = gap_of(*events[i]);
                 if (i == 0) {
+                    waited = g.waited;
                     task.pre_samples.push_back(g.pre);
                     task.post_samples.push_back(g.post);
                 } else {
@@ -331,6 +385,7 @@ class Replay {
                 task.pre_samples.push_back(0.0);
                 task.post_samples.push_back(0.0);
             }
+            return waited;
         };
         std::vector<std::size_t> next_p2p(static_cast<std::size_t>(devices_), 0);
         std::vector<std::int64_t> last_work_end(static_cast<std::size_t>(devices_), 0);
@@ -347,18 +402,23 @@ class Replay {
             return total;
         };
         std::vector<std::pair<int, const TraceEvent*>> recvs;
+        // Each task's first event start and last event end on this step (work and transfers).
+        std::vector<std::pair<double, double>> span(tasks_.size(), {-1.0, -1.0});
+        std::vector<char> waited(tasks_.size(), 0);
         for (std::size_t t = 0; t < tasks_.size(); ++t) {
             Task& task = tasks_[t];
             const auto d = static_cast<std::size_t>(task.device);
             switch (task.kind) {
                 case TaskKind::forward:
-                case TaskKind::backward: {
-                    auto it = work.find(Key{task.device, task.kind == TaskKind::forward,
-                                            task.microbatch, task.chunk});
+                case TaskKind::backward:
+                case TaskKind::weight_grad: {
+                    auto it = work.find(
+                        Key{task.device, pass_of(task.kind), task.microbatch, task.chunk});
                     if (it == work.end()) return false;
                     const auto [begin, end] = it->second.second;
+                    span[t] = {static_cast<double>(begin), static_cast<double>(end)};
                     double inner = 0.0;
-                    lead_in(task, work_events[it->first], inner);
+                    waited[t] = lead_in(task, work_events[it->first], inner);
                     task.comm_samples.push_back(collectives_within(task.device, begin, end, inner));
                     task.compute_samples.push_back(it->second.first);
                     task.inner_samples.push_back(inner);
@@ -370,9 +430,10 @@ class Replay {
                     // The comm stream runs its transfers in the order they were queued.
                     if (next_p2p[d] >= p2p[d].size()) return false;
                     const TraceEvent* e = p2p[d][next_p2p[d]++];
+                    span[t] = {static_cast<double>(e->start_ns), static_cast<double>(e->end_ns)};
                     if ((e->kind == EventKind::send) != (task.kind == TaskKind::send)) return false;
                     double inner = 0.0;
-                    lead_in(task, {e}, inner);
+                    waited[t] = lead_in(task, {e}, inner);
                     if (task.kind == TaskKind::send) {
                         task.comm_samples.push_back(static_cast<double>(e->duration_ns()));
                         send_task_[e->flow_id] = static_cast<int>(t);
@@ -405,6 +466,23 @@ class Replay {
         }
         for (std::size_t d = 0; d < p2p.size(); ++d)
             if (next_p2p[d] != p2p[d].size()) return false;
+        // A forward, backward or send that waited for its receive or compute: how long after
+        // that task's last event the wait ended (its first event's start less its lead-in).
+        // One that did not wait (its stream was still busy) has none.
+        for (std::size_t t = 0; t < tasks_.size(); ++t) {
+            Task& task = tasks_[t];
+            if (task.after < 0) continue;
+            if (!waited[t]) {
+                task.lag_samples.push_back(0.0);
+                continue;
+            }
+            if (span[t].first < 0 || span[static_cast<std::size_t>(task.after)].second < 0 ||
+                task.post_samples.empty())
+                continue;
+            task.lag_samples.push_back(
+                std::max(0.0, span[t].first - task.post_samples.back() -
+                                  span[static_cast<std::size_t>(task.after)].second));
+        }
         // A receive ends at max(queued, sent + time in flight) + its copy, as the engine's
         // device clock charges it; on the wall clock the whole wait after the send is the
         // transfer.
@@ -430,10 +508,10 @@ class Replay {
     // Per (device, chunk, direction): the mean over micro-batches after the first (which pays
     // for cold caches), and the mean of those over the whole pipeline.
     void compute_means() {
-        std::map<std::tuple<int, int, bool>, std::pair<double, int>> sums, all;
+        std::map<std::tuple<int, int, int>, std::pair<double, int>> sums, all;
         for (const Task& t : tasks_) {
-            if (t.kind != TaskKind::forward && t.kind != TaskKind::backward) continue;
-            const auto key = std::make_tuple(t.device, t.chunk, t.kind == TaskKind::forward);
+            if (pass_of(t.kind) == pass_count) continue;
+            const auto key = std::make_tuple(t.device, t.chunk, pass_of(t.kind));
             auto& a = all[key];
             a.first += t.compute;
             a.second += 1;
@@ -442,28 +520,28 @@ class Replay {
             s.first += t.compute;
             s.second += 1;
         }
-        std::array<std::pair<double, int>, 2> overall{};
+        std::array<std::pair<double, int>, pass_count> overall{};
         for (const auto& [key, a] : all) {
             const auto& s = sums.count(key) ? sums[key] : a;
             const double mean = s.first / s.second;
             stage_mean_[key] = mean;
-            auto& o = overall[std::get<2>(key) ? 1 : 0];
+            auto& o = overall[static_cast<std::size_t>(std::get<2>(key))];
             o.first += mean;
             o.second += 1;
         }
-        for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t i = 0; i < overall.size(); ++i)
             uniform_mean_[i] = overall[i].second ? overall[i].first / overall[i].second : 0.0;
     }
 
     double compute_time(const Task& t, Level level) const {
         switch (t.kind) {
             case TaskKind::forward:
-            case TaskKind::backward: {
-                const bool forward = t.kind == TaskKind::forward;
+            case TaskKind::backward:
+            case TaskKind::weight_grad: {
                 if (level >= full || (level >= cold && t.microbatch == 0)) return t.compute;
                 if (level >= imbalance)
-                    return stage_mean_.at(std::make_tuple(t.device, t.chunk, forward));
-                return uniform_mean_[forward ? 1 : 0];
+                    return stage_mean_.at(std::make_tuple(t.device, t.chunk, pass_of(t.kind)));
+                return uniform_mean_[static_cast<std::size_t>(pass_of(t.kind))];
             }
             case TaskKind::optimizer:
                 return level >= optimizer ? t.compute : 0.0;
@@ -488,8 +566,8 @@ class Replay {
     std::vector<std::vector<int>> dp_groups_;
     std::map<std::uint64_t, int> send_task_;  // flow id -> send task, within one step
     std::vector<std::array<double, kStreamsPerDevice>> busy_until_;  // per device and stream
-    std::map<std::tuple<int, int, bool>, double> stage_mean_;
-    std::array<double, 2> uniform_mean_{};
+    std::map<std::tuple<int, int, int>, double> stage_mean_;         // device, chunk, Pass
+    std::array<double, pass_count> uniform_mean_{};
 };
 
 }  // namespace
@@ -498,10 +576,6 @@ std::optional<BubblePrediction> predict_bubble(const Trace& trace, const RunConf
                                                StepRange steps, double theoretical) {
     const Mesh mesh = config.effective_mesh();
     if (steps.empty() || mesh.pp < 2 || trace.devices != mesh.size()) return std::nullopt;
-    // The replay models whole backwards without recomputation; split (B/W) or recomputed
-    // backwards are not predicted rather than predicted wrongly.
-    if (splits_backward(config.schedule) || config.recompute != RecomputeMode::none)
-        return std::nullopt;
     // Each step replayed with its own times, then the median step, as the measured bubble is
     // the median of the steps' bubbles: a step slowed by the machine slows both alike.
     using Levels = std::array<double, level_count + 1>;  // bubbles per level, then makespan
