@@ -97,6 +97,10 @@ double fma_chains_gflops(const FmaIsa& isa, int threads) {
 FmaPeak fma_peak(int threads) {
     static std::map<int, FmaPeak> known;
     if (const auto it = known.find(threads); it != known.end()) return it->second;
+    return known[threads] = measure_fma_peak(threads);
+}
+
+FmaPeak measure_fma_peak(int threads) {
     FmaPeak peak;
     peak.threads = threads;
     peak.isa = "none";
@@ -104,7 +108,6 @@ FmaPeak fma_peak(int threads) {
         const double gflops = fma_chains_gflops(isa, threads);
         if (gflops > peak.gflops) peak = {isa.name, threads, gflops};
     }
-    known[threads] = peak;
     return peak;
 }
 

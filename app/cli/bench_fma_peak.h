@@ -15,6 +15,9 @@ struct FmaPeak {
 // remembered): independent chains of fused multiply-adds on registers only, as many as keep
 // every FMA unit busy, timed best of three.
 FmaPeak fma_peak(int threads);
+// The same, measured afresh (not remembered): for a bench that reads its figure against the
+// peak round by round, as the machine's load changes.
+FmaPeak measure_fma_peak(int threads);
 
 // `paralleldeck-bench fma-peak`: every instruction set the CPU has, at 1 to all threads.
 int bench_fma_peak();
