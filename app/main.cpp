@@ -294,26 +294,33 @@ int optimizeFsrs(const QString& dbPath) {
     const auto cards = pd::study::fsrsHistories(store);
     pd::study::FsrsOptimizerOptions options;
     options.dayCounter = settings.dayCounter();
+    options.current = settings.weights.value_or(pd::study::kFsrsDefaultWeights);
+    const char* currentName = settings.weights ? "current" : "default";
     const pd::study::FsrsOptimization r = pd::study::optimizeFsrs(cards, options);
-    std::printf("FSRS optimizer: %d reviews scored, %zu cards (%s)\n", r.defaults.predictions,
+    std::printf("FSRS optimizer: %d reviews scored, %zu cards (%s)\n", r.current.predictions,
                 cards.size(), qPrintable(dbPath));
     if (!r.offered) {
         std::printf("not fitted: %s\n", r.message.c_str());
         return 0;
     }
-    std::printf("%-10s %10s %12s\n", "weights", "log loss", "RMSE(bins)");
-    std::printf("%-10s %10.4f %12.4f\n", "default", r.defaults.logLoss, r.defaults.rmseBins);
-    std::printf("%-10s %10.4f %12.4f\n", "fitted", r.fitted.logLoss, r.fitted.rmseBins);
+    std::printf("%-22s %10s %12s\n", "weights", "log loss", "RMSE(bins)");
+    std::printf("%-22s %10.4f %12.4f\n", currentName, r.current.logLoss, r.current.rmseBins);
+    std::printf("%-22s %10.4f %12.4f\n", "fitted", r.fitted.logLoss, r.fitted.rmseBins);
+    std::printf("%-22s %10.4f %12.4f\n", "held-out, current", r.heldOutCurrent.logLoss,
+                r.heldOutCurrent.rmseBins);
+    std::printf("%-22s %10.4f %12.4f\n", "held-out, fitted", r.heldOutFitted.logLoss,
+                r.heldOutFitted.rmseBins);
     std::printf("fitted weights:");
     for (double w : r.weights) std::printf(" %.4f", w);
     std::printf("\n%s\n", r.message.c_str());
-    settings.weights = r.fittedIsBetter ? std::optional(r.weights) : std::nullopt;
+    if (r.fittedIsBetter) settings.weights = r.weights;
     if (!settings.save(store)) {
         std::fprintf(stderr, "paralleldeck: could not save the weights to %s\n",
                      qPrintable(dbPath));
         return 1;
     }
-    std::printf("the scheduler now uses the %s weights\n", r.fittedIsBetter ? "fitted" : "default");
+    std::printf("the scheduler now uses the %s weights\n",
+                r.fittedIsBetter ? "fitted" : currentName);
     return 0;
 }
 

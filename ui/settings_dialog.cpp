@@ -135,6 +135,7 @@ void SettingsDialog::optimize() {
     progress.setMinimumDuration(0);
     study::FsrsOptimizerOptions options;
     options.dayCounter = settings().dayCounter();
+    options.current = weights_.value_or(study::kFsrsDefaultWeights);
     options.progress = [&progress](int done, int total) {
         progress.setMaximum(total);
         progress.setValue(done);
@@ -153,15 +154,15 @@ void SettingsDialog::optimize() {
     }
     if (r.fittedIsBetter) weights_ = r.weights;
     weightsNote_->setText(
-        tr("%1 reviews scored. Log loss %2 with the default weights, %3 fitted; RMSE (bins) "
-           "%4 and %5. %6.")
-            .arg(r.defaults.predictions)
-            .arg(r.defaults.logLoss, 0, 'f', 4)
+        tr("%1 reviews scored. Log loss %2 with the current weights, %3 fitted; RMSE (bins) "
+           "%4 and %5. %6.%7")
+            .arg(r.current.predictions)
+            .arg(r.current.logLoss, 0, 'f', 4)
             .arg(r.fitted.logLoss, 0, 'f', 4)
-            .arg(r.defaults.rmseBins, 0, 'f', 4)
+            .arg(r.current.rmseBins, 0, 'f', 4)
             .arg(r.fitted.rmseBins, 0, 'f', 4)
-            .arg(r.fittedIsBetter ? tr("The fitted weights are kept (applied with OK)")
-                                  : tr("The default weights predict it as well; they are kept")));
+            .arg(QString::fromStdString(r.message))
+            .arg(r.fittedIsBetter ? tr(" Applied with OK.") : QString()));
 }
 
 study::StudySettings SettingsDialog::settings() const {

@@ -3,11 +3,16 @@
 // generator would. The fitted weights' predictions must come within 0.02 mean absolute
 // recall of the generator's (the defaults are further off), their log loss must beat the
 // defaults', and too short a history is not offered.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "study/fsrs.h"
@@ -98,6 +103,37 @@ double recallGap(const std::vector<FsrsCardHistory>& cards, const FsrsWeights& w
     return sum / static_cast<double>(n);
 }
 
+// A fixture revlog.csv (card_id, review_time in ms, review_rating, ...) as card histories in
+// the order fsrsHistories gives them (by first review).
+std::vector<FsrsCardHistory> readRevlog(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(path));
+    std::map<long long, FsrsCardHistory> byCard;
+    f.readLine();
+    while (!f.atEnd()) {
+        const QList<QByteArray> cells = f.readLine().trimmed().split(',');
+        if (cells.size() < 3) continue;
+        byCard[cells[0].toLongLong()].push_back({FsrsTimePoint(milliseconds(cells[1].toLongLong())),
+                                                 static_cast<Rating>(cells[2].toInt())});
+    }
+    std::vector<FsrsCardHistory> out;
+    for (auto& [id, h] : byCard) out.push_back(std::move(h));
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.front().at < b.front().at; });
+    return out;
+}
+
+// The fixtures' days: UTC, a day starting at 04:00 (Anki's default hour).
+long long utcDayAt4(FsrsTimePoint t) {
+    return floor<days>(t - 4h).time_since_epoch().count();
+}
+
+QJsonObject fsrsRsReference() {
+    QFile f(QFINDTESTDATA("../fixtures/fsrs/fsrs_rs_reference.json"));
+    if (!f.open(QIODevice::ReadOnly)) qFatal("fsrs_rs_reference.json is missing");
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
 }  // namespace
 
 class TestFsrsOptimizer : public QObject {
@@ -115,18 +151,102 @@ class TestFsrsOptimizer : public QObject {
         QVERIFY2(r.offered, r.message.c_str());
         QVERIFY(calls > 0);
         QVERIFY(r.fittedIsBetter);
-        QVERIFY(r.fitted.logLoss < r.defaults.logLoss);
+        QVERIFY(r.fitted.logLoss < r.current.logLoss);
         const double fitted = recallGap(cards, r.weights);
         const double defaults = recallGap(cards, kFsrsDefaultWeights);
         qInfo(
             "mean |R - R_generator|: fitted %.4f, defaults %.4f; log loss fitted %.4f, "
             "defaults %.4f, generator %.4f; RMSE(bins) fitted %.4f, defaults %.4f",
-            fitted, defaults, r.fitted.logLoss, r.defaults.logLoss,
-            evaluateFsrs(cards, generatorWeights()).logLoss, r.fitted.rmseBins,
-            r.defaults.rmseBins);
+            fitted, defaults, r.fitted.logLoss, r.current.logLoss,
+            evaluateFsrs(cards, generatorWeights()).logLoss, r.fitted.rmseBins, r.current.rmseBins);
         QVERIFY2(fitted < 0.02, qPrintable(QString::number(fitted)));
         QVERIFY(fitted < defaults);
-        QVERIFY(r.fitted.rmseBins < r.defaults.rmseBins);
+        QVERIFY(r.fitted.rmseBins < r.current.rmseBins);
+    }
+
+    // The same revlog.csv through fsrs-rs 6.5 (scripts/fsrs_reference.mjs wrote the figures):
+    // one history with 1m/10m learning steps and a relearning step, one without. The app's
+    // fit must predict as well as fsrs-rs's (log loss within 0.003 of it, by fsrs-rs's own
+    // evaluation of the same items) and start from the same S0 pre-training (w0..w3 within 15%
+    // of fsrs-rs's fitted ones, or 0.15 days for the small ones). Before (the pre-training on
+    // second reviews only, no pull toward the defaults): w3 = 25.17 where fsrs-rs fits 16.85
+    // without steps, w1 = 1.01 where it fits 1.25 with them.
+    void matchesFsrsRs_data() {
+        QTest::addColumn<QString>("history");
+        QTest::newRow("learning steps") << QStringLiteral("steps");
+        QTest::newRow("no learning steps") << QStringLiteral("nosteps");
+    }
+    void matchesFsrsRs() {
+        QFETCH(QString, history);
+        const QJsonObject ref = fsrsRsReference()[QStringLiteral("histories")][history].toObject();
+        const std::vector<FsrsCardHistory> cards = readRevlog(
+            QFINDTESTDATA(QStringLiteral("../fixtures/fsrs/%1.revlog.csv").arg(history)));
+        FsrsOptimizerOptions options;
+        options.dayCounter = utcDayAt4;
+        const FsrsOptimization r = optimizeFsrs(cards, options);
+        QVERIFY2(r.offered, r.message.c_str());
+        const QJsonArray refW = ref[QStringLiteral("fitted_weights")].toArray();
+        FsrsWeights theirs{};
+        for (std::size_t i = 0; i < kFsrsWeightCount; ++i)
+            theirs[i] = refW[static_cast<int>(i)].toDouble();
+        const double theirLoss =
+            ref[QStringLiteral("fitted")][QStringLiteral("log_loss")].toDouble();
+        const double theirDefaults =
+            ref[QStringLiteral("defaults")][QStringLiteral("log_loss")].toDouble();
+        // Our evaluation of fsrs-rs's weights agrees with fsrs-rs's (the items are the same).
+        const FsrsEvaluation ourTheirs = evaluateFsrs(cards, theirs, utcDayAt4);
+        QCOMPARE(ourTheirs.predictions, ref[QStringLiteral("items")].toInt());
+        qInfo(
+            "%s: w0..w3 app %.3f %.3f %.3f %.3f (S0 pre-training %.3f %.3f %.3f %.3f), fsrs-rs "
+            "%.3f %.3f %.3f %.3f; log loss app %.4f, fsrs-rs %.4f (ours of its weights %.4f), "
+            "defaults %.4f (fsrs-rs %.4f); %s",
+            qPrintable(history), r.weights[0], r.weights[1], r.weights[2], r.weights[3],
+            r.initialStability[0], r.initialStability[1], r.initialStability[2],
+            r.initialStability[3], theirs[0], theirs[1], theirs[2], theirs[3], r.fitted.logLoss,
+            theirLoss, ourTheirs.logLoss, r.current.logLoss, theirDefaults, r.message.c_str());
+        QVERIFY(std::abs(ourTheirs.logLoss - theirLoss) < 2e-4);
+        // fsrs-rs's evaluation of the defaults on the learning-steps history is 6e-4 above
+        // ours (0.3649 vs 0.3643), where its fitted weights agree to 1e-4: float32 against
+        // double over the many same-day steps of cards starting at S = 0.212, not resolved.
+        QVERIFY(std::abs(r.current.logLoss - theirDefaults) < 1e-3);
+        QVERIFY2(std::abs(r.fitted.logLoss - theirLoss) < 0.003,
+                 qPrintable(QString::number(r.fitted.logLoss)));
+        for (std::size_t i = 0; i < 4; ++i)
+            QVERIFY2(std::abs(r.weights[i] - theirs[i]) <= std::max(0.15, 0.15 * theirs[i]),
+                     qPrintable(QStringLiteral("w%1 = %2, fsrs-rs %3")
+                                    .arg(i)
+                                    .arg(r.weights[i])
+                                    .arg(theirs[i])));
+        QVERIFY(r.fittedIsBetter);
+    }
+
+    // Weights that already fit are not replaced by a fit that predicts held-out cards worse:
+    // with fsrs-rs's own fitted weights as the current ones, the message says which are kept
+    // and why, with the figures.
+    void aWorseFitIsNotKept() {
+        const QJsonObject ref =
+            fsrsRsReference()[QStringLiteral("histories")][QStringLiteral("steps")].toObject();
+        const std::vector<FsrsCardHistory> cards =
+            readRevlog(QFINDTESTDATA(QStringLiteral("../fixtures/fsrs/steps.revlog.csv")));
+        FsrsOptimizerOptions options;
+        options.dayCounter = utcDayAt4;
+        options.epochs = 1;
+        options.learningRate = 0.2;  // a poor fit on purpose
+        for (std::size_t i = 0; i < kFsrsWeightCount; ++i)
+            options.current[i] =
+                ref[QStringLiteral("fitted_weights")][static_cast<int>(i)].toDouble();
+        const FsrsOptimization r = optimizeFsrs(cards, options);
+        QVERIFY2(r.offered, r.message.c_str());
+        const QString message = QString::fromStdString(r.message);
+        qInfo("%s", qPrintable(message));
+        if (r.heldOutFitted.logLoss > r.heldOutCurrent.logLoss) {
+            QVERIFY(!r.fittedIsBetter);
+            QVERIFY(message.startsWith(QStringLiteral("the current weights are kept")));
+            QVERIFY(message.contains(QStringLiteral("not fitted to worse")));
+        } else {
+            QVERIFY(r.fitted.logLoss <= r.current.logLoss || !r.fittedIsBetter);
+        }
+        QVERIFY(!r.fittedIsBetter || r.heldOutFitted.logLoss <= r.heldOutCurrent.logLoss);
     }
 
     void aShortHistoryIsNotOffered() {
