@@ -743,6 +743,91 @@ class TestTraceImport : public QObject {
         fs::remove_all(dir);
     }
 
+    // A one-rank NCCL job launches no collective kernel: its 25 c10d::allreduce_ calls (with
+    // their record_param_comms and nccl:all_reduce annotations) were listed as no collectives
+    // at all. They are the calls the CPU issued, sized from record_param_comms; c10d's wait
+    // (which records params too) is none.
+    void aOneRankNcclJobListsTheCollectivesTheCpuIssued() {
+        json events = json::array();
+        auto x = [&](const std::string& cat, const std::string& name, int tid, int at, int dur,
+                     json args) {
+            events.push_back({{"ph", "X"},
+                              {"cat", cat},
+                              {"name", name},
+                              {"pid", 1},
+                              {"tid", tid},
+                              {"ts", at},
+                              {"dur", dur},
+                              {"args", std::move(args)}});
+        };
+        x("user_annotation", "ProfilerStep#0", 1, 0, 100000, json::object());
+        x("kernel", "sgemm", 7, 10, 20, json::object());
+        std::map<std::size_t, int> expected;  // bytes -> calls
+        for (int i = 0; i < 25; ++i) {
+            const int ts = 100 + 1000 * i;
+            const std::size_t nelems = 1000 + 256 * static_cast<std::size_t>(i % 5);
+            expected[4 * nelems] += 1;
+            x("cpu_op", "c10d::allreduce_", 2, ts, 300, json::object());
+            x("cpu_op", "record_param_comms", 2, ts + 40, 200,
+              {{"Collective name", "allreduce"},
+               {"dtype", "Float"},
+               {"In msg nelems", nelems},
+               {"Out msg nelems", nelems},
+               {"Group size", 1}});
+            x("user_annotation", "nccl:all_reduce", 2, ts + 60, 90, json::object());
+            x("cpu_op", "record_param_comms", 2, ts + 500, 5,
+              {{"Collective name", "wait"}, {"dtype", "Byte"}, {"Group size", 1}});
+        }
+        const std::string path = temp_path("one_rank_nccl.json");
+        write(path, json{{"distributedInfo", {{"backend", "nccl"}, {"rank", 0}, {"world_size", 1}}},
+                         {"traceEvents", events}}
+                        .dump());
+        const pd::Trace t = pd::import_traces({path});
+        fs::remove(path);
+        QCOMPARE(t.origin.world_size, 1);
+        QCOMPARE(static_cast<int>(t.collectives.size()), 25);
+        std::map<std::size_t, int> imported;
+        for (const auto& c : t.collectives) {
+            QCOMPARE(c.op, std::string("all_reduce"));
+            QCOMPARE(c.ranks, 1);
+            QCOMPARE(c.step, 0);
+            imported[c.bytes] += 1;
+        }
+        QCOMPARE(imported, expected);
+        const json s = json::parse(pd::imported_summary_json(t));
+        QCOMPARE(s["collectives"].size(), expected.size());
+        int calls = 0;
+        for (const auto& c : s["collectives"]) calls += c["count"].get<int>();
+        QCOMPARE(calls, 25);
+        QVERIFY(std::any_of(t.origin.notes.begin(), t.origin.notes.end(), [](const std::string& n) {
+            return n.find("calls the CPU issued") != std::string::npos;
+        }));
+    }
+
+    // The same from a real trace: the 2-rank NCCL trace with its NCCL kernels taken out lists
+    // what the kernels listed, from the CPU side's record_param_comms.
+    void withoutItsKernelsARealTraceListsTheCpuSide() {
+        const std::string path = kShared + "/kineto-2rank-nccl_rank0.json.gz";
+        if (!fs::exists(path)) QSKIP("../shared/traces is not beside this checkout");
+        const pd::Trace with = pd::import_traces({path});
+        json raw = read_json(path);
+        json kept = json::array();
+        for (const auto& e : raw["traceEvents"])
+            if (!is_nccl_kernel(e)) kept.push_back(e);
+        raw["traceEvents"] = kept;
+        const std::string stripped = temp_path("2rank_no_nccl_kernels.json");
+        write(stripped, raw.dump());
+        const pd::Trace without = pd::import_traces({stripped});
+        fs::remove(stripped);
+        auto by_op = [](const pd::Trace& t) {
+            std::map<std::tuple<std::string, std::size_t, int>, int> out;
+            for (const auto& c : t.collectives) out[{c.op, c.bytes, c.ranks}] += 1;
+            return out;
+        };
+        QVERIFY(!with.collectives.empty());
+        QCOMPARE(by_op(without), by_op(with));
+    }
+
     void theSummarySaysWhatIsUnknown() {
         const std::string path = kShared + "/kineto-128rank-job_rank0.json.gz";
         if (!fs::exists(path)) QSKIP("../shared/traces is not beside this checkout");

@@ -97,6 +97,56 @@ CollectiveRecord collective_record(const RawTraceFile& f, const RawEvent& e, con
 
 }  // namespace
 
+namespace {
+
+// A collective the CPU issued: the outermost call naming one on its thread (c10d::allreduce_)
+// with what it holds, record_param_comms (sizes, dtype, group size, the collective's name) and
+// the backend's annotation (nccl:all_reduce).
+struct CpuCollective {
+    const RawEvent* call = nullptr;
+    const RawEvent* params = nullptr;  // record_param_comms, where recorded
+    std::string op;
+};
+
+std::vector<CpuCollective> cpu_issued_collectives(const RawTraceFile& f) {
+    const int k_coll = f.strings.find("Collective name");
+    std::map<int, std::vector<const RawEvent*>> threads;
+    for (const RawEvent& e : f.events) {
+        if (e.ph != 'X' || !e.has_ts) continue;
+        const std::string& cat = f.str(e.cat);
+        if (cat != "cpu_op" && cat != "user_annotation" && cat != "Operator" && !cat.empty())
+            continue;
+        if (!collective_op_of(f.str(e.name)).empty()) threads[e.tid].push_back(&e);
+    }
+    std::vector<CpuCollective> out;
+    for (auto& [tid, list] : threads) {
+        std::sort(list.begin(), list.end(), [](const RawEvent* a, const RawEvent* b) {
+            return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;
+        });
+        double open_end = -1;
+        for (const RawEvent* e : list) {
+            const std::string& name = f.str(e->name);
+            const bool params = name == "record_param_comms";
+            // c10d's wait on a work object records its params too ("Collective name": wait).
+            const std::string named = params ? f.text(*e, k_coll) : std::string();
+            if (params && (named == "wait" || named == "barrier")) continue;
+            std::string op = collective_op_of(params && !named.empty() ? named : name);
+            if (out.empty() || out.back().call->tid != e->tid || e->ts >= open_end) {
+                out.push_back({e, nullptr, op});
+                open_end = e->ts + e->dur;
+            }
+            CpuCollective& c = out.back();
+            if (params && !c.params) c.params = e;
+            // A specific name (the params' or the annotation's) over a generic one.
+            if ((c.op.empty() || c.op == "collective") && !op.empty()) c.op = op;
+        }
+    }
+    std::erase_if(out, [](const CpuCollective& c) { return c.op.empty() || c.op == "barrier"; });
+    return out;
+}
+
+}  // namespace
+
 std::string collective_op_of(std::string_view raw) {
     const std::string n = lower(raw);
     // Kernel names carry the collective after the prefix: ncclKernel_AllReduce_RING_LL_...
@@ -263,6 +313,32 @@ RankTrace read_pytorch_trace(const RawTraceFile& f) {
                 te.kind = phase;
             }
             out.events.push_back(std::move(te));
+        }
+        // No collective kernel ran, yet the CPU issued collectives: a one-rank NCCL group
+        // launches no kernel (nothing to exchange). List the calls the CPU made, sized from
+        // their record_param_comms, timed by the CPU call; they are not drawn.
+        if (out.collectives.empty()) {
+            const std::vector<CpuCollective> issued = cpu_issued_collectives(f);
+            for (const CpuCollective& c : issued) {
+                TraceEvent te;
+                te.start_ns = t_ns(c.call->ts);
+                te.end_ns = te.start_ns + duration_ns_of_us(c.call->dur);
+                te.step = step_at(c.call->ts);
+                CollectiveRecord r =
+                    c.params ? collective_record(f, *c.params, c.op, f.str(c.call->name), te,
+                                                 sizes_missing, ranks_missing)
+                             : collective_record(f, *c.call, c.op, f.str(c.call->name), te,
+                                                 sizes_missing, ranks_missing);
+                out.collectives.push_back(std::move(r));
+            }
+            if (!issued.empty())
+                out.notes.push_back(
+                    "Collectives: no collective kernel ran on the GPU (a one-rank NCCL group "
+                    "launches none), so the " +
+                    std::to_string(issued.size()) +
+                    " collectives listed are the calls the CPU issued (c10d::allreduce_ and "
+                    "the like), sized from their record_param_comms and timed by the CPU call "
+                    "(its bandwidth is the call's, not a transfer's); they are not drawn.");
         }
         // The caching allocator's [memory] marks: its reserved bytes on this GPU (Device Type
         // 1 is CUDA), PyTorch's max_memory_reserved; what the bytes hold is not recorded.
