@@ -26,6 +26,7 @@
 #include "study/fsrs_history.h"
 #include "study/fsrs_optimizer.h"
 #include "study/review_store.h"
+#include "study/revlog_csv.h"
 #include "study/study_session.h"
 #include "theme.h"
 #include "trace_loader.h"
@@ -94,6 +95,12 @@ void addOptions(QCommandLineParser& parser) {
                       QStringLiteral("Fit FSRS's weights to the review history (of --database), "
                                      "print the default and fitted evaluations and the weights, "
                                      "and keep the better; no display needed.")});
+    parser.addOption({QStringLiteral("import-revlog"),
+                      QStringLiteral("Add the reviews of a revlog.csv <file> to the history (of "
+                                     "--database) and rebuild those cards' schedules; exit 0 "
+                                     "imported, 2 refused (each bad line named, nothing "
+                                     "written), 1 the database failed; no display needed."),
+                      QStringLiteral("file")});
     parser.addOption({QStringLiteral("lenient"),
                       QStringLiteral("With --check-deck: deck-wide rules become warnings.")});
     parser.addOption({QStringLiteral("database"),
@@ -324,6 +331,42 @@ int optimizeFsrs(const QString& dbPath) {
     return 0;
 }
 
+// `--import-revlog FILE [--database FILE]`: File > Import Review History, headless, against
+// the bundled decks and the user decks beside the database (as the window loads them). Exit
+// codes: 0 imported, 2 refused (every bad line named; nothing written), 1 the database or
+// the decks failed.
+int importRevlog(const QString& csvPath, const QString& dbPath) {
+    QFile file(csvPath);
+    if (!file.open(QIODevice::ReadOnly)) {
+        std::fprintf(stderr, "paralleldeck: %s: %s\n", qPrintable(csvPath),
+                     qPrintable(file.errorString()));
+        return 2;
+    }
+    const QByteArray csv = file.readAll();
+    pd::study::ReviewStore store;
+    QString error;
+    if (!store.open(dbPath, &error)) {
+        std::fprintf(stderr, "paralleldeck: %s: %s\n", qPrintable(dbPath), qPrintable(error));
+        return 1;
+    }
+    pd::study::DeckLibrary library;
+    if (!loadBundledDecks(library)) return 1;
+    const QStringList problems = library.loadUserDecks(
+        QDir(QFileInfo(dbPath).absolutePath()).filePath(QStringLiteral("decks")));
+    for (const QString& p : problems) std::fprintf(stderr, "warning: %s\n", qPrintable(p));
+    const pd::study::StudySettings settings = pd::study::StudySettings::load(store);
+    const pd::study::RevlogImport r =
+        pd::study::importRevlogCsv(csv, csvPath, store, library, settings);
+    if (!r.errors.isEmpty()) {
+        for (const QString& e : r.errors) std::fprintf(stderr, "%s\n", qPrintable(e));
+        std::fprintf(stderr, "paralleldeck: nothing was imported into %s\n", qPrintable(dbPath));
+        return 2;
+    }
+    std::printf("imported %d reviews (%d already in the history), %d cards rescheduled (%s)\n",
+                r.added, r.duplicates, r.cards, qPrintable(dbPath));
+    return 0;
+}
+
 int main(int argc, char** argv) {
     // --check-deck FILE... checks decks without a display.
     for (int i = 1; i < argc; ++i) {
@@ -350,6 +393,21 @@ int main(int argc, char** argv) {
             addOptions(parser);
             parser.process(core);
             return optimizeFsrs(parser.isSet(QStringLiteral("database"))
+                                    ? parser.value(QStringLiteral("database"))
+                                    : pd::study::ReviewStore::defaultPath());
+        }
+    }
+    // --import-revlog FILE [--database FILE] imports a review log without a display.
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--import-revlog") ||
+            !std::strncmp(argv[i], "--import-revlog=", 16)) {
+            QCoreApplication core(argc, argv);
+            describe(core);
+            QCommandLineParser parser;
+            addOptions(parser);
+            parser.process(core);
+            return importRevlog(parser.value(QStringLiteral("import-revlog")),
+                                parser.isSet(QStringLiteral("database"))
                                     ? parser.value(QStringLiteral("database"))
                                     : pd::study::ReviewStore::defaultPath());
         }

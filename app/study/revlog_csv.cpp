@@ -33,6 +33,8 @@ const QString kCardIdRule = QStringLiteral(
 constexpr qint64 kEarliestReviewMs = 1;
 constexpr qint64 kLatestReviewMs = 4102444800000 - 1;  // 2099-12-31T23:59:59.999Z
 constexpr qint64 kDayMs = 24LL * 3600 * 1000;
+// review_time below this is seconds: 1e11 ms is 1973-03-03T09:46:40Z, 1e11 s is in 5138.
+constexpr qint64 kSecondsBelow = 100000000000;
 static_assert(
     kLatestReviewMs + 36500 * kDayMs <
         std::chrono::duration_cast<std::chrono::milliseconds>(FsrsClock::duration::max()).count(),
@@ -120,6 +122,8 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
 
     QHash<CardKey, QList<ReviewEntry>> incoming;
     bool explainedUnknown = false;
+    int timeUnitLine = 0;  // the first line with a time, whose unit the file keeps
+    bool timeInSeconds = false;
     for (int n = 1; n < lines.size(); ++n) {
         const QByteArray line = lines[n].trimmed();
         if (line.isEmpty()) continue;
@@ -132,7 +136,7 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
         auto field = [&](int c) { return QString::fromUtf8(f[column[c]].trimmed()); };
         bool ok[5];
         const qint64 number = field(0).toLongLong(&ok[0]);
-        const qint64 ms = field(1).toLongLong(&ok[1]);
+        const qint64 rawTime = field(1).toLongLong(&ok[1]);
         const int rating = field(2).toInt(&ok[2]);
         const int state = field(3).toInt(&ok[3]);
         const qint64 duration = field(4).toLongLong(&ok[4]);
@@ -147,8 +151,39 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
             fail(n + 1, QStringLiteral("review_state %1 is not 0 to 3").arg(state));
             continue;
         }
+        // Seconds or milliseconds, by magnitude: below kSecondsBelow a time is seconds (as
+        // milliseconds it would fall before 1973-03-04, when no review log was kept; as
+        // seconds it reaches past 5000 AD). One file gives every time in one unit.
+        const bool seconds = rawTime >= kEarliestReviewMs && rawTime < kSecondsBelow;
+        if (rawTime >= kEarliestReviewMs) {
+            if (!timeUnitLine) {
+                timeUnitLine = n + 1;
+                timeInSeconds = seconds;
+            } else if (seconds != timeInSeconds) {
+                fail(n + 1,
+                     QStringLiteral("review_time %1 reads as %2 (%3 below %4) where line "
+                                    "%5's reads as %6; a file gives every review_time "
+                                    "in one unit")
+                         .arg(rawTime)
+                         .arg(seconds ? QStringLiteral("seconds") : QStringLiteral("milliseconds"))
+                         .arg(seconds ? QStringLiteral("is") : QStringLiteral("is not"))
+                         .arg(kSecondsBelow)
+                         .arg(timeUnitLine)
+                         .arg(timeInSeconds ? QStringLiteral("seconds")
+                                            : QStringLiteral("milliseconds")));
+                continue;
+            }
+        }
+        const qint64 ms = seconds ? rawTime * 1000 : rawTime;
         if (ms < kEarliestReviewMs || ms > kLatestReviewMs) {
-            fail(n + 1, reviewTimeOutOfRange(ms));
+            fail(n + 1,
+                 seconds
+                     ? QStringLiteral("review_time %1 read as seconds (below %2) is "
+                                      "%3, after 2099")
+                           .arg(rawTime)
+                           .arg(kSecondsBelow)
+                           .arg(QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC).toString(Qt::ISODate))
+                     : reviewTimeOutOfRange(ms));
             continue;
         }
         if (duration < 0) {

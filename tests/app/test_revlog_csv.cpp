@@ -2,6 +2,8 @@
 // ecosystem's five columns (and ParallelDeck's two), an import into a fresh database restores
 // the log and rebuilds the schedules, importing again adds nothing, a file of the five columns
 // alone imports for the library's cards, and a bad line is named while nothing is written.
+#include <QCryptographicHash>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <limits>
@@ -66,6 +68,30 @@ void review(ReviewStore& store, const StudySettings& settings) {
     practice.reviewedAt = t;
     practice.mode = StudyMode::Practice;
     QVERIFY(store.recordReview(practice) > 0);
+}
+
+const QString kHeader = QStringLiteral(
+    "card_id,review_time,review_rating,review_state,review_duration,deck_id,card_key\n");
+
+QString row(const QString& card, qint64 time, int rating = 3) {
+    return QStringLiteral("%1,%2,%3,0,4000,test-deck,%4\n")
+        .arg(revlogCardNumber(QStringLiteral("test-deck"), card))
+        .arg(time)
+        .arg(rating)
+        .arg(card);
+}
+
+QByteArray fileHash(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
+}
+
+// The app beside this test in the build tree (build/app/paralleldeck), if it was built.
+QString appBinary() {
+    const QString path =
+        QCoreApplication::applicationDirPath() + QStringLiteral("/../app/paralleldeck");
+    return QFileInfo(path).isExecutable() ? QFileInfo(path).canonicalFilePath() : QString();
 }
 
 }  // namespace
@@ -250,6 +276,84 @@ class TestRevlogCsv : public QObject {
             target->schedule({QStringLiteral("test-deck"), QStringLiteral("card-one")});
         QVERIFY(schedule);
         QVERIFY(toDateTime(schedule->fsrs.due) > QDateTime::fromMSecsSinceEpoch(last, Qt::UTC));
+    }
+
+    // Some exporters write review_time in seconds: 1669725000 was imported as 1970-01-20. A
+    // file whose times are below 10^11 is read as seconds (10^11 ms is 1973, 10^11 s 5138).
+    void aTimeInSecondsIsReadAsSeconds() {
+        Fixture f;
+        auto target = f.store(QStringLiteral("s.sqlite"));
+        const RevlogImport r =
+            importRevlogCsv((kHeader + row(QStringLiteral("card-one"), 1669725000) +
+                             row(QStringLiteral("card-one"), 1669725000 + 3 * 86400))
+                                .toUtf8(),
+                            QStringLiteral("s.csv"), *target, f.library, f.settings);
+        QVERIFY2(r.errors.isEmpty(), qPrintable(r.errors.join(QLatin1Char('\n'))));
+        QCOMPARE(r.added, 2);
+        const QList<ReviewEntry> log = target->reviews();
+        QCOMPARE(log.size(), 2);
+        QCOMPARE(log.front().reviewedAt,
+                 QDateTime(QDate(2022, 11, 29), QTime(12, 30), QTimeZone::utc()));
+        QCOMPARE(log.back().reviewedAt, log.front().reviewedAt.addDays(3));
+    }
+
+    // Seconds and milliseconds in one file: refused at the first line that differs, naming
+    // both lines' units; nothing is written.
+    void mixedTimeUnitsAreRefusedByLine() {
+        Fixture f;
+        auto target = f.store(QStringLiteral("m.sqlite"));
+        const RevlogImport r =
+            importRevlogCsv((kHeader + row(QStringLiteral("card-one"), 1669725000000) +
+                             row(QStringLiteral("card-two"), 1669725000))
+                                .toUtf8(),
+                            QStringLiteral("m.csv"), *target, f.library, f.settings);
+        QCOMPARE(r.errors.size(), 1);
+        QVERIFY2(r.errors.front().startsWith(QStringLiteral(
+                     "m.csv: line 3: review_time 1669725000 reads as seconds (is below "
+                     "100000000000) where line 2's reads as milliseconds")),
+                 qPrintable(r.errors.front()));
+        QCOMPARE(target->reviewCount(), 0);
+    }
+
+    // `paralleldeck --import-revlog FILE --database DB`: exit 0 imported; exit 2 refused with
+    // the line named on stderr and the database unchanged (byte for byte).
+    void theHeadlessImport() {
+        const QString app = appBinary();
+        if (app.isEmpty()) QSKIP("paralleldeck is not built beside this test");
+        Fixture f;  // its deck is saved in <dir>/decks, where the app looks beside the database
+        const QString db = f.dir.filePath(QStringLiteral("h.sqlite"));
+        { auto store = f.store(QStringLiteral("h.sqlite")); }
+        const QString good = f.dir.filePath(QStringLiteral("good.csv"));
+        const QString bad = f.dir.filePath(QStringLiteral("bad.csv"));
+        auto write = [](const QString& path, const QString& text) {
+            QFile out(path);
+            QVERIFY(out.open(QIODevice::WriteOnly));
+            out.write(text.toUtf8());
+        };
+        write(good, kHeader + row(QStringLiteral("card-one"), 1669725000000));
+        write(bad, kHeader + row(QStringLiteral("card-two"), 1669725000000) +
+                       row(QStringLiteral("card-two"), 1669725000000 + 86400000, 7));
+        auto run = [&](const QString& csv, QByteArray* err) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+            p.setProcessEnvironment(env);
+            p.start(app,
+                    {QStringLiteral("--import-revlog"), csv, QStringLiteral("--database"), db});
+            if (!p.waitForFinished(120000)) return -1;
+            *err = p.readAllStandardError();
+            return p.exitCode();
+        };
+        QByteArray err;
+        QCOMPARE(run(good, &err), 0);
+        const QByteArray before = fileHash(db);
+        QCOMPARE(run(bad, &err), 2);
+        QVERIFY2(err.contains("bad.csv: line 3: review_rating 7 is not 1 to 4"), err.constData());
+        QCOMPARE(fileHash(db), before);
+        ReviewStore check;
+        QString error;
+        QVERIFY(check.open(db, &error));
+        QCOMPARE(check.reviewCount(), 1);
     }
 
     void aNegativeDurationIsRefusedByLine() {
