@@ -82,10 +82,15 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--reduce-every-microstep", reduce_every,
                  "dp, zero1-3 with --accumulate: reduce after every micro-step (no no_sync)");
     app.add_flag("--async", async_updates,
-                 "ps: workers compute on parameters up to --max-staleness versions old");
+                 "ps: step k's gradients are computed on the server's parameters of version "
+                 "k - S (S = --max-staleness), exactly S versions old once k >= S; the first S "
+                 "steps use the initial ones");
     app.add_option("--max-staleness", max_staleness,
-                   "ps --async: how many versions a worker's parameters may lag the server");
-    app.add_option("--microbatches", microbatches, "Micro-batches per step (pipeline)");
+                   "ps --async: S, how many versions a worker's parameters lag the server "
+                   "(0: the synchronous server)");
+    app.add_option("--microbatches", microbatches,
+                   "Micro-batches per step (pipeline, hybrid); 0 or unset: the default, 2 x "
+                   "pipeline stages");
     app.add_option("--chunks", chunks, "Model chunks per device (interleaved)");
     app.add_option("--dp", dp,
                    "hybrid, cp, ep: data-parallel replicas (of each ring or expert group)");

@@ -278,6 +278,14 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                                 " = " + std::to_string(c.mesh.size()) +
                                 " does not match the device count " + std::to_string(c.devices));
     }
+    // The groups --dp asks for, before anything is divided by them: a batch that does not
+    // split over an impossible mesh is the mesh's fault, and the message names --dp.
+    if ((c.strategy == StrategyKind::cp || c.strategy == StrategyKind::ep) &&
+        (c.mesh.dp < 1 || c.devices % c.mesh.dp != 0))
+        fail("dp", "the " + std::to_string(c.devices) + " devices do not split into " +
+                       std::to_string(c.mesh.dp) +
+                       (c.strategy == StrategyKind::cp ? " data-parallel rings"
+                                                       : " expert-parallel groups"));
     const Mesh mesh = c.effective_mesh();
     const int replicas = c.data_parallel_replicas();
     const int m = c.effective_microbatches();

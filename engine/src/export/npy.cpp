@@ -72,17 +72,64 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
     const std::vector<float> params = initial_parameters(shape, config.seed);
     nlohmann::json manifest;
     manifest["format"] = "paralleldeck-dump";
+    // How the steps update the weights: at the current weights, or (an asynchronous parameter
+    // server) at the weights of S updates before, as ParameterServer computes them.
+    const bool async =
+        config.strategy == StrategyKind::ps && config.async_updates && config.max_staleness > 0;
+    const int staleness = async ? config.max_staleness : 0;
     manifest["note"] =
-        "Weights are [in, out] row-major (y = x @ w + b). Blocks: h + (gelu_tanh(h @ w1 + b1) "
-        "@ w2 + b2). Loss: mean softmax cross-entropy over the global batch. Step s computes the "
-        "loss and gradient of batch s at the current weights, then applies one optimizer update "
-        "(t = s + 1); the reported loss of step s is the one before its update.";
+        "Weights are [in, out] row-major (y = x @ w + b). The forward and the loss: model.note. " +
+        std::string(async ? "Asynchronous parameter server (updates): step s computes the loss and "
+                            "gradient of batch s at the weights after max(0, s - S) updates, S = "
+                            "updates.staleness (steps 0 .. S all at the initial weights), then "
+                            "applies them as one optimizer update (t = s + 1) to the current "
+                            "weights, those after s updates; the reported loss of step s is the "
+                            "one of the weights it was computed at."
+                          : "Step s computes the loss and gradient of batch s at the current "
+                            "weights, then applies one optimizer update (t = s + 1); the reported "
+                            "loss of step s is the one before its update.") +
+        (config.accumulate > 1 ? " Each step's gradient is the sum over its micro-steps "
+                                 "(accumulate)."
+                               : "");
+    manifest["updates"] = {
+        {"mode", async ? "asynchronous" : "synchronous"},
+        {"staleness", staleness},
+        {"rule", async ? "gradient of step s at the weights after max(0, s - staleness) "
+                         "updates, applied to the weights after s updates"
+                       : "gradient of step s at the weights after s updates"}};
+    // Gradient accumulation: the rows of each micro-step and where the sum is reduced (a bf16
+    // run rounds the running sum after each micro-step's add, so a replay needs the split).
+    {
+        const int replicas = std::max(1, config.data_parallel_replicas());
+        const int k = std::max(1, config.accumulate);
+        nlohmann::json acc = {{"micro_steps", k},
+                              {"rows_per_micro_step", config.batch / (replicas * k)},
+                              {"reduce_every_microstep", config.reduce_every_microstep}};
+        if (k > 1)
+            acc["rule"] =
+                "replica r's micro-step i (i = 0 .. micro_steps - 1) takes rows [(i * replicas "
+                "+ r) * n, (i * replicas + r + 1) * n) of the step's batch, n = "
+                "rows_per_micro_step; its backward adds into the same gradient buffer (dlogits "
+                "divided by the whole global batch, so the sum is the global batch's mean "
+                "gradient); " +
+                std::string(config.reduce_every_microstep
+                                ? "the replicas' sum is reduced after every micro-step"
+                                : "the replicas reduce only the sum, after the last micro-step "
+                                  "(DDP's no_sync)") +
+                "; one optimizer update per step";
+        manifest["accumulate"] = std::move(acc);
+    }
     manifest["model"] = {{"kind", std::string(name_of(config.model))},
                          {"input_dim", config.input_dim},
                          {"width", config.width},
                          {"hidden", shape.hidden()},
                          {"layers", config.layers},
                          {"classes", config.classes}};
+    if (!shape.transformer)
+        manifest["model"]["note"] =
+            "Residual MLP. x is [batch, input_dim], y [batch]. h = x @ input.w + input.b; per "
+            "block: h = h + (gelu_tanh(h @ w1 + b1) @ w2 + b2); logits = h @ head.w + head.b; "
+            "loss: mean softmax cross-entropy over the global batch.";
     if (shape.transformer) {
         manifest["model"]["heads"] = shape.heads;
         manifest["model"]["seq_len"] = shape.seq_len;
