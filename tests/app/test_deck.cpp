@@ -133,6 +133,12 @@ void TestDeck::brokenDecks_data() {
         << deckJson({card(QStringLiteral("\"type\": \"single\""),
                           QStringLiteral("\"type\": \"single\", \"type\": \"single\""))})
         << QStringLiteral("file") << QStringLiteral("duplicate key 'type'");
+    // Issue 41: an escaped NUL imported U+0000 into the prompt (one rule with the scenarios').
+    QTest::newRow("NUL escaped in a string")
+        << deckJson({card(QStringLiteral("\"prompt\": \"Question good-card?\""),
+                          QStringLiteral("\"prompt\": \"Question\\u0000 good-card?\""))})
+        << QStringLiteral("file")
+        << QStringLiteral("a NUL character (\\u0000) in the string at cards[0].prompt");
     QTest::newRow("wrong format") << deckJson({good}).replace("paralleldeck-deck", "other")
                                   << QStringLiteral("deck.format")
                                   << QStringLiteral("format must be");

@@ -116,6 +116,12 @@ class TestScenario : public QObject {
             << "duplicate key 'metric' in expect[0]";
         QTest::addRow("duplicate key spelled two ways") << R"({"seq-len": 64, "seq_len": 128})"
                                                         << "duplicate key 'seq_len'";
+        // Issue 41: a NUL escaped in a string was accepted (U+0000 in the value).
+        QTest::addRow("NUL in a string") << R"({"strategy": "dp\u0000", "devices": 2})"
+                                         << "a NUL character (\\u0000) in the string at strategy";
+        QTest::addRow("NUL in a nested string")
+            << R"({"expect": [{"metric": "loss\u0000"}]})"
+            << "a NUL character (\\u0000) in the string at expect[0].metric";
     }
 
     void rejects_bad_scenarios() {

@@ -23,7 +23,15 @@ class StrictDomBuilder : public nlohmann::json_sax<json> {
     bool number_integer(number_integer_t v) override { return add(json(v)); }
     bool number_unsigned(number_unsigned_t v) override { return add(json(v)); }
     bool number_float(number_float_t v, const string_t&) override { return add(json(v)); }
-    bool string(string_t& v) override { return add(json(std::move(v))); }
+    // A NUL (\u0000) is legal JSON but no text a user means: it would cut the string wherever
+    // it is handed on as C text, and shows as nothing.
+    bool string(string_t& v) override {
+        if (v.find('\0') != string_t::npos) {
+            error_ = "a NUL character (\\u0000) in the string at " + value_where();
+            return false;
+        }
+        return add(json(std::move(v)));
+    }
     bool binary(binary_t& v) override { return add(json::binary(std::move(v))); }
 
     bool start_object(std::size_t) override { return open(json::object()); }
@@ -33,6 +41,10 @@ class StrictDomBuilder : public nlohmann::json_sax<json> {
 
     bool key(string_t& k) override {
         Frame& f = frames_.back();
+        if (k.find('\0') != string_t::npos) {
+            error_ = "a NUL character (\\u0000) in a key of " + where();
+            return false;
+        }
         if (!f.keys.insert(k).second) {
             error_ = "duplicate key '" + k + "' in " + where();
             return false;
@@ -89,6 +101,16 @@ class StrictDomBuilder : public nlohmann::json_sax<json> {
                 path += (path.empty() ? "" : ".") + f.key;
         }
         return path.empty() ? "the top-level object" : path;
+    }
+
+    // Where the value being read goes: "cards[0].prompt", "tags[2]", "the top-level value".
+    std::string value_where() const {
+        if (frames_.empty()) return "the top-level value";
+        const Frame& f = frames_.back();
+        std::string inner = where();
+        if (frames_.size() == 1) inner.clear();
+        if (f.value->is_array()) return inner + "[" + std::to_string(f.value->size()) + "]";
+        return inner.empty() ? f.key : inner + "." + f.key;
     }
 
     json& root_;
