@@ -321,9 +321,9 @@ int optimizeFsrs(const QString& dbPath) {
     for (double w : r.weights) std::printf(" %.4f", w);
     std::printf("\n%s\n", r.message.c_str());
     if (r.fittedIsBetter) settings.weights = r.weights;
-    if (!settings.save(store)) {
-        std::fprintf(stderr, "paralleldeck: could not save the weights to %s\n",
-                     qPrintable(dbPath));
+    if (QString why; !settings.save(store, &why)) {
+        std::fprintf(stderr, "paralleldeck: could not save the weights to %s: %s\n",
+                     qPrintable(dbPath), qPrintable(why));
         return 1;
     }
     std::printf("the scheduler now uses the %s weights\n",

@@ -217,9 +217,154 @@ QString ReviewStore::defaultPath() {
     return QDir(dir).filePath(QStringLiteral("paralleldeck.sqlite"));
 }
 
+namespace {
+
+bool isLockError(const QString& nativeCode, const QString& text) {
+    // SQLITE_BUSY (5), SQLITE_LOCKED (6), and their extended codes (low byte).
+    bool ok = false;
+    const int code = nativeCode.toInt(&ok);
+    if (ok && ((code & 0xff) == 5 || (code & 0xff) == 6)) return true;
+    return text.contains(QStringLiteral("database is locked")) ||
+           text.contains(QStringLiteral("database table is locked"));
+}
+
+using SchemaRows = QStringList;  // "type name sql" of each sqlite_master row, sorted
+
+SchemaRows schemaRows(QSqlDatabase& db, QString* error) {
+    SchemaRows rows;
+    QSqlQuery q(db);
+    if (!q.exec(QStringLiteral("SELECT type, name, tbl_name, sql FROM sqlite_master"))) {
+        if (error) *error = q.lastError().text();
+        return {QStringLiteral("?")};
+    }
+    while (q.next())
+        rows << q.value(0).toString() + QLatin1Char(' ') + q.value(1).toString() +
+                    QLatin1Char(' ') + q.value(2).toString() + QLatin1Char(' ') +
+                    q.value(3).toString();
+    rows.sort();
+    return rows;
+}
+
+// The tables each schema version of ParallelDeck's leaves, as SQLite records them.
+SchemaRows ownSchema(int version) {
+    static QHash<int, SchemaRows> cache;
+    if (cache.contains(version)) return cache.value(version);
+    const QString name =
+        QStringLiteral("pd-schema-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    SchemaRows rows;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+        db.setDatabaseName(QStringLiteral(":memory:"));
+        if (db.open()) {
+            QSqlQuery q(db);
+            for (int v = 0; v < version; ++v)
+                for (const QString& sql : migrations()[v]) q.exec(sql);
+            rows = schemaRows(db, nullptr);
+        }
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(name);
+    cache.insert(version, rows);
+    return rows;
+}
+
+}  // namespace
+
+QString ReviewStore::describeFailure(const QString& path, const QString& message) {
+    if (isLockError(QString(), message))
+        return QStringLiteral(
+                   "%1 is locked by another process (another ParallelDeck, or a "
+                   "program with the database open); close it and try again (%2)")
+            .arg(path, message);
+    return message;
+}
+
+// What the file at `path` is, read without writing to it: empty (new), ParallelDeck's (and
+// its schema version), or something else, with why.
+namespace {
+enum class FileKind { New, Own, Foreign };
+FileKind inspect(const QString& path, bool* predatesId, QString* error) {
+    *predatesId = false;
+    const QFileInfo info(path);
+    if (!info.exists()) return FileKind::New;
+    if (!info.isFile()) {
+        *error = QStringLiteral("%1 is not a file").arg(path);
+        return FileKind::Foreign;
+    }
+    if (info.size() == 0) return FileKind::New;
+    const QString name =
+        QStringLiteral("pd-probe-") + QUuid::createUuid().toString(QUuid::WithoutBraces);
+    FileKind kind = FileKind::Foreign;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+        db.setDatabaseName(path);
+        db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY"));
+        if (!db.open()) {
+            *error = QStringLiteral("cannot open %1: %2").arg(path, db.lastError().text());
+        } else {
+            QSqlQuery q(db);
+            int applicationId = 0, userVersion = 0;
+            bool read = q.exec(QStringLiteral("PRAGMA application_id")) && q.next();
+            if (read) applicationId = q.value(0).toInt();
+            read = read && q.exec(QStringLiteral("PRAGMA user_version")) && q.next();
+            if (read) userVersion = q.value(0).toInt();
+            QString schemaError;
+            const SchemaRows rows = read ? schemaRows(db, &schemaError) : SchemaRows{};
+            if (!read || !schemaError.isEmpty()) {
+                const QSqlError e = q.lastError();
+                const QString text = schemaError.isEmpty() ? e.text() : schemaError;
+                if (isLockError(e.nativeErrorCode(), text))
+                    *error = ReviewStore::describeFailure(path, text);
+                else
+                    *error = QStringLiteral(
+                                 "%1 is not a ParallelDeck database (SQLite cannot "
+                                 "read it: %2); it was left unchanged")
+                                 .arg(path, text);
+            } else if (applicationId == ReviewStore::kApplicationId) {
+                kind = FileKind::Own;
+                if (userVersion > ReviewStore::kSchemaVersion) {
+                    kind = FileKind::Foreign;
+                    *error = QStringLiteral(
+                                 "%1 was written by a newer ParallelDeck (schema %2, "
+                                 "this version reads up to %3); it was left unchanged")
+                                 .arg(path)
+                                 .arg(userVersion)
+                                 .arg(ReviewStore::kSchemaVersion);
+                }
+            } else if (applicationId == 0 && userVersion == 0 && rows.isEmpty()) {
+                kind = FileKind::New;  // an empty SQLite database
+            } else if (applicationId == 0 && userVersion >= 1 &&
+                       userVersion <= ReviewStore::kSchemaVersion &&
+                       rows == ownSchema(userVersion)) {
+                kind = FileKind::Own;  // from before the application_id
+                *predatesId = true;
+            } else {
+                *error = QStringLiteral(
+                             "%1 is not a ParallelDeck database (application_id %2, "
+                             "user_version %3, %4 schema objects, none of "
+                             "ParallelDeck's schemas); it was left unchanged")
+                             .arg(path)
+                             .arg(applicationId)
+                             .arg(userVersion)
+                             .arg(rows.size());
+            }
+        }
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(name);
+    return kind;
+}
+}  // namespace
+
 bool ReviewStore::open(const QString& path, QString* error) {
     if (!connection_.isEmpty()) {
         if (error) *error = QStringLiteral("the store is already open");
+        return false;
+    }
+    bool predatesId = false;
+    QString why;
+    if (inspect(path, &predatesId, &why) == FileKind::Foreign || !why.isEmpty()) {
+        if (error) *error = why;
         return false;
     }
     QDir().mkpath(QFileInfo(path).absolutePath());
@@ -242,11 +387,14 @@ bool ReviewStore::open(const QString& path, QString* error) {
     }
     QSqlDatabase db = QSqlDatabase::database(connection_);
     QSqlQuery q(db);
-    if (!exec(q, QStringLiteral("PRAGMA journal_mode=WAL"), error) ||
-        !exec(q, QStringLiteral("PRAGMA foreign_keys=ON"), error) || !migrate(error)) {
-        return false;
-    }
-    return true;
+    QString failure;
+    const bool ok =
+        exec(q, QStringLiteral("PRAGMA journal_mode=WAL"), &failure) &&
+        exec(q, QStringLiteral("PRAGMA foreign_keys=ON"), &failure) && migrate(&failure) &&
+        ((!predatesId && applicationId() == kApplicationId) ||
+         exec(q, QStringLiteral("PRAGMA application_id=%1").arg(kApplicationId), &failure));
+    if (!ok && error) *error = describeFailure(path, failure);
+    return ok;
 }
 
 bool ReviewStore::migrate(QString* error) {
@@ -283,6 +431,12 @@ bool ReviewStore::migrate(QString* error) {
 int ReviewStore::schemaVersion() const {
     QSqlQuery q(QSqlDatabase::database(connection_));
     if (q.exec(QStringLiteral("PRAGMA user_version")) && q.next()) return q.value(0).toInt();
+    return -1;
+}
+
+int ReviewStore::applicationId() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (q.exec(QStringLiteral("PRAGMA application_id")) && q.next()) return q.value(0).toInt();
     return -1;
 }
 
@@ -503,7 +657,7 @@ bool ReviewStore::setSetting(const QString& key, const QString& value) {
 bool ReviewStore::setSettings(const QList<std::pair<QString, QString>>& values, QString* error) {
     QSqlDatabase db = QSqlDatabase::database(connection_);
     if (!db.transaction()) {
-        if (error) *error = db.lastError().text();
+        if (error) *error = describeFailure(path_, db.lastError().text());
         return false;
     }
     QSqlQuery q(db);
@@ -519,6 +673,7 @@ bool ReviewStore::setSettings(const QList<std::pair<QString, QString>>& values, 
     }
     if (!ok || !db.commit()) {
         if (ok && error) *error = db.lastError().text();
+        if (error) *error = describeFailure(path_, *error);
         db.rollback();
         return false;
     }

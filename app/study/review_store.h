@@ -58,6 +58,8 @@ std::optional<CardSchedule> scheduleFromJson(const QString& text);
 class ReviewStore {
   public:
     static constexpr int kSchemaVersion = 3;
+    // PRAGMA application_id of ParallelDeck's databases ("PDck"), set on creation.
+    static constexpr int kApplicationId = 0x5044636B;
 
     ReviewStore() = default;
     ~ReviewStore();
@@ -65,7 +67,12 @@ class ReviewStore {
     ReviewStore& operator=(const ReviewStore&) = delete;
 
     // Opens (creating if needed) the database at `path` and migrates it to kSchemaVersion.
-    // Returns false and sets *error on failure.
+    // Returns false and sets *error on failure. Before anything is written, an existing file
+    // is read (read-only) and must be ParallelDeck's: its application_id, or, for databases
+    // that predate it, exactly the tables of one of ParallelDeck's schema versions (it then
+    // gets the application_id). Any other file (an Anki collection, another program's SQLite
+    // database, not SQLite at all) and a database of a newer ParallelDeck are refused by name
+    // and left byte-identical. A database another process holds locked is named as such.
     bool open(const QString& path, QString* error);
     bool isOpen() const { return !connection_.isEmpty(); }
     QString path() const { return path_; }
@@ -73,6 +80,10 @@ class ReviewStore {
     static QString defaultPath();
 
     int schemaVersion() const;
+    int applicationId() const;
+    // "PATH is locked by another process ..." for SQLite's busy and locked errors, else
+    // `message`: how the store names a failed write.
+    static QString describeFailure(const QString& path, const QString& message);
     QString journalMode() const;
 
     std::optional<CardSchedule> schedule(const CardKey& key) const;

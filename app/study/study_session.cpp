@@ -85,19 +85,21 @@ StudySettings StudySettings::load(const ReviewStore& store) {
 }
 
 // One transaction: a failure or a kill part-way leaves every setting as it was.
-bool StudySettings::save(ReviewStore& store) const {
+bool StudySettings::save(ReviewStore& store, QString* error) const {
     const QString yes = QStringLiteral("1"), no = QStringLiteral("0");
-    return store.setSettings({
-        {QStringLiteral("desired_retention"), QString::number(desiredRetention)},
-        {QStringLiteral("new_per_day"), QString::number(newPerDay)},
-        {QStringLiteral("reviews_per_day"), QString::number(reviewsPerDay)},
-        {QStringLiteral("fuzz"), fuzz ? yes : no},
-        {QStringLiteral("show_me_before_check"), showMeBeforeCheck ? yes : no},
-        {QStringLiteral("theme"), theme},
-        {QStringLiteral("anki_scheduling"), ankiScheduling ? yes : no},
-        {QStringLiteral("next_day_starts_at"), QString::number(nextDayStartsAt)},
-        {QStringLiteral("fsrs_weights"), weightsText(weights)},
-    });
+    return store.setSettings(
+        {
+            {QStringLiteral("desired_retention"), QString::number(desiredRetention)},
+            {QStringLiteral("new_per_day"), QString::number(newPerDay)},
+            {QStringLiteral("reviews_per_day"), QString::number(reviewsPerDay)},
+            {QStringLiteral("fuzz"), fuzz ? yes : no},
+            {QStringLiteral("show_me_before_check"), showMeBeforeCheck ? yes : no},
+            {QStringLiteral("theme"), theme},
+            {QStringLiteral("anki_scheduling"), ankiScheduling ? yes : no},
+            {QStringLiteral("next_day_starts_at"), QString::number(nextDayStartsAt)},
+            {QStringLiteral("fsrs_weights"), weightsText(weights)},
+        },
+        error);
 }
 
 QString weightsText(const std::optional<FsrsWeights>& weights) {

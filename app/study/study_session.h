@@ -34,7 +34,8 @@ struct StudySettings {
     std::optional<FsrsWeights> weights;
 
     static StudySettings load(const ReviewStore& store);
-    bool save(ReviewStore& store) const;
+    // Sets *error (when given) on failure: a locked database is named as such.
+    bool save(ReviewStore& store, QString* error = nullptr) const;
     FsrsParams fsrsParams() const;
     // How the scheduler numbers days in `zone` (empty: py-fsrs's 24-hour periods).
     FsrsDayCounter dayCounter(const QTimeZone& zone = QTimeZone::systemTimeZone()) const;

@@ -1,4 +1,6 @@
 // The SQLite review store: round trip, undo, settings, WAL and migrations.
+#include <QCryptographicHash>
+#include <QProcess>
 #include <QSqlDatabase>
 #include <QSqlQuery>
 #include <QTemporaryDir>
@@ -7,6 +9,7 @@
 
 #include "app/study_test_support.h"
 #include "study/review_store.h"
+#include "study/study_session.h"
 
 using namespace pd::study;
 
@@ -17,6 +20,10 @@ class TestReviewStore : public QObject {
     void createsSchemaInEmptyDatabase();
     void migratesVersionOneDatabase();
     void refusesNewerSchema();
+    void foreignFilesAreRefusedUnchanged_data();
+    void foreignFilesAreRefusedUnchanged();
+    void ownDatabasesCarryTheApplicationId();
+    void aLockedDatabaseIsNamed();
     void roundTrip();
     void damagedScheduleStartsOver_data();
     void damagedScheduleStartsOver();
@@ -32,6 +39,19 @@ class TestReviewStore : public QObject {
 };
 
 namespace {
+
+QByteArray fileHash(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
+}
+
+// The app beside this test in the build tree (build/app/paralleldeck), if it was built.
+QString appBinary() {
+    const QString path =
+        QCoreApplication::applicationDirPath() + QStringLiteral("/../app/paralleldeck");
+    return QFileInfo(path).isExecutable() ? QFileInfo(path).canonicalFilePath() : QString();
+}
 
 CardSchedule scheduleAt(const QDateTime& due, double stability) {
     CardSchedule s;
@@ -127,14 +147,143 @@ void TestReviewStore::refusesNewerSchema() {
         db.setDatabaseName(path());
         QVERIFY(db.open());
         QSqlQuery q(db);
+        // A newer ParallelDeck's database carries the application_id; a file with a high
+        // user_version and no application_id is someone else's (foreignFilesAreRefusedUnchanged).
+        QVERIFY(
+            q.exec(QStringLiteral("PRAGMA application_id=%1").arg(ReviewStore::kApplicationId)));
         QVERIFY(q.exec(QStringLiteral("PRAGMA user_version=99")));
         db.close();
     }
     QSqlDatabase::removeDatabase(QStringLiteral("future"));
+    const QByteArray before = fileHash(path());
     ReviewStore store;
     QString error;
     QVERIFY(!store.open(path(), &error));
     QVERIFY2(error.contains(QStringLiteral("newer")), qPrintable(error));
+    QVERIFY2(error.contains(path()), qPrintable(error));
+    QCOMPARE(fileHash(path()), before);  // refused before anything was written (it was WAL'd)
+    QVERIFY(!QFile::exists(path() + QStringLiteral("-wal")));
+}
+
+// Files that are not ParallelDeck's: an Anki collection (collection.anki2's tables, its
+// user_version 18), a SQLite file with user_version 7 and a table of its own, and a text file.
+// Each is refused by name and left byte-identical (the store used to switch them to WAL, set
+// user_version 3 and add its tables).
+void TestReviewStore::foreignFilesAreRefusedUnchanged_data() {
+    QTest::addColumn<QStringList>("sql");
+    QTest::addColumn<QByteArray>("text");
+    QTest::newRow("anki collection")
+        << QStringList{QStringLiteral("CREATE TABLE col (id integer primary key, crt integer not "
+                                      "null, mod integer not null, scm integer not null, ver "
+                                      "integer not null)"),
+                       QStringLiteral("CREATE TABLE notes (id integer primary key, guid text not "
+                                      "null, mid integer not null, flds text not null)"),
+                       QStringLiteral("CREATE TABLE revlog (id integer primary key, cid integer "
+                                      "not null, ease integer not null, ivl integer not null)"),
+                       QStringLiteral("INSERT INTO col VALUES (1, 0, 0, 0, 18)"),
+                       QStringLiteral("PRAGMA user_version=18")}
+        << QByteArray();
+    QTest::newRow("user_version 7")
+        << QStringList{QStringLiteral("CREATE TABLE things (id INTEGER PRIMARY KEY)"),
+                       QStringLiteral("PRAGMA user_version=7")}
+        << QByteArray();
+    QTest::newRow("user_version 2, other tables")
+        << QStringList{QStringLiteral("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)"),
+                       QStringLiteral("PRAGMA user_version=2")}
+        << QByteArray();
+    QTest::newRow("not SQLite") << QStringList{}
+                                << QByteArray("card_id,review_time\n1,2\n").repeated(200);
+}
+
+void TestReviewStore::foreignFilesAreRefusedUnchanged() {
+    QFETCH(QStringList, sql);
+    QFETCH(QByteArray, text);
+    const QString file = dir_->filePath(QStringLiteral("collection.anki2"));
+    if (!sql.isEmpty()) {
+        {
+            QSqlDatabase db =
+                QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("foreign"));
+            db.setDatabaseName(file);
+            QVERIFY(db.open());
+            QSqlQuery q(db);
+            for (const QString& statement : sql) QVERIFY2(q.exec(statement), qPrintable(statement));
+            db.close();
+        }
+        QSqlDatabase::removeDatabase(QStringLiteral("foreign"));
+    } else {
+        QFile out(file);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(text);
+    }
+    const QByteArray before = fileHash(file);
+    QVERIFY(!before.isEmpty());
+    ReviewStore store;
+    QString error;
+    QVERIFY(!store.open(file, &error));
+    QVERIFY2(error.startsWith(file + QStringLiteral(" is not a ParallelDeck database")),
+             qPrintable(error));
+    QVERIFY2(error.endsWith(QStringLiteral("it was left unchanged")), qPrintable(error));
+    QCOMPARE(fileHash(file), before);
+    QVERIFY(!QFile::exists(file + QStringLiteral("-wal")));
+
+    // The headless optimizer says the same and exits 1, the file still unchanged.
+    const QString app = appBinary();
+    if (app.isEmpty()) QSKIP("paralleldeck is not built beside this test");
+    QProcess p;
+    p.start(app, {QStringLiteral("--optimize-fsrs"), QStringLiteral("--database"), file});
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(err.contains("is not a ParallelDeck database"), err.constData());
+    QCOMPARE(fileHash(file), before);
+}
+
+// New databases carry the application_id; one of ParallelDeck's from before it (exactly a
+// ParallelDeck schema, no application_id) opens and gets it.
+void TestReviewStore::ownDatabasesCarryTheApplicationId() {
+    {
+        ReviewStore store;
+        QVERIFY(store.open(path(), nullptr));
+        QCOMPARE(store.applicationId(), ReviewStore::kApplicationId);
+    }
+    {
+        QSqlDatabase db =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("older"));
+        db.setDatabaseName(path());
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY(q.exec(QStringLiteral("PRAGMA application_id=0")));
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("older"));
+    ReviewStore store;
+    QString error;
+    QVERIFY2(store.open(path(), &error), qPrintable(error));
+    QCOMPARE(store.applicationId(), ReviewStore::kApplicationId);
+}
+
+// A write while another process holds the database names the lock and the file (the
+// optimizer said "could not save the weights to FILE" with no reason).
+void TestReviewStore::aLockedDatabaseIsNamed() {
+    ReviewStore store;
+    QVERIFY(store.open(path(), nullptr));
+    {
+        QSqlDatabase other =
+            QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("other"));
+        other.setDatabaseName(path());
+        other.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=0"));
+        QVERIFY(other.open());
+        QSqlQuery q(other);
+        QVERIFY(q.exec(QStringLiteral("BEGIN EXCLUSIVE")));
+        QString error;
+        StudySettings settings;
+        QVERIFY(!settings.save(store, &error));
+        QVERIFY2(error.startsWith(path() + QStringLiteral(" is locked by another process")),
+                 qPrintable(error));
+        QVERIFY(q.exec(QStringLiteral("ROLLBACK")));
+        other.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("other"));
 }
 
 void TestReviewStore::roundTrip() {
