@@ -146,7 +146,10 @@ void NumericAnswerPanel::onFinished(const pd::RunConfig& config,
         emit measurementFailed(why);
         return;
     }
-    const study::NumericGrade grade = study::gradeNumeric(a, typed_, *measured);
+    // The run's own account of its figure, so the textbook answer counts where it explains
+    // the difference.
+    const study::NumericGrade grade =
+        study::gradeNumeric(a, typed_, *measured, study::explainMeasured(a, evidence.metrics));
     setStatus(QString(), false);
     emit graded(grade);
 }
@@ -164,8 +167,9 @@ QString NumericAnswerPanel::resultHtml(const study::NumericGrade& g) const {
            "(the card accepts %5)</p>")
             .arg(figureName(a).toHtmlEscaped(), study::formatInUnit(g.measured, a.unit),
                  study::formatInUnit(g.typed, a.unit),
-                 g.correct ? tr("within the tolerance")
-                           : tr("%1 %2").arg(offText, off > 0 ? tr("too high") : tr("too low")),
+                 g.byTextbook ? tr("right as the textbook figure, which this run explains")
+                 : g.correct  ? tr("within the tolerance")
+                              : tr("%1 %2").arg(offText, off > 0 ? tr("too high") : tr("too low")),
                  study::toleranceText(a).toHtmlEscaped());
     if (a.textbook) {
         const double textbook = *a.textbook * study::answerUnitScale(a.unit);
@@ -175,6 +179,8 @@ QString NumericAnswerPanel::resultHtml(const study::NumericGrade& g) const {
                              ? tr("; your prediction is within the tolerance of it too")
                              : tr("; your prediction is outside the tolerance of it"));
     }
+    if (!g.textbookNote.isEmpty())
+        html += QStringLiteral("<p>%1.</p>").arg(g.textbookNote.toHtmlEscaped());
     html += QStringLiteral("<p>%1</p>").arg(a.explanation.toHtmlEscaped());
     return html;
 }

@@ -1,8 +1,13 @@
 #include "numeric_answer.h"
 
 #include <QRegularExpression>
+#include <QStringList>
+#include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
+
+#include "pd/metrics.h"
 
 namespace pd::study {
 
@@ -201,13 +206,68 @@ bool withinTolerance(const NumericAnswer& a, double value, double target) {
     return std::abs(value - target) <= allowed * (1.0 + 1e-9) + 1e-12 * std::abs(target);
 }
 
-NumericGrade gradeNumeric(const NumericAnswer& a, double typed, double measured) {
+std::optional<RunExplanation> explainMeasured(const NumericAnswer& a, const pd::RunMetrics& m) {
+    if (a.metric != QStringLiteral("bubble") || !m.bubble || !m.bubble->predicted) return {};
+    const pd::BubblePrediction& p = *m.bubble->predicted;
+    const pd::BubbleCauses& c = p.causes;
+    // The schedule cause of a GPipe or 1F1B run is zero; a zero-bubble schedule's is what its
+    // own F:B:W times do to the order the textbook figure replays with equal ones.
+    const bool split = m.bubble->schedule == pd::PipelineSchedule::zb_h1 ||
+                       m.bubble->schedule == pd::PipelineSchedule::zb_v;
+    std::vector<std::pair<double, QString>> all = {
+        {c.stage_imbalance, QStringLiteral("stage imbalance")},
+        {c.transfers, QStringLiteral("transfers")},
+        {c.untraced_gaps, QStringLiteral("launch gaps")},
+        {c.optimizer_tail, QStringLiteral("optimizer tail")},
+        {c.cold_first_microbatch, QStringLiteral("cold first micro-batch")},
+        {c.microbatch_variation, QStringLiteral("micro-batch variation")},
+        {c.schedule, split ? QStringLiteral("this run's F:B:W times (W's share)")
+                           : QStringLiteral("schedule")}};
+    std::erase_if(all, [](const auto& x) { return std::abs(x.first) < 0.0005; });
+    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+        return std::abs(x.first) > std::abs(y.first);
+    });
+    QStringList parts;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const double pts = all[i].first * 100.0;
+        parts << QStringLiteral("%1%2%3 %4")
+                     .arg(pts < 0 ? QStringLiteral("\u2212") : QStringLiteral("+"))
+                     .arg(QString::number(std::abs(pts), 'f', 1))
+                     .arg(i == 0 ? QStringLiteral(" points") : QString())
+                     .arg(all[i].second);
+    }
+    return RunExplanation{p.fraction, parts.join(QStringLiteral(", "))};
+}
+
+NumericGrade gradeNumeric(const NumericAnswer& a, double typed, double measured,
+                          const std::optional<RunExplanation>& why) {
     NumericGrade g;
     g.typed = typed;
     g.measured = measured;
-    g.correct = std::isfinite(measured) && withinTolerance(a, typed, measured);
-    if (a.textbook)
-        g.nearTextbook = withinTolerance(a, typed, *a.textbook * answerUnitScale(a.unit));
+    const bool nearMeasured = std::isfinite(measured) && withinTolerance(a, typed, measured);
+    g.correct = nearMeasured;
+    if (a.textbook) {
+        const double textbook = *a.textbook * answerUnitScale(a.unit);
+        g.nearTextbook = withinTolerance(a, typed, textbook);
+        // The run accounts for its difference from the textbook when what its own parts
+        // predict lands within the tolerance of what it measured: the textbook figure plus
+        // the named causes is then this run's figure.
+        const bool explained = why && std::isfinite(measured) && std::isfinite(why->predicted) &&
+                               withinTolerance(a, why->predicted, measured);
+        if (explained && !withinTolerance(a, textbook, measured)) {
+            g.textbookNote =
+                QStringLiteral(
+                    "textbook right; this run measured %1 because its own times "
+                    "predict %2 against the textbook's %3")
+                    .arg(formatInUnit(measured, a.unit), formatInUnit(why->predicted, a.unit),
+                         formatInUnit(textbook, a.unit));
+            if (!why->causes.isEmpty()) g.textbookNote += QStringLiteral(": ") + why->causes;
+        }
+        if (!nearMeasured && explained && *g.nearTextbook) {
+            g.correct = true;
+            g.byTextbook = true;
+        }
+    }
     return g;
 }
 

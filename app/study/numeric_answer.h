@@ -1,11 +1,17 @@
 // Numeric "predict, then run" cards: the learner types a number, the card's scenario runs,
 // and the answer is graded against the figure measured on that run (a metric the scenario's
-// claims can read) within the card's tolerance; the textbook value is shown beside it.
+// claims can read) within the card's tolerance; the textbook value is shown beside it. The
+// textbook value is accepted too where the run explains its own difference from it (a
+// pipeline's bubble predicted from the run's stage times, with the causes named).
 // Format: resources/decks/README.md, "Numeric cards".
 #pragma once
 
 #include <QString>
 #include <optional>
+
+namespace pd {
+struct RunMetrics;
+}
 
 namespace pd::study {
 
@@ -44,15 +50,37 @@ QString formatInUnit(double base, AnswerUnit unit);
 // The tolerance as the learner reads it: "± 4 percentage points", "± 2%".
 QString toleranceText(const NumericAnswer& answer);
 
+// What the run says about its own figure beside the textbook's: the figure its measured parts
+// imply (the bubble replayed from its stage times) and the causes of the difference from the
+// textbook figure, largest first ("+5.1 points stage imbalance, +2.3 launch gaps").
+struct RunExplanation {
+    double predicted = 0.0;  // base unit
+    QString causes;
+};
+// The run's explanation of the card's metric, where the engine has one (today: `bubble`, from
+// the prediction from stage times); nothing otherwise.
+std::optional<RunExplanation> explainMeasured(const NumericAnswer& answer,
+                                              const pd::RunMetrics& metrics);
+
 struct NumericGrade {
     bool correct = false;
     double typed = 0.0;     // base unit
     double measured = 0.0;  // base unit
     // Whether the typed value is also within the tolerance of the textbook value.
     std::optional<bool> nearTextbook;
+    // Correct as the textbook figure, not the measured one: the typed value is within the
+    // tolerance of the textbook figure, and the run's explanation accounts for the measured
+    // figure (its prediction is within the tolerance of it).
+    bool byTextbook = false;
+    // Where the run explains its difference from the textbook: "textbook right; this run
+    // measured 33.1% because ...". Empty otherwise.
+    QString textbookNote;
 };
-// Grades `typed` against `measured` (both in the base unit) with the card's tolerance.
-NumericGrade gradeNumeric(const NumericAnswer& answer, double typed, double measured);
+// Grades `typed` against `measured` (both in the base unit) with the card's tolerance, and
+// against the textbook figure where `why` (the run's own explanation) accounts for the
+// difference.
+NumericGrade gradeNumeric(const NumericAnswer& answer, double typed, double measured,
+                          const std::optional<RunExplanation>& why = std::nullopt);
 // Whether `value` (base unit) is within the card's tolerance of `target` (base unit).
 bool withinTolerance(const NumericAnswer& answer, double value, double target);
 

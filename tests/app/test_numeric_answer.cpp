@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "pd/expectations.h"
+#include "pd/metrics.h"
 #include "pd/scenario.h"
 #include "study/deck.h"
 #include "study/numeric_answer.h"
@@ -95,6 +96,69 @@ class TestNumericAnswer : public QObject {
         QVERIFY(!gradeNumeric(r, measured, NAN).correct);
         QCOMPARE(toleranceText(a), QStringLiteral("\u00b1 4 percentage points"));
         QCOMPARE(toleranceText(r), QStringLiteral("\u00b1 2%"));
+    }
+
+    // predict-gpipe-bubble-4x8 on a busy machine: the run measures 34.5% against the textbook
+    // 27.3%. The textbook answer is right when the run's own stage times account for the
+    // difference, and the grade says so; without that explanation only the measured figure
+    // counts.
+    void theTextbookFigureCountsWhereTheRunExplainsTheDifference() {
+        NumericAnswer a;
+        a.metric = QStringLiteral("bubble");
+        a.unit = AnswerUnit::Percent;
+        a.tolerance = 6;
+        a.textbook = 27.3;
+        const RunExplanation why{0.341,
+                                 QStringLiteral("+5.1 points stage imbalance, +2.0 launch gaps")};
+        NumericGrade g = gradeNumeric(a, 0.273, 0.345);
+        QVERIFY(!g.correct);
+        QVERIFY(g.textbookNote.isEmpty());
+        g = gradeNumeric(a, 0.273, 0.345, why);
+        QVERIFY(g.correct);
+        QVERIFY(g.byTextbook);
+        QVERIFY2(g.textbookNote.startsWith(
+                     QStringLiteral("textbook right; this run measured 34.5% because its own "
+                                    "times predict 34.1%")),
+                 qPrintable(g.textbookNote));
+        QVERIFY(g.textbookNote.contains(QStringLiteral("stage imbalance")));
+        // The measured figure still counts on its own, not as the textbook's.
+        g = gradeNumeric(a, 0.35, 0.345, why);
+        QVERIFY(g.correct && !g.byTextbook);
+        // An answer near neither is wrong, explanation or not.
+        QVERIFY(!gradeNumeric(a, 0.11, 0.345, why).correct);
+        // A prediction that misses the measured figure explains nothing.
+        const RunExplanation off{0.25, QStringLiteral("+0.0 points schedule")};
+        g = gradeNumeric(a, 0.273, 0.345, off);
+        QVERIFY(!g.correct);
+        QVERIFY(g.textbookNote.isEmpty());
+    }
+
+    // The explanation is the bubble predicted from the run's stage times and its causes,
+    // largest first; other metrics have none.
+    void theRunExplainsItsBubble() {
+        NumericAnswer a;
+        a.metric = QStringLiteral("bubble");
+        a.unit = AnswerUnit::Percent;
+        pd::RunMetrics m;
+        QVERIFY(!explainMeasured(a, m));
+        pd::BubbleMetrics b;
+        b.measured = 0.33;
+        b.theoretical = 3.0 / 11.0;
+        b.schedule = pd::PipelineSchedule::gpipe;
+        pd::BubblePrediction p;
+        p.fraction = 0.329;
+        p.causes.stage_imbalance = 0.04;
+        p.causes.untraced_gaps = 0.015;
+        p.causes.optimizer_tail = -0.0007;
+        b.predicted = p;
+        m.bubble = b;
+        const auto why = explainMeasured(a, m);
+        QVERIFY(why);
+        QCOMPARE(why->predicted, 0.329);
+        QCOMPARE(why->causes, QStringLiteral("+4.0 points stage imbalance, +1.5 launch gaps, "
+                                             "\u22120.1 optimizer tail"));
+        a.metric = QStringLiteral("exposed_comm_fraction");
+        QVERIFY(!explainMeasured(a, m));
     }
 
     void validatorReadsANumericCard() {
