@@ -312,7 +312,8 @@ struct PreparedFit {
     std::array<int, 5> ratingCount{};  // first long-term reviews per first rating (S0 samples)
     bool train = false;                // false: the S0 pre-training is the whole fit
     std::vector<std::vector<TrainItem>> batches;
-    std::size_t total = 0;  // training items
+    std::size_t total = 0;                 // training items
+    std::vector<TrainItem> afterOutliers;  // every item the outlier filter keeps
 };
 
 PreparedFit prepare(const std::vector<TrainCard>& cards, const std::vector<TrainItem>& all) {
@@ -357,6 +358,7 @@ PreparedFit prepare(const std::vector<TrainCard>& cards, const std::vector<Train
                 c.days[static_cast<std::size_t>(first)]))
             train.push_back(item);
     }
+    p.afterOutliers = train;
     if (train.size() < 8) {
         p.notEnough = "fewer than 8 reviews remain after fsrs-rs's outlier filter";
         return p;
@@ -529,11 +531,16 @@ std::string figure(double x) {
 }  // namespace
 
 FsrsEvaluation evaluateFsrs(const std::vector<FsrsCardHistory>& histories, const FsrsWeights& w,
-                            const FsrsDayCounter& dayCounter) {
+                            const FsrsDayCounter& dayCounter, FsrsEvaluationItems which) {
     const std::vector<TrainCard> cards = toCards(histories, dayCounter);
     std::vector<std::size_t> all(cards.size());
     std::iota(all.begin(), all.end(), 0);
-    return evaluateItems(cards, itemsOf(cards, all), w);
+    std::vector<TrainItem> items = itemsOf(cards, all);
+    if (which == FsrsEvaluationItems::AfterOutlierFilter) {
+        items = prepare(cards, items).afterOutliers;
+        weighByRecency(items);
+    }
+    return evaluateItems(cards, items, w);
 }
 
 FsrsOptimization optimizeFsrs(const std::vector<FsrsCardHistory>& histories,

@@ -65,8 +65,13 @@ struct FsrsOptimization {
     std::string message;  // why not offered, or which weights are kept and why
 };
 
+// Which items an evaluation scores: every one (the app's figures), or those fsrs-rs's outlier
+// filter keeps, as fsrs-rs's Node binding (@open-spaced-repetition/binding) evaluates.
+enum class FsrsEvaluationItems { All, AfterOutlierFilter };
+
 FsrsEvaluation evaluateFsrs(const std::vector<FsrsCardHistory>& cards, const FsrsWeights& w,
-                            const FsrsDayCounter& dayCounter = {});
+                            const FsrsDayCounter& dayCounter = {},
+                            FsrsEvaluationItems which = FsrsEvaluationItems::All);
 FsrsOptimization optimizeFsrs(const std::vector<FsrsCardHistory>& cards,
                               const FsrsOptimizerOptions& options = {});
 

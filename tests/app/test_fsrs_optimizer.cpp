@@ -193,24 +193,32 @@ class TestFsrsOptimizer : public QObject {
             ref[QStringLiteral("fitted")][QStringLiteral("log_loss")].toDouble();
         const double theirDefaults =
             ref[QStringLiteral("defaults")][QStringLiteral("log_loss")].toDouble();
-        // Our evaluation of fsrs-rs's weights agrees with fsrs-rs's (the items are the same).
-        const FsrsEvaluation ourTheirs = evaluateFsrs(cards, theirs, utcDayAt4);
-        QCOMPARE(ourTheirs.predictions, ref[QStringLiteral("items")].toInt());
+        // fsrs-rs's binding evaluates the items its outlier filter keeps; so does this
+        // comparison. Its figures and ours of the same weights agree to 5e-4 (float32 against
+        // double; the defaults on the learning-steps history differ most: 0.3649 vs 0.3652).
+        const auto filtered = FsrsEvaluationItems::AfterOutlierFilter;
+        const FsrsEvaluation ourTheirs = evaluateFsrs(cards, theirs, utcDayAt4, filtered);
+        const FsrsEvaluation ourDefaults =
+            evaluateFsrs(cards, kFsrsDefaultWeights, utcDayAt4, filtered);
+        const FsrsEvaluation ourFit = evaluateFsrs(cards, r.weights, utcDayAt4, filtered);
         qInfo(
             "%s: w0..w3 app %.3f %.3f %.3f %.3f (S0 pre-training %.3f %.3f %.3f %.3f), fsrs-rs "
-            "%.3f %.3f %.3f %.3f; log loss app %.4f, fsrs-rs %.4f (ours of its weights %.4f), "
-            "defaults %.4f (fsrs-rs %.4f); %s",
+            "%.3f %.3f %.3f %.3f; log loss (fsrs-rs's items) app %.4f, fsrs-rs %.4f (ours of "
+            "its weights %.4f), defaults %.4f (fsrs-rs %.4f); all items: app %.4f, defaults "
+            "%.4f; %s",
             qPrintable(history), r.weights[0], r.weights[1], r.weights[2], r.weights[3],
             r.initialStability[0], r.initialStability[1], r.initialStability[2],
-            r.initialStability[3], theirs[0], theirs[1], theirs[2], theirs[3], r.fitted.logLoss,
-            theirLoss, ourTheirs.logLoss, r.current.logLoss, theirDefaults, r.message.c_str());
-        QVERIFY(std::abs(ourTheirs.logLoss - theirLoss) < 2e-4);
-        // fsrs-rs's evaluation of the defaults on the learning-steps history is 6e-4 above
-        // ours (0.3649 vs 0.3643), where its fitted weights agree to 1e-4: float32 against
-        // double over the many same-day steps of cards starting at S = 0.212, not resolved.
-        QVERIFY(std::abs(r.current.logLoss - theirDefaults) < 1e-3);
-        QVERIFY2(std::abs(r.fitted.logLoss - theirLoss) < 0.003,
-                 qPrintable(QString::number(r.fitted.logLoss)));
+            r.initialStability[3], theirs[0], theirs[1], theirs[2], theirs[3], ourFit.logLoss,
+            theirLoss, ourTheirs.logLoss, ourDefaults.logLoss, theirDefaults, r.fitted.logLoss,
+            r.current.logLoss, r.message.c_str());
+        const QJsonObject theirFit = ref[QStringLiteral("fitted")].toObject();
+        QVERIFY(std::abs(ourTheirs.logLoss - theirLoss) < 5e-4);
+        QVERIFY(std::abs(ourDefaults.logLoss - theirDefaults) < 5e-4);
+        QVERIFY(std::abs(ourTheirs.rmseBins - theirFit[QStringLiteral("rmse_bins")].toDouble()) <
+                5e-4);
+        QVERIFY2(std::abs(ourFit.logLoss - theirLoss) < 0.003,
+                 qPrintable(QString::number(ourFit.logLoss)));
+        QVERIFY(r.fitted.logLoss < r.current.logLoss);
         for (std::size_t i = 0; i < 4; ++i)
             QVERIFY2(std::abs(r.weights[i] - theirs[i]) <= std::max(0.15, 0.15 * theirs[i]),
                      qPrintable(QStringLiteral("w%1 = %2, fsrs-rs %3")
