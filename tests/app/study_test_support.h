@@ -2,13 +2,31 @@
 #pragma once
 
 #include <QByteArray>
+#include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
 #include <QString>
 #include <QTimeZone>
 
 #include "study/deck.h"
 
 namespace pd::test {
+
+// A file's SHA-256, to show it left byte-identical; empty when it cannot be read.
+inline QByteArray fileHash(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
+}
+
+// The app beside this test in the build tree (build/app/paralleldeck), if it was built.
+inline QString appBinary() {
+    const QString path =
+        QCoreApplication::applicationDirPath() + QStringLiteral("/../app/paralleldeck");
+    return QFileInfo(path).isExecutable() ? QFileInfo(path).canonicalFilePath() : QString();
+}
 
 // One option object; explanations are long enough for the 40-character rule.
 inline QString option(const QString& text, bool correct) {

@@ -40,19 +40,6 @@ class TestReviewStore : public QObject {
 
 namespace {
 
-QByteArray fileHash(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
-}
-
-// The app beside this test in the build tree (build/app/paralleldeck), if it was built.
-QString appBinary() {
-    const QString path =
-        QCoreApplication::applicationDirPath() + QStringLiteral("/../app/paralleldeck");
-    return QFileInfo(path).isExecutable() ? QFileInfo(path).canonicalFilePath() : QString();
-}
-
 CardSchedule scheduleAt(const QDateTime& due, double stability) {
     CardSchedule s;
     s.fsrs = makeNewFsrsCard(toTimePoint(due));
@@ -155,13 +142,14 @@ void TestReviewStore::refusesNewerSchema() {
         db.close();
     }
     QSqlDatabase::removeDatabase(QStringLiteral("future"));
-    const QByteArray before = fileHash(path());
+    const QByteArray before = pd::test::fileHash(path());
     ReviewStore store;
     QString error;
     QVERIFY(!store.open(path(), &error));
     QVERIFY2(error.contains(QStringLiteral("newer")), qPrintable(error));
     QVERIFY2(error.contains(path()), qPrintable(error));
-    QCOMPARE(fileHash(path()), before);  // refused before anything was written (it was WAL'd)
+    QCOMPARE(pd::test::fileHash(path()),
+             before);  // refused before anything was written (it was WAL'd)
     QVERIFY(!QFile::exists(path() + QStringLiteral("-wal")));
 }
 
@@ -215,7 +203,7 @@ void TestReviewStore::foreignFilesAreRefusedUnchanged() {
         QVERIFY(out.open(QIODevice::WriteOnly));
         out.write(text);
     }
-    const QByteArray before = fileHash(file);
+    const QByteArray before = pd::test::fileHash(file);
     QVERIFY(!before.isEmpty());
     ReviewStore store;
     QString error;
@@ -223,11 +211,11 @@ void TestReviewStore::foreignFilesAreRefusedUnchanged() {
     QVERIFY2(error.startsWith(file + QStringLiteral(" is not a ParallelDeck database")),
              qPrintable(error));
     QVERIFY2(error.endsWith(QStringLiteral("it was left unchanged")), qPrintable(error));
-    QCOMPARE(fileHash(file), before);
+    QCOMPARE(pd::test::fileHash(file), before);
     QVERIFY(!QFile::exists(file + QStringLiteral("-wal")));
 
     // The headless optimizer says the same and exits 1, the file still unchanged.
-    const QString app = appBinary();
+    const QString app = pd::test::appBinary();
     if (app.isEmpty()) QSKIP("paralleldeck is not built beside this test");
     QProcess p;
     p.start(app, {QStringLiteral("--optimize-fsrs"), QStringLiteral("--database"), file});
@@ -235,7 +223,7 @@ void TestReviewStore::foreignFilesAreRefusedUnchanged() {
     const QByteArray err = p.readAllStandardError();
     QCOMPARE(p.exitCode(), 1);
     QVERIFY2(err.contains("is not a ParallelDeck database"), err.constData());
-    QCOMPARE(fileHash(file), before);
+    QCOMPARE(pd::test::fileHash(file), before);
 }
 
 // New databases carry the application_id; one of ParallelDeck's from before it (exactly a

@@ -81,19 +81,6 @@ QString row(const QString& card, qint64 time, int rating = 3) {
         .arg(card);
 }
 
-QByteArray fileHash(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
-}
-
-// The app beside this test in the build tree (build/app/paralleldeck), if it was built.
-QString appBinary() {
-    const QString path =
-        QCoreApplication::applicationDirPath() + QStringLiteral("/../app/paralleldeck");
-    return QFileInfo(path).isExecutable() ? QFileInfo(path).canonicalFilePath() : QString();
-}
-
 }  // namespace
 
 class TestRevlogCsv : public QObject {
@@ -318,7 +305,7 @@ class TestRevlogCsv : public QObject {
     // `paralleldeck --import-revlog FILE --database DB`: exit 0 imported; exit 2 refused with
     // the line named on stderr and the database unchanged (byte for byte).
     void theHeadlessImport() {
-        const QString app = appBinary();
+        const QString app = pd::test::appBinary();
         if (app.isEmpty()) QSKIP("paralleldeck is not built beside this test");
         Fixture f;  // its deck is saved in <dir>/decks, where the app looks beside the database
         const QString db = f.dir.filePath(QStringLiteral("h.sqlite"));
@@ -346,10 +333,10 @@ class TestRevlogCsv : public QObject {
         };
         QByteArray err;
         QCOMPARE(run(good, &err), 0);
-        const QByteArray before = fileHash(db);
+        const QByteArray before = pd::test::fileHash(db);
         QCOMPARE(run(bad, &err), 2);
         QVERIFY2(err.contains("bad.csv: line 3: review_rating 7 is not 1 to 4"), err.constData());
-        QCOMPARE(fileHash(db), before);
+        QCOMPARE(pd::test::fileHash(db), before);
         ReviewStore check;
         QString error;
         QVERIFY(check.open(db, &error));
