@@ -150,6 +150,11 @@ class TestSmallGemm : public QObject {
         QVERIFY(cpu::fits_in_cache(64, 512, 128));
         QVERIFY(!cpu::fits_in_cache(256, 2048, 512));  // 8 x 512's forward
         QVERIFY(!cpu::fits_in_cache(256, 512, 64));    // C of 512 KiB
+        // In place wherever A stays in cache, whatever B and C: a few rows against wide weights.
+        QVERIFY(cpu::in_place_pays(4, 256));     // ZeRO's 4 rows a device x 256 -> 1024
+        QVERIFY(cpu::in_place_pays(256, 64));    // C of 512 KiB, A of 64 KiB
+        QVERIFY(!cpu::in_place_pays(256, 512));  // A of 512 KiB
+        QVERIFY(!cpu::in_place_pays(16, 2048));  // a panel of B' past 128 KiB
         QCOMPARE(cpu::small_gemm_suits(false, false, 256, 2048, 512),
                  qgetenv("PD_LARGE_GEMM") != "blas");
     }
@@ -219,7 +224,7 @@ class TestSmallGemm : public QObject {
         for (const Product& p : {Product{false, false, 256, 2048, 512, 1.0f, 1.0f},
                                  Product{true, false, 512, 2048, 256, 1.0f, 0.0f},
                                  Product{false, true, 256, 512, 2048, 1.0f, 0.0f}}) {
-            QVERIFY(!cpu::fits_in_cache(p.m, p.n, p.k));
+            QVERIFY(!cpu::in_place_pays(p.m, p.k));
             const auto a = random_floats(static_cast<std::size_t>(p.m) * p.k, 7);
             const auto b = random_floats(static_cast<std::size_t>(p.k) * p.n, 8);
             auto c1 = random_floats(static_cast<std::size_t>(p.m) * p.n, 9), c3 = c1;

@@ -56,7 +56,7 @@ std::string blas_kernels() {
 std::string gemm_kernel(bool trans_a, bool trans_b, int m, int n, int k) {
     if (small_gemm_suits(trans_a, trans_b, m, n, k))
         return std::string(small_gemm_isa() == SmallGemmIsa::avx512 ? "own AVX-512" : "own AVX2") +
-               (fits_in_cache(m, n, k) ? ", in place" : ", packed");
+               (in_place_pays(m, k) ? ", in place" : ", packed");
     const char* core = openblas_get_corename();
     return std::string("OpenBLAS ") + (core ? core : "?");
 }

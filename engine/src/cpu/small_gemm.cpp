@@ -26,6 +26,7 @@ namespace {
 
 constexpr double kMaxOperandFloats = 256.0 * 1024 / sizeof(float);
 constexpr int kMinColumns = 16;
+constexpr int kMaxInPlaceDepth = 1024;  // a panel of B' of at most 128 KiB (AVX-512)
 
 SmallGemmIsa best_isa() {
 #ifdef PD_SMALL_GEMM_X86
@@ -105,9 +106,17 @@ bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k) {
     return !large_products_to_blas() || fits_in_cache(m, n, k);
 }
 
+bool in_place_pays(int m, int k) {
+    // The in-place kernel reads A once per panel of B' (k x two vectors): fine while A stays in
+    // L2 and a panel in L1/L2. B and C are streamed once either way, so their size does not
+    // matter (packing a wide B for a few rows of A, as ZeRO's devices have, costs more than the
+    // product).
+    return static_cast<double>(m) * k <= kMaxOperandFloats && k <= kMaxInPlaceDepth;
+}
+
 void own_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-    if (fits_in_cache(m, n, k))
+    if (in_place_pays(m, k))
         small_gemm(isa, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
         packed_gemm(isa, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

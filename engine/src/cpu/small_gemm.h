@@ -26,11 +26,15 @@ std::string small_gemm_description();
 // PD_LARGE_GEMM=blas each of A, B and C at most 256 KiB (the rest to BLAS, for side-by-side
 // benchmarks).
 bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k);
-// Whether each of A, B and C is at most 256 KiB: read in place (small_gemm), else packed.
+// Whether each of A, B and C is at most 256 KiB (the products PD_LARGE_GEMM=blas keeps on the
+// own kernel).
 bool fits_in_cache(int m, int n, int k);
+// Whether the in-place kernel (small_gemm) suits: A of at most 256 KiB and k of at most 1024,
+// whatever B and C (they are streamed once); else packed blocks.
+bool in_place_pays(int m, int k);
 
-// The own kernel for any size: in place where the operands fit in cache, packed blocks
-// (packed_gemm) where they do not. Both give the same bits: each element of C is one
+// The own kernel for any size: in place where that pays (in_place_pays), packed blocks
+// (packed_gemm) where it does not. Both give the same bits: each element of C is one
 // in-order sum of fused multiply-adds, combined with alpha and beta at the end.
 void own_gemm(SmallGemmIsa isa, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
