@@ -288,13 +288,18 @@ int checkDecks(const QStringList& files, bool lenient) {
 
 }  // namespace
 
+// `error` with `path` in front, unless it names the path itself (the store's messages do).
+QString namingPath(const QString& path, const QString& error) {
+    return error.contains(path) ? error : path + QStringLiteral(": ") + error;
+}
+
 // `--optimize-fsrs [--database FILE]`: the optimizer on the learner's history, headless.
 // Exit codes: 0 done (also when the history is too short to fit), 1 the database failed.
 int optimizeFsrs(const QString& dbPath) {
     pd::study::ReviewStore store;
     QString error;
     if (!store.open(dbPath, &error)) {
-        std::fprintf(stderr, "paralleldeck: %s: %s\n", qPrintable(dbPath), qPrintable(error));
+        std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(namingPath(dbPath, error)));
         return 1;
     }
     pd::study::StudySettings settings = pd::study::StudySettings::load(store);
@@ -346,7 +351,7 @@ int importRevlog(const QString& csvPath, const QString& dbPath) {
     pd::study::ReviewStore store;
     QString error;
     if (!store.open(dbPath, &error)) {
-        std::fprintf(stderr, "paralleldeck: %s: %s\n", qPrintable(dbPath), qPrintable(error));
+        std::fprintf(stderr, "paralleldeck: %s\n", qPrintable(namingPath(dbPath, error)));
         return 1;
     }
     pd::study::DeckLibrary library;
@@ -358,7 +363,14 @@ int importRevlog(const QString& csvPath, const QString& dbPath) {
     const pd::study::RevlogImport r =
         pd::study::importRevlogCsv(csv, csvPath, store, library, settings);
     if (!r.errors.isEmpty()) {
-        for (const QString& e : r.errors) std::fprintf(stderr, "%s\n", qPrintable(e));
+        // The first problems, then how many more: a file of the wrong kind would otherwise fill
+        // the terminal with one line per row.
+        constexpr int kShown = 20;
+        for (int i = 0; i < r.errors.size() && i < kShown; ++i)
+            std::fprintf(stderr, "%s\n", qPrintable(r.errors[i]));
+        if (r.errors.size() > kShown)
+            std::fprintf(stderr, "... and %lld more problems\n",
+                         static_cast<long long>(r.errors.size() - kShown));
         std::fprintf(stderr, "paralleldeck: nothing was imported into %s\n", qPrintable(dbPath));
         return 2;
     }

@@ -337,6 +337,16 @@ class TestRevlogCsv : public QObject {
         QCOMPARE(run(bad, &err), 2);
         QVERIFY2(err.contains("bad.csv: line 3: review_rating 7 is not 1 to 4"), err.constData());
         QCOMPARE(pd::test::fileHash(db), before);
+        // A file of many bad rows names the first 20 and counts the rest.
+        QString many = kHeader;
+        for (int i = 0; i < 30; ++i)
+            many += row(QStringLiteral("card-two"), 1669725000000 + i * 86400000LL, 9);
+        write(bad, many);
+        QCOMPARE(run(bad, &err), 2);
+        QVERIFY2(err.contains("bad.csv: line 21: review_rating 9"), err.constData());
+        QVERIFY2(!err.contains("bad.csv: line 22:"), err.constData());
+        QVERIFY2(err.contains("... and 10 more problems"), err.constData());
+        QCOMPARE(pd::test::fileHash(db), before);
         ReviewStore check;
         QString error;
         QVERIFY(check.open(db, &error));
