@@ -25,16 +25,17 @@ const QString kCardIdRule = QStringLiteral(
     "the card's 64-bit FNV-1a hash of the UTF-8 text deck_id, a line feed, card_key (e.g. "
     "\"ml-systems-parallelism\\ncp-ring-attention\"), shifted right by 2 bits");
 
-// The review times an import accepts: after 1970-01-01T00:00:00Z and before
-// 2100-01-01T00:00:00Z. The schedule rebuilt from a review falls due up to FSRS's maximum
+// The review times an import accepts: from 1973-03-03T09:46:40Z (10^11 ms: a smaller
+// review_time is read as seconds, so an earlier time could not come back from an export as
+// itself) to 2099-12-31. The schedule rebuilt from a review falls due up to FSRS's maximum
 // interval (36,500 days, about 100 years) after it, and the scheduler's clock counts
 // nanoseconds in 64 bits, which ends on 2262-04-11: a review in 2300 overflowed it and stored
 // a schedule due in 1715.
-constexpr qint64 kEarliestReviewMs = 1;
-constexpr qint64 kLatestReviewMs = 4102444800000 - 1;  // 2099-12-31T23:59:59.999Z
-constexpr qint64 kDayMs = 24LL * 3600 * 1000;
 // review_time below this is seconds: 1e11 ms is 1973-03-03T09:46:40Z, 1e11 s is in 5138.
 constexpr qint64 kSecondsBelow = 100000000000;
+constexpr qint64 kEarliestReviewMs = kSecondsBelow;
+constexpr qint64 kLatestReviewMs = 4102444800000 - 1;  // 2099-12-31T23:59:59.999Z
+constexpr qint64 kDayMs = 24LL * 3600 * 1000;
 static_assert(
     kLatestReviewMs + 36500 * kDayMs <
         std::chrono::duration_cast<std::chrono::milliseconds>(FsrsClock::duration::max()).count(),
@@ -44,10 +45,10 @@ static_assert(
 QString reviewTimeOutOfRange(qint64 ms) {
     const QDateTime when = QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
     return QStringLiteral(
-               "review_time %1%2 is outside the times this import accepts: after "
-               "1970-01-01T00:00:00Z and before 2100-01-01T00:00:00Z (%3 to %4 ms "
-               "since the epoch), so that the schedule's due dates, up to 100 years "
-               "after a review, fit the scheduler's clock")
+               "review_time %1%2 is outside the times this import accepts: from "
+               "1973-03-03T09:46:40Z to 2099-12-31T23:59:59Z (%3 to %4 ms since the epoch; "
+               "below 10^11 a time is read as seconds), so that the schedule's due dates, up "
+               "to 100 years after a review, fit the scheduler's clock")
         .arg(ms)
         .arg(when.isValid() ? QStringLiteral(" (%1)").arg(when.toString(Qt::ISODate)) : QString())
         .arg(kEarliestReviewMs)
@@ -154,8 +155,8 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
         // Seconds or milliseconds, by magnitude: below kSecondsBelow a time is seconds (as
         // milliseconds it would fall before 1973-03-04, when no review log was kept; as
         // seconds it reaches past 5000 AD). One file gives every time in one unit.
-        const bool seconds = rawTime >= kEarliestReviewMs && rawTime < kSecondsBelow;
-        if (rawTime >= kEarliestReviewMs) {
+        const bool seconds = rawTime >= 1 && rawTime < kSecondsBelow;
+        if (rawTime >= 1) {
             if (!timeUnitLine) {
                 timeUnitLine = n + 1;
                 timeInSeconds = seconds;
@@ -179,7 +180,7 @@ RevlogImport importRevlogCsv(const QByteArray& csv, const QString& origin, Revie
             fail(n + 1,
                  seconds
                      ? QStringLiteral("review_time %1 read as seconds (below %2) is "
-                                      "%3, after 2099")
+                                      "%3, outside 1973-03-03T09:46:40Z to 2099-12-31")
                            .arg(rawTime)
                            .arg(kSecondsBelow)
                            .arg(QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC).toString(Qt::ISODate))

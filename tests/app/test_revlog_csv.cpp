@@ -237,9 +237,19 @@ class TestRevlogCsv : public QObject {
         QVERIFY2(error.startsWith(QStringLiteral("far.csv: line 3: review_time 10413792000000 "
                                                  "(2300-01-01T00:00:00Z)")),
                  qPrintable(error));
-        QVERIFY2(error.contains(QStringLiteral("1970-01-01")) &&
-                     error.contains(QStringLiteral("2100-01-01")),
+        QVERIFY2(error.contains(QStringLiteral("1973-03-03T09:46:40Z")) &&
+                     error.contains(QStringLiteral("2099-12-31")),
                  qPrintable(error));
+        QCOMPARE(target->reviewCount(), 0);
+        // Found by fuzz_revlog: a time read as seconds that lands before 10^11 ms (review_time 1
+        // is 1970-01-01T00:00:01Z) was imported, exported as 1000 and read back as seconds: the
+        // export did not come back as itself. Such early times are refused.
+        const RevlogImport early =
+            importRevlogCsv((header + row(QStringLiteral("card-one"), 1)).toUtf8(),
+                            QStringLiteral("early.csv"), *target, f.library, f.settings);
+        QCOMPARE(early.errors.size(), 1);
+        QVERIFY2(early.errors.front().contains(QStringLiteral("read as seconds")),
+                 qPrintable(early.errors.front()));
         QCOMPARE(target->reviewCount(), 0);
 
         for (const qint64 ms : {qint64(0), qint64(-5), std::numeric_limits<qint64>::max(),
