@@ -209,32 +209,16 @@ bool withinTolerance(const NumericAnswer& a, double value, double target) {
 std::optional<RunExplanation> explainMeasured(const NumericAnswer& a, const pd::RunMetrics& m) {
     if (a.metric != QStringLiteral("bubble") || !m.bubble || !m.bubble->predicted) return {};
     const pd::BubblePrediction& p = *m.bubble->predicted;
-    const pd::BubbleCauses& c = p.causes;
-    // The schedule cause of a GPipe or 1F1B run is zero; a zero-bubble schedule's is what its
-    // own F:B:W times do to the order the textbook figure replays with equal ones.
-    const bool split = m.bubble->schedule == pd::PipelineSchedule::zb_h1 ||
-                       m.bubble->schedule == pd::PipelineSchedule::zb_v;
-    std::vector<std::pair<double, QString>> all = {
-        {c.stage_imbalance, QStringLiteral("stage imbalance")},
-        {c.transfers, QStringLiteral("transfers")},
-        {c.untraced_gaps, QStringLiteral("launch gaps")},
-        {c.optimizer_tail, QStringLiteral("optimizer tail")},
-        {c.cold_first_microbatch, QStringLiteral("cold first micro-batch")},
-        {c.microbatch_variation, QStringLiteral("micro-batch variation")},
-        {c.schedule, split ? QStringLiteral("this run's F:B:W times (W's share)")
-                           : QStringLiteral("schedule")}};
-    std::erase_if(all, [](const auto& x) { return std::abs(x.first) < 0.0005; });
-    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
-        return std::abs(x.first) > std::abs(y.first);
-    });
+    const std::vector<pd::NamedBubbleCause> all =
+        pd::named_bubble_causes(p.causes, m.bubble->schedule);
     QStringList parts;
     for (std::size_t i = 0; i < all.size(); ++i) {
-        const double pts = all[i].first * 100.0;
+        const double pts = all[i].fraction * 100.0;
         parts << QStringLiteral("%1%2%3 %4")
                      .arg(pts < 0 ? QStringLiteral("\u2212") : QStringLiteral("+"))
                      .arg(QString::number(std::abs(pts), 'f', 1))
                      .arg(i == 0 ? QStringLiteral(" points") : QString())
-                     .arg(all[i].second);
+                     .arg(QString::fromStdString(all[i].name));
     }
     return RunExplanation{p.fraction, parts.join(QStringLiteral(", "))};
 }

@@ -229,7 +229,7 @@ class TestMetricsModels : public QObject {
         c.stage_imbalance = imbalance;
         c.transfers = transfers;
         c.optimizer_tail = optimizer;
-        QCOMPARE(bubble_causes_text(c), text);
+        QCOMPARE(bubble_causes_text(c, pd::PipelineSchedule::one_f_one_b), text);
     }
 
     void noteAndStepsFromCraftedMetrics() {

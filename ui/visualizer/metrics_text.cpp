@@ -155,29 +155,16 @@ QString figure_steps_text(const pd::RunMetrics& m) {
     return QStringLiteral("steps %1–%2").arg(m.figure_steps.first + 1).arg(m.figure_steps.last + 1);
 }
 
-QString bubble_causes_text(const pd::BubbleCauses& c) {
-    const std::vector<std::pair<double, QString>> all = {
-        {c.stage_imbalance, QStringLiteral("stage imbalance")},
-        {c.transfers, QStringLiteral("transfers")},
-        {c.untraced_gaps, QStringLiteral("launch gaps")},
-        {c.optimizer_tail, QStringLiteral("optimizer tail")},
-        {c.cold_first_microbatch, QStringLiteral("cold first micro-batch")},
-        {c.microbatch_variation, QStringLiteral("micro-batch variation")},
-        {c.schedule, QStringLiteral("schedule")}};
-    std::vector<std::pair<double, QString>> shown;
-    for (const auto& cause : all)
-        if (std::abs(cause.first) >= 0.0005) shown.push_back(cause);  // 0.05 points
-    std::stable_sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
-        return std::abs(a.first) > std::abs(b.first);
-    });
+QString bubble_causes_text(const pd::BubbleCauses& c, pd::PipelineSchedule schedule) {
+    const std::vector<pd::NamedBubbleCause> shown = pd::named_bubble_causes(c, schedule);
     QStringList parts;
     for (std::size_t i = 0; i < shown.size(); ++i) {
-        const double pts = shown[i].first * 100.0;
+        const double pts = shown[i].fraction * 100.0;
         // A true minus sign; the first cause carries the unit.
         const QString number = (pts < 0 ? QStringLiteral("−") : QStringLiteral("+")) +
                                QString::number(std::abs(pts), 'f', 1);
         parts << (i == 0 ? QStringLiteral("%1 pts %2") : QStringLiteral("%1 %2"))
-                     .arg(number, shown[i].second);
+                     .arg(number, QString::fromStdString(shown[i].name));
     }
     return parts.join(QStringLiteral(", "));
 }
@@ -194,7 +181,7 @@ QString bubble_note(const pd::RunMetrics& m) {
                     .arg(pct(b.predicted->fraction));
     text += QStringLiteral(", %1 textbook").arg(pct(b.theoretical));
     if (b.predicted) {
-        const QString causes = bubble_causes_text(b.predicted->causes);
+        const QString causes = bubble_causes_text(b.predicted->causes, b.schedule);
         if (!causes.isEmpty()) text += QStringLiteral(": ") + causes;
     }
     return text;
@@ -342,7 +329,7 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                             "schedule's own order replayed with equal F, B and W times (ZB-H1: "
                             "(p−1)/(3m+p−1))")});
         if (b.predicted) {
-            const QString causes = bubble_causes_text(b.predicted->causes);
+            const QString causes = bubble_causes_text(b.predicted->causes, b.schedule);
             out.push_back(
                 {QStringLiteral("Bubble vs formula"),
                  causes.isEmpty() ? QStringLiteral("none: the run keeps to the formula") : causes,

@@ -33,7 +33,7 @@ QString out_of_memory_text(const pd::RunResult& result);
 const std::vector<pd::CollectiveMetrics>& counted_collectives(const pd::RunMetrics& metrics);
 // "+2.1 pts stage imbalance, +1.0 transfers, −3.3 optimizer tail": the causes that moved the
 // prediction at least 0.05 points from the formula, largest first.
-QString bubble_causes_text(const pd::BubbleCauses& causes);
+QString bubble_causes_text(const pd::BubbleCauses& causes, pd::PipelineSchedule schedule);
 // One line for the Show me note area: "Bubble 31% measured (steps 2–2), 30% predicted from
 // this run's stage times, 27% textbook: +2.1 pts stage imbalance, ...". Empty without a
 // pipeline bubble.

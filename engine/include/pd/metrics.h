@@ -105,6 +105,16 @@ struct BubbleCauses {
     }
 };
 
+// The causes in words, largest first, those under 0.0005 (0.05 points) left out; a
+// zero-bubble schedule's `schedule` cause is named as what it is, its F:B:W times (W's share).
+// The one list Show me's metrics and the numeric cards' grading both read.
+struct NamedBubbleCause {
+    double fraction = 0.0;
+    std::string name;
+};
+std::vector<NamedBubbleCause> named_bubble_causes(const BubbleCauses& causes,
+                                                  PipelineSchedule schedule);
+
 // The bubble this run's own durations imply: the schedule's dependency graph (the order the
 // engine runs on each stage's compute and comm streams) replayed with each figure step's
 // measured forward, backward, transfer and optimizer times, its critical path taken as the

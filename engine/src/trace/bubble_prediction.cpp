@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -611,6 +612,24 @@ std::optional<BubblePrediction> predict_bubble(const Trace& trace, const RunConf
     out.causes.cold_first_microbatch = b[cold] - b[optimizer];
     out.causes.microbatch_variation = b[full] - b[cold];
     return out;
+}
+
+std::vector<NamedBubbleCause> named_bubble_causes(const BubbleCauses& c,
+                                                  PipelineSchedule schedule) {
+    const bool split = schedule == PipelineSchedule::zb_h1 || schedule == PipelineSchedule::zb_v;
+    std::vector<NamedBubbleCause> all = {
+        {c.stage_imbalance, "stage imbalance"},
+        {c.transfers, "transfers"},
+        {c.untraced_gaps, "launch gaps"},
+        {c.optimizer_tail, "optimizer tail"},
+        {c.cold_first_microbatch, "cold first micro-batch"},
+        {c.microbatch_variation, "micro-batch variation"},
+        {c.schedule, split ? "this run's F:B:W times (W's share)" : "schedule"}};
+    std::erase_if(all, [](const NamedBubbleCause& x) { return std::abs(x.fraction) < 0.0005; });
+    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+        return std::abs(x.fraction) > std::abs(y.fraction);
+    });
+    return all;
 }
 
 }  // namespace pd
