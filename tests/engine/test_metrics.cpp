@@ -594,7 +594,7 @@ class TestMetrics : public QObject {
         t.devices = 4;
         for (int d = 0; d < 4; ++d)
             for (int call = 0; call < 2; ++call)
-                t.collectives.push_back({d, "all_reduce", "", 1000000, 4, 0, 0, 1000000});  // 1 ms
+                t.collectives.push_back({d, "all_reduce", "", 1000000, 4, 0, 0, 1000000, "ring", ""});  // 1 ms
         const RunMetrics m = compute_metrics(t, 1);
         QCOMPARE(m.collectives.size(), std::size_t{1});
         QCOMPARE(m.collectives[0].count, 2);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pd/device.h"
+#include "pd/topology.h"
 #include "pd/transport.h"
 
 namespace pd {
@@ -37,6 +38,12 @@ class Communicator {
                  DType dtype = DType::fp32);
     ~Communicator();
     bool uses_library() const { return group_ != nullptr; }
+
+    // The groups that run the same collectives at the same time as this one (every group of
+    // a mesh axis; this group among them, device ids in ring order): their transfers share
+    // ports and NICs with this group's on the device clock (pd/topology.h). Default: this
+    // group alone. Call before the run's streams start.
+    void set_concurrent_groups(std::vector<std::vector<int>> groups);
     DType dtype() const { return dtype_; }
 
     int size() const { return static_cast<int>(members_.size()); }
@@ -49,7 +56,11 @@ class Communicator {
     }
 
     // `label` names the call in the trace's collective records ("tp forward block 2").
-    // In place: every member ends with the element-wise sum.
+    // In place: every member ends with the element-wise sum. The algorithm is the run's
+    // allreduce_algorithm (ring unless set; pd/cluster.h), chosen per call as
+    // choose_all_reduce says; each one's summation order is its own (ring: along the ring;
+    // tree: children into parents; hierarchical: in the node, then across; in-network: in
+    // rank order), so sums agree exactly on inputs whose every partial sum is exact.
     void all_reduce(int device_id, float* data, std::size_t count, int step,
                     const std::string& label = {});
     // In place: member r ends with the sum in chunk r; other chunks are scratch.
@@ -76,6 +87,22 @@ class Communicator {
   private:
     enum class Combine { copy, add };
     struct Ring;
+    struct SwitchState;
+    struct Choice;
+    // A sub-group of a hierarchical all-reduce: runs rings only and records no calls of its
+    // own (its steps are the parent call's).
+    Communicator(Transport& transport, std::vector<Device*> members, std::uint32_t group_id,
+                 DType dtype, bool sub_group);
+    const Choice& choice_for(std::size_t count);
+    void tree_all_reduce(const Ring& ring, float* data, std::size_t count, int step);
+    void switch_all_reduce(const Ring& ring, float* data, std::size_t count, int step);
+    void hierarchical_all_reduce(const Ring& ring, float* data, std::size_t count, int step);
+    // Receives `count` elements from `src` under `subtag` into `data` (adding or copying), the
+    // device clock advanced by the transfer's modelled time beside `concurrent`.
+    void receive_step(const Ring& ring, int src, std::uint32_t subtag, float* data,
+                      std::size_t count, bool add, const std::vector<Flow>& concurrent,
+                      TraceEvent& event);
+    void rebuild_flows();
     void reduce_scatter_steps(const Ring& ring, float* data, std::size_t count, int step,
                               int chunk_offset);
     void all_gather_steps(const Ring& ring, float* data, std::size_t count, int step,
@@ -88,7 +115,8 @@ class Communicator {
     void ring_collective(int device_id, const char* op, bool reduce, bool gather, float* data,
                          std::size_t count, int step, const std::string& label);
     void record(const Ring& ring, const char* op, std::size_t count, int step,
-                std::int64_t start_ns, const std::string& label) const;
+                std::int64_t start_ns, const std::string& label,
+                const std::string& algorithm = "ring", const std::string& choice = {}) const;
 
     // The library path (see uses_library).
     void library_ring_step(const Ring& ring, float* data, std::size_t count, int send_chunk,
@@ -105,6 +133,18 @@ class Communicator {
 
     Transport& transport_;
     std::vector<Device*> members_;
+    std::vector<int> member_ids_;
+    bool sub_group_ = false;
+    std::vector<std::vector<int>> concurrent_;  // device ids, this group's among them
+    std::vector<Flow> ring_flows_;              // every concurrent group's ring, one step
+    std::map<int, int> ring_load_;              // receiving device -> its incoming flow's load
+    // Hierarchical all-reduce: the group's members per node and per position across nodes.
+    std::vector<std::unique_ptr<Communicator>> locals_, crosses_;
+    std::map<int, std::pair<std::size_t, std::size_t>> sub_of_;  // device -> (local, cross)
+    std::unique_ptr<SwitchState> switch_;
+    std::vector<std::uint64_t> switch_calls_;  // per rank: in-network calls made
+    std::mutex choice_mutex_;
+    std::map<std::size_t, std::unique_ptr<Choice>> choices_;  // by element count
     std::uint64_t tag_;
     DType dtype_;
     std::unique_ptr<GroupCollectives> group_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "pd/cluster.h"
 #include "pd/dtype.h"
 
 namespace pd {
@@ -66,18 +67,12 @@ struct Mesh {
     int size() const { return dp * pp * tp; }
 };
 
-// The simulated link used by the device clock: a transfer of b bytes takes
-// latency + b / bandwidth. Users type and read link speeds in gigabits per second (Gb/s, as
-// NICs and links are quoted: scenario key link_gbps, --link-gbps, the what-if panel); the
-// model keeps bytes per nanosecond, which is the same number as gigabytes per second.
-struct LinkModel {
-    double latency_us = 5.0;
-    double bytes_per_ns = 25.0;  // 25 GB/s = 200 Gb/s
-    double gbit_per_s() const { return bytes_per_ns * 8.0; }
-    void set_gbit_per_s(double gbit) { bytes_per_ns = gbit / 8.0; }
-    double transfer_ns(std::size_t bytes) const {
-        return latency_us * 1e3 + static_cast<double>(bytes) / bytes_per_ns;
-    }
+// A device that computes slower than its peers (thermal throttling, a noisy neighbour, a bad
+// host): under the device clock its compute time counts `slowdown` times what it measured.
+struct Straggler {
+    int device = -1;  // -1: none
+    double slowdown = 1.0;
+    bool active() const { return device >= 0; }
 };
 
 // AdamW's default learning rate is this over the width (1e-3 at width 128).
@@ -123,7 +118,16 @@ struct RunConfig {
     bool overlap = true;
     std::size_t capacity_bytes = std::size_t{4} << 30;
     ClockMode clock = ClockMode::automatic;
+    // The link inside a node (every link when the run has one node): scenario keys link_gbps
+    // and link_latency_us. The device clock times transfers by it (see pd/topology.h).
     LinkModel link;
+    // Nodes, NICs, the inter-node transport and the reducing switches (scenario keys nodes,
+    // devices_per_node, cluster, intra_link, inter_gbps, inter_latency_us, inter_transport,
+    // devices_per_nic, nvls, sharp).
+    ClusterConfig cluster;
+    // How all-reduces move their data (CPU backend; a CUDA run's library picks its own).
+    CollectiveAlgorithm allreduce_algorithm = CollectiveAlgorithm::ring;
+    Straggler straggler;
     // Model parallelism (pipeline, tp, hybrid).
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
     int microbatches = 0;  // 0 = 2 x pipeline stages when pipelined, else 1

@@ -16,6 +16,7 @@
 #include "pd/error.h"
 #include "pd/fault_plan.h"
 #include "pd/run_config.h"
+#include "pd/topology.h"
 
 namespace pd {
 
@@ -24,7 +25,21 @@ class RunContext {
     RunContext(ClockMode resolved_clock, LinkModel link, bool tracing, double timeout_s);
 
     ClockMode clock() const { return clock_; }
+    // The link inside a node (and between any two devices of a one-node run).
     const LinkModel& link() const { return link_; }
+    // Nodes, NICs and tiers (one node over `link` unless set_cluster is called).
+    const Topology& topology() const { return topology_; }
+    CollectiveAlgorithm allreduce_algorithm() const { return algorithm_; }
+    void set_cluster(Topology topology, CollectiveAlgorithm algorithm) {
+        topology_ = std::move(topology);
+        algorithm_ = algorithm;
+    }
+    // How many times its measured CPU time a stream's compute counts on the device clock (a
+    // straggler's slowdown on its compute stream; 1 elsewhere).
+    void set_straggler(Straggler straggler) { straggler_ = straggler; }
+    double compute_time_scale(int device) const {
+        return straggler_.device == device ? straggler_.slowdown : 1.0;
+    }
     bool tracing() const { return tracing_; }
     std::int64_t wall_now_ns() const;
 
@@ -97,6 +112,9 @@ class RunContext {
 
     ClockMode clock_;
     LinkModel link_;
+    Topology topology_;
+    CollectiveAlgorithm algorithm_ = CollectiveAlgorithm::ring;
+    Straggler straggler_;
     bool tracing_;
     std::chrono::steady_clock::duration timeout_;
     std::chrono::steady_clock::time_point t0_;

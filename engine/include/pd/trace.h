@@ -66,6 +66,9 @@ struct TraceEvent {
     int chunk = -1;
     int peer = -1;  // the device data went to (send) or came from (recv)
     std::size_t bytes = 0;
+    // The link tier the transfer crossed (its time on the device clock came from that tier);
+    // none for compute and for imported traces.
+    LinkTier tier = LinkTier::none;
     std::uint64_t flow_id = 0;  // pairs a send with its recv (0 = none)
     bool flow_source = false;   // true on the sending side of a flow
     std::int64_t start_ns = 0;
@@ -90,6 +93,11 @@ struct CollectiveRecord {
     int step = -1;
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
+    // How it moved its data ("ring", "tree", "hierarchical", "in-network"; empty: not known,
+    // as in an imported trace) and, on the group's first member only, the choice in
+    // NCCL_DEBUG=INFO's manner: algorithm, transport, channels and why (see --comm-log).
+    std::string algorithm;
+    std::string choice;
 };
 
 // A mixture of experts' routing over the whole run, summed over devices and MoE layers.
@@ -140,6 +148,7 @@ struct Trace {
     ClockMode clock = ClockMode::wall;  // resolved: wall or device
     int intra_op_threads = 1;           // per device, resolved (resolve_intra_op_threads)
     LinkModel link;
+    ClusterConfig cluster;  // nodes, NICs and tiers (one node by default)
     int devices = 0;
     std::vector<std::size_t> capacity_bytes;  // per device
     std::vector<std::string>

@@ -1,11 +1,13 @@
 #include "pd/communicator.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <optional>
 #include <string_view>
 
 #include "backend/device_backend.h"
 #include "backend/device_ops.h"
+#include "collective_algorithms.h"
 #include "pd/error.h"
 #include "pd/run_context.h"
 
@@ -54,19 +56,104 @@ struct Communicator::Ring {
     int call;        // this device's call number of `op` (counted for fault injection only)
 };
 
+// An in-network all-reduce's switch: members add their data into its buffer in rank order
+// (the switch's summation order), then each reads the sum. `generation` counts completed
+// calls, so a member that runs ahead into the next call waits for this one to be read.
+struct Communicator::SwitchState {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<float> sum;
+    int contributed = 0;
+    int read = 0;
+    std::uint64_t generation = 0;
+    std::int64_t ready_ns = 0;  // device clock: the last contribution's arrival
+};
+
+struct Communicator::Choice {
+    AlgorithmChoice choice;
+    std::string text;  // describe_choice's line
+};
+
 Communicator::Communicator(Transport& transport, std::vector<Device*> members,
                            std::uint32_t group_id, DType dtype)
+    : Communicator(transport, std::move(members), group_id, dtype, false) {}
+
+Communicator::Communicator(Transport& transport, std::vector<Device*> members,
+                           std::uint32_t group_id, DType dtype, bool sub_group)
     : transport_(transport),
       members_(std::move(members)),
+      sub_group_(sub_group),
       tag_(std::uint64_t{group_id} << 32),
       dtype_(dtype) {
     if (members_.empty())
         throw Error("a communicator needs at least one device", __FILE__, __LINE__);
+    for (Device* d : members_) member_ids_.push_back(d->id());
     if (members_.size() > 1) {
         std::vector<DeviceBackend*> backends;
         for (Device* d : members_) backends.push_back(&d->backend());
         group_ = backends.front()->make_group_collectives(backends);
     }
+    switch_ = std::make_unique<SwitchState>();
+    switch_calls_.assign(members_.size(), 0);
+    concurrent_ = {member_ids_};
+    const Topology& topology = transport_.context().topology();
+    if (!sub_group_ && !group_ && topology.nodes() > 1) {
+        const NodeGroups groups = node_groups(topology, member_ids_);
+        if (groups.usable()) {
+            auto device = [&](int id) {
+                for (Device* d : members_)
+                    if (d->id() == id) return d;
+                return members_.front();
+            };
+            // Sub-group tags: above any group id a strategy uses (they count from 1).
+            std::uint32_t sub_id = 0x40000000u | (group_id << 8);
+            for (std::size_t i = 0; i < groups.local.size(); ++i) {
+                std::vector<Device*> ds;
+                for (int id : groups.local[i]) {
+                    ds.push_back(device(id));
+                    sub_of_[id].first = i;
+                }
+                locals_.push_back(std::unique_ptr<Communicator>(
+                    new Communicator(transport, ds, sub_id++, dtype, true)));
+            }
+            for (std::size_t j = 0; j < groups.cross.size(); ++j) {
+                std::vector<Device*> ds;
+                for (int id : groups.cross[j]) {
+                    ds.push_back(device(id));
+                    sub_of_[id].second = j;
+                }
+                crosses_.push_back(std::unique_ptr<Communicator>(
+                    new Communicator(transport, ds, sub_id++, dtype, true)));
+            }
+        }
+    }
+    rebuild_flows();
+}
+
+void Communicator::set_concurrent_groups(std::vector<std::vector<int>> groups) {
+    concurrent_ = std::move(groups);
+    rebuild_flows();
+}
+
+void Communicator::rebuild_flows() {
+    const Topology& topology = transport_.context().topology();
+    ring_flows_.clear();
+    for (const auto& g : concurrent_)
+        for (std::size_t i = 0; g.size() > 1 && i < g.size(); ++i)
+            ring_flows_.push_back({g[i], g[(i + 1) % g.size()]});
+    const std::vector<int> loads = topology.loads(ring_flows_);
+    ring_load_.clear();
+    for (std::size_t i = 0; i < ring_flows_.size(); ++i) ring_load_[ring_flows_[i].dst] = loads[i];
+    if (locals_.empty()) return;
+    // The sub-groups of every concurrent group run together too.
+    std::vector<std::vector<int>> locals, crosses;
+    for (const auto& g : concurrent_) {
+        const NodeGroups ng = node_groups(topology, g);
+        locals.insert(locals.end(), ng.local.begin(), ng.local.end());
+        crosses.insert(crosses.end(), ng.cross.begin(), ng.cross.end());
+    }
+    for (auto& c : locals_) c->set_concurrent_groups(locals);
+    for (auto& c : crosses_) c->set_concurrent_groups(crosses);
 }
 
 Communicator::~Communicator() = default;
@@ -162,8 +249,12 @@ Communicator::Ring Communicator::ring_for(int device_id, const char* op) const {
 }
 
 void Communicator::record(const Ring& ring, const char* op, std::size_t count, int step,
-                          std::int64_t start_ns, const std::string& label) const {
+                          std::int64_t start_ns, const std::string& label,
+                          const std::string& algorithm, const std::string& choice) const {
+    if (sub_group_) return;  // its steps belong to the parent's call
     CollectiveRecord rec;
+    rec.algorithm = algorithm;
+    if (ring.rank == 0) rec.choice = choice;
     rec.device = ring.self_device;
     rec.op = op;
     rec.label = label.empty() ? op : label;
@@ -215,10 +306,17 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
         throw Error(what + ": received " + std::to_string(message.payload->count) +
                         " elements, expected " + std::to_string(m),
                     __FILE__, __LINE__);
-    // Device clock: the chunk cannot arrive before it left plus the link's cost.
-    const auto& link = transport_.context().link();
-    ring.stream.advance_to(message.sent_at_ns +
-                           static_cast<std::int64_t>(link.transfer_ns(bytes(m))));
+    // Device clock: the chunk cannot arrive before it left plus the cost of the tier it
+    // crosses, its bandwidth shared with the step's other transfers on the same ports and NICs.
+    const Topology& topology = transport_.context().topology();
+    event.tier = topology.tier(ring.left_device, ring.self_device);
+    const LinkModel& link = topology.link(event.tier);
+    const auto load = ring_load_.find(ring.self_device);
+    const int sharing = load == ring_load_.end() ? 1 : load->second;
+    ring.stream.advance_to(
+        message.sent_at_ns +
+        static_cast<std::int64_t>(link.latency_us * 1e3 +
+                                  static_cast<double>(bytes(m)) * sharing / link.bytes_per_ns));
     transport_.receive_into(ring.left_device, ring.self_device, tag_, ring.device.ops(), message,
                             data + rb, combine == Combine::add);
     if (combine == Combine::add) round_sum(ring.device, data + rb, m);
@@ -266,9 +364,235 @@ void Communicator::ring_collective(int device_id, const char* op, bool reduce, b
     record(ring, op, count, step, start, label);
 }
 
+const Communicator::Choice& Communicator::choice_for(std::size_t count) {
+    std::lock_guard lock(choice_mutex_);
+    auto& slot = choices_[count];
+    if (!slot) {
+        const Topology& topology = transport_.context().topology();
+        slot = std::make_unique<Choice>();
+        slot->choice = choose_all_reduce(transport_.context().allreduce_algorithm(), topology,
+                                         member_ids_, concurrent_, bytes(count));
+        slot->text = describe_choice(slot->choice, topology, member_ids_, bytes(count));
+    }
+    return *slot;
+}
+
 void Communicator::all_reduce(int device_id, float* data, std::size_t count, int step,
                               const std::string& label) {
-    ring_collective(device_id, "all_reduce", true, true, data, count, step, label);
+    // A library's collectives, a group of one and a hierarchy's own rings: rings as before.
+    if (group_ || size() == 1 || sub_group_) {
+        ring_collective(device_id, "all_reduce", true, true, data, count, step, label);
+        return;
+    }
+    const Choice& choice = choice_for(count);
+    const Ring ring = ring_for(device_id, "all_reduce");
+    const std::int64_t start = ring.stream.now_ns();
+    switch (choice.choice.algorithm) {
+        case CollectiveAlgorithm::tree:
+            tree_all_reduce(ring, data, count, step);
+            break;
+        case CollectiveAlgorithm::in_network:
+            switch_all_reduce(ring, data, count, step);
+            break;
+        case CollectiveAlgorithm::hierarchical:
+            hierarchical_all_reduce(ring, data, count, step);
+            break;
+        default: {
+            StagingGuard staging(ring.device.memory(), bytes(max_chunk_elements(count, ring.n)));
+            reduce_scatter_steps(ring, data, count, step, 0);
+            all_gather_steps(ring, data, count, step, 0);
+        }
+    }
+    record(ring, "all_reduce", count, step, start, label,
+           std::string(name_of(choice.choice.algorithm)), choice.text);
+}
+
+namespace {
+
+// Message streams of the tree and switch algorithms, apart from the ring's (subtag 0) and from
+// the subtags strategies use for point-to-point streams (small numbers).
+constexpr std::uint32_t kTreeSubtag = 0x7f000000u;  // + tree index
+
+}  // namespace
+
+void Communicator::receive_step(const Ring& ring, int src, std::uint32_t subtag, float* data,
+                                std::size_t count, bool add, const std::vector<Flow>& concurrent,
+                                TraceEvent& event) {
+    transport_.context().check_dead_peer(ring.self_device, ring.op, ring.call,
+                                         std::max(0, event.step_index));
+    const std::string what = "device " + std::to_string(ring.self_device) + " " + event.label +
+                             " receiving from device " + std::to_string(src);
+    Message message = transport_.recv(src, ring.self_device, tag_ | subtag, what);
+    if (message.payload->count != count)
+        throw Error(what + ": received " + std::to_string(message.payload->count) +
+                        " elements, expected " + std::to_string(count),
+                    __FILE__, __LINE__);
+    const Topology& topology = transport_.context().topology();
+    const Flow in{src, ring.self_device};
+    event.tier = topology.tier(src, ring.self_device);
+    event.peer = src;
+    event.bytes = bytes(count);
+    ring.stream.advance_to(message.sent_at_ns + static_cast<std::int64_t>(topology.transfer_ns(
+                                                    in, event.tier, bytes(count), concurrent)));
+    transport_.receive_into(src, ring.self_device, tag_ | subtag, ring.device.ops(), message, data,
+                            add);
+    if (add) round_sum(ring.device, data, count);
+    event.end_ns = ring.stream.now_ns();
+}
+
+// NCCL's double binary tree, unpipelined: the first half of the buffer goes up and down tree 0,
+// the second half tree 1. Up: each rank adds its children's partial sums (in tree order) to its
+// own and sends the result to its parent; down: each rank takes the root's sum from its parent
+// and passes it to its children. Sends do not block, so doing tree 0's climb before tree 1's
+// cannot deadlock.
+void Communicator::tree_all_reduce(const Ring& ring, float* data, std::size_t count, int step) {
+    const int n = ring.n;
+    const BinaryTree trees[2] = {binary_tree(n, 0), binary_tree(n, 1)};
+    const std::size_t begin[2] = {0, count / 2};
+    const std::size_t length[2] = {count / 2, count - count / 2};
+    const Topology& topology = transport_.context().topology();
+    const auto rounds = all_reduce_rounds(CollectiveAlgorithm::tree, topology, member_ids_,
+                                          concurrent_, bytes(count));
+    const int height = trees[0].height;
+    StagingGuard staging(ring.device.memory(), bytes(length[1]));
+    const auto r = static_cast<std::size_t>(ring.rank);
+    for (int t = 0; t < 2; ++t) {
+        const BinaryTree& tree = trees[t];
+        const std::uint32_t subtag = kTreeSubtag + static_cast<std::uint32_t>(t);
+        for (int child : tree.children[r]) {
+            const int round = height - tree.depth[static_cast<std::size_t>(child)];
+            TraceEvent event;
+            event.kind = EventKind::reduce_scatter_step;
+            event.phase = CollectivePhase::reduce_scatter;
+            event.label = "tree " + std::to_string(t) + " reduce";
+            event.step = step;
+            event.step_index = round;
+            event.chunk = t;
+            event.start_ns = ring.stream.now_ns();
+            receive_step(ring, device_of(child), subtag, data + begin[t], length[t], true,
+                         rounds[static_cast<std::size_t>(round)].flows, event);
+            ring.stream.add_event(std::move(event));
+        }
+        if (tree.parent[r] >= 0)
+            transport_.send(ring.self_device, device_of(tree.parent[r]), tag_ | subtag,
+                            ring.device.ops(), data + begin[t], length[t], ring.stream.now_ns(), 0);
+    }
+    for (int t = 0; t < 2; ++t) {
+        const BinaryTree& tree = trees[t];
+        const std::uint32_t subtag = kTreeSubtag + 2 + static_cast<std::uint32_t>(t);
+        if (tree.parent[r] >= 0) {
+            const int round = height + tree.depth[r] - 1;
+            TraceEvent event;
+            event.kind = EventKind::all_gather_step;
+            event.phase = CollectivePhase::all_gather;
+            event.label = "tree " + std::to_string(t) + " broadcast";
+            event.step = step;
+            event.step_index = round;
+            event.chunk = t;
+            event.start_ns = ring.stream.now_ns();
+            receive_step(ring, device_of(tree.parent[r]), subtag, data + begin[t], length[t], false,
+                         rounds[static_cast<std::size_t>(round)].flows, event);
+            ring.stream.add_event(std::move(event));
+        }
+        for (int child : tree.children[r])
+            transport_.send(ring.self_device, device_of(child), tag_ | subtag, ring.device.ops(),
+                            data + begin[t], length[t], ring.stream.now_ns(), 0);
+    }
+}
+
+// A switch that reduces (NVLS, SHARP): every member sends its whole buffer up once and gets
+// the sum back once, whatever the group's size. The switch adds the contributions in rank
+// order; on the device clock the sum is ready when the last one has arrived.
+void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t count, int step) {
+    const Topology& topology = transport_.context().topology();
+    const LinkTier via = topology.switch_tier(member_ids_);
+    const auto rounds = all_reduce_rounds(CollectiveAlgorithm::in_network, topology, member_ids_,
+                                          concurrent_, bytes(count));
+    const std::string name = via == LinkTier::nvls ? "NVLS" : "SHARP";
+    const std::uint64_t call = switch_calls_[static_cast<std::size_t>(ring.rank)]++;
+    transport_.context().check_dead_peer(ring.self_device, ring.op, ring.call, 0);
+
+    TraceEvent up;
+    up.kind = EventKind::reduce_scatter_step;
+    up.phase = CollectivePhase::reduce_scatter;
+    up.label = name + " reduce in the switch";
+    up.step = step;
+    up.step_index = 0;
+    up.bytes = bytes(count);
+    up.tier = via;
+    up.start_ns = ring.stream.now_ns();
+    const std::int64_t arrival = up.start_ns + static_cast<std::int64_t>(topology.transfer_ns(
+                                                   {ring.self_device, Flow::kSwitch, via}, via,
+                                                   bytes(count), rounds[0].flows));
+    const std::string what = "device " + std::to_string(ring.self_device) + " " + name +
+                             " all-reduce waiting for the switch";
+    SwitchState& sw = *switch_;
+    std::int64_t ready = 0;
+    {
+        std::unique_lock lock(sw.mutex);
+        transport_.context().wait(
+            lock, sw.cv, [&] { return sw.generation == call && sw.contributed == ring.rank; },
+            what);
+        if (ring.rank == 0) {
+            sw.sum.assign(data, data + count);
+        } else {
+            for (std::size_t i = 0; i < count; ++i) sw.sum[i] += data[i];
+        }
+        if (dtype_ == DType::bf16 && count) ring.device.ops().round_to_bf16(sw.sum.data(), count);
+        sw.ready_ns = std::max(sw.ready_ns, arrival);
+        ++sw.contributed;
+        sw.cv.notify_all();
+        transport_.context().wait(
+            lock, sw.cv, [&] { return sw.generation == call && sw.contributed == ring.n; }, what);
+        ready = sw.ready_ns;
+    }
+    ring.stream.advance_to(arrival);
+    up.end_ns = ring.stream.now_ns();
+    ring.stream.add_event(std::move(up));
+    ring.stream.idle_until(ring.stream.now_ns(), ready, "wait for the switch's sum", step);
+
+    TraceEvent down;
+    down.kind = EventKind::all_gather_step;
+    down.phase = CollectivePhase::all_gather;
+    down.label = name + " multicast of the sum";
+    down.step = step;
+    down.step_index = 0;
+    down.bytes = bytes(count);
+    down.tier = via;
+    down.start_ns = ring.stream.now_ns();
+    std::copy(sw.sum.begin(), sw.sum.begin() + static_cast<std::ptrdiff_t>(count), data);
+    // The sum streamed back while the uploads went on: after the last arrival, the last chunk.
+    ring.stream.advance_to(ready + static_cast<std::int64_t>(topology.transfer_ns(
+                                       {Flow::kSwitch, ring.self_device, via}, via, rounds[1].bytes,
+                                       rounds[1].flows)));
+    down.end_ns = ring.stream.now_ns();
+    ring.stream.add_event(std::move(down));
+    {
+        std::lock_guard lock(sw.mutex);
+        if (++sw.read == ring.n) {
+            sw.contributed = 0;
+            sw.read = 0;
+            sw.ready_ns = 0;
+            ++sw.generation;
+        }
+    }
+    sw.cv.notify_all();
+}
+
+// Reduce-scatter inside each node, all-reduce of this member's shard with the members at the
+// same place in the other nodes, all-gather inside the node: only 1 / (devices per node) of the
+// data crosses the slower tier.
+void Communicator::hierarchical_all_reduce(const Ring& ring, float* data, std::size_t count,
+                                           int step) {
+    const auto [l, c] = sub_of_.at(ring.self_device);
+    Communicator& local = *locals_[l];
+    Communicator& cross = *crosses_[c];
+    const int j = local.rank_of(ring.self_device);
+    local.reduce_scatter(ring.self_device, data, count, step);
+    const std::size_t b = chunk_begin(count, local.size(), j);
+    const std::size_t e = chunk_end(count, local.size(), j);
+    cross.all_reduce(ring.self_device, data + b, e - b, step);
+    local.all_gather(ring.self_device, data, count, step);
 }
 
 void Communicator::reduce_scatter(int device_id, float* data, std::size_t count, int step,
@@ -318,9 +642,11 @@ void Communicator::broadcast(int device_id, float* data, std::size_t count, int 
             event.bytes = bytes(count);
             event.flow_id = message.flow_id;
             event.start_ns = ring.stream.now_ns();
-            ring.stream.advance_to(
-                message.sent_at_ns +
-                static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
+            const Topology& topology = transport_.context().topology();
+            event.tier = topology.tier(ring.left_device, ring.self_device);
+            ring.stream.advance_to(message.sent_at_ns +
+                                   static_cast<std::int64_t>(topology.alone_ns(
+                                       ring.left_device, ring.self_device, event.bytes)));
             if (message.payload->count != count)
                 throw Error("device " + std::to_string(ring.self_device) + " broadcast: received " +
                                 std::to_string(message.payload->count) + " elements, expected " +
@@ -389,9 +715,17 @@ void Communicator::all_to_all(int device_id, const float* send, float* recv, std
                 throw Error(what + ": received " + std::to_string(message.payload->count) +
                                 " elements, expected " + std::to_string(m),
                             __FILE__, __LINE__);
+            // Step s: every member of every concurrent group sends s places on at once.
+            const Topology& topology = transport_.context().topology();
+            std::vector<Flow> flows;
+            for (const auto& g : concurrent_)
+                for (std::size_t r = 0; g.size() > 1 && r < g.size(); ++r)
+                    flows.push_back({g[r], g[(r + static_cast<std::size_t>(s)) % g.size()]});
+            const Flow in{device_of(from), ring.self_device};
+            event.tier = topology.tier(in.src, in.dst);
             ring.stream.advance_to(
                 message.sent_at_ns +
-                static_cast<std::int64_t>(transport_.context().link().transfer_ns(bytes(m))));
+                static_cast<std::int64_t>(topology.transfer_ns(in, event.tier, bytes(m), flows)));
             transport_.receive_into(device_of(from), ring.self_device, tag_, ring.device.ops(),
                                     message, recv + chunk(from), false);
         }
@@ -471,9 +805,10 @@ void Communicator::recv(int device_id, int peer_device, float* data, std::size_t
     ring.stream.idle_until(began, message.sent_at_ns, "wait for " + label, step);
     event.flow_id = message.flow_id;
     event.start_ns = ring.stream.now_ns();
-    ring.stream.advance_to(
-        message.sent_at_ns +
-        static_cast<std::int64_t>(transport_.context().link().transfer_ns(event.bytes)));
+    const Topology& topology = transport_.context().topology();
+    event.tier = topology.tier(peer_device, device_id);
+    ring.stream.advance_to(message.sent_at_ns + static_cast<std::int64_t>(topology.alone_ns(
+                                                    peer_device, device_id, event.bytes)));
     transport_.receive_into(peer_device, device_id, tag_ | subtag, ring.device.ops(), message, data,
                             accumulate);
     if (accumulate) round_sum(ring.device, data, count);

@@ -235,6 +235,82 @@ std::string where_setting_applies(std::string_view key) {
     return "every strategy";
 }
 
+namespace {
+
+template <class Fail>
+void validate_cluster(const RunConfig& c, Fail fail) {
+    const ClusterConfig& k = c.cluster;
+    const std::string devices = std::to_string(c.devices);
+    if (k.nodes < 0) fail("nodes", "must be at least 1 (got " + std::to_string(k.nodes) + ")");
+    if (k.devices_per_node < 0)
+        fail("devices_per_node",
+             "must be at least 1 (got " + std::to_string(k.devices_per_node) + ")");
+    if (k.nodes > 0 && k.devices_per_node > 0 && k.nodes * k.devices_per_node != c.devices)
+        fail("nodes", std::to_string(k.nodes) + " nodes x " + std::to_string(k.devices_per_node) +
+                          " devices per node is not the run's " + devices + " devices");
+    if (k.nodes > c.devices)
+        fail("nodes", std::to_string(k.nodes) + " nodes for " + devices +
+                          " devices: every node needs at least one");
+    if (k.nodes > 0 && c.devices % k.nodes != 0)
+        fail("nodes",
+             devices + " devices do not split evenly over " + std::to_string(k.nodes) + " nodes");
+    if (k.nodes == 0 && k.devices_per_node > 0 && c.devices % k.devices_per_node != 0)
+        fail("devices_per_node", devices + " devices do not fill nodes of " +
+                                     std::to_string(k.devices_per_node) +
+                                     " (set nodes, or devices_per_node to a divisor)");
+    if (k.devices_per_nic < 1)
+        fail("devices_per_nic",
+             "must be at least 1 (got " + std::to_string(k.devices_per_nic) + ")");
+    auto check_link = [&](const LinkModel& l, const char* gbps, const char* latency) {
+        if (!(l.latency_us >= 0) || !std::isfinite(l.latency_us))
+            fail(latency, "must be 0 or more microseconds");
+        if (!(l.bytes_per_ns > 0) || !std::isfinite(l.bytes_per_ns))
+            fail(gbps, "must be more than 0 Gb/s");
+    };
+    check_link(k.inter, "inter_gbps", "inter_latency_us");
+    check_link(k.socket, "socket_gbps", "socket_latency_us");
+    const int nodes = k.node_count(c.devices);
+    if (nodes > 1 && c.backend != BackendKind::cpu)
+        fail("nodes",
+             "a cluster of nodes is modelled on the CPU backend's device clock (a CUDA run's "
+             "GPUs are the machine's own)");
+    if (nodes > 1 && c.clock == ClockMode::wall)
+        fail("clock",
+             "'wall' times real copies inside this machine; a cluster's link tiers are "
+             "modelled on the device clock (use device or auto)");
+    if (c.allreduce_algorithm != CollectiveAlgorithm::ring && c.backend != BackendKind::cpu)
+        fail("allreduce_algorithm",
+             "chooses among the engine's own algorithms on the CPU backend (on CUDA, NCCL "
+             "picks its own: set NCCL_ALGO)");
+    if (c.allreduce_algorithm == CollectiveAlgorithm::in_network && !k.nvls && !k.sharp)
+        fail("allreduce_algorithm",
+             "'in-network' needs a switch that reduces: set nvls (inside an NVSwitch node) or "
+             "sharp (InfiniBand switches across nodes)");
+    if (c.allreduce_algorithm == CollectiveAlgorithm::hierarchical && nodes < 2)
+        fail("allreduce_algorithm",
+             "'hierarchical' reduces inside each node, then across nodes: it needs 2 or more "
+             "nodes (set nodes or devices_per_node)");
+    if (k.nvls && k.intra != IntraNodeLink::nvswitch)
+        fail("nvls", "NVLS is the NVSwitch's reduction; a PCIe node has no switch that reduces");
+    if (k.sharp && k.transport != InterNodeTransport::ib)
+        fail("sharp", "SHARP runs in InfiniBand switches (inter_transport ib)");
+    if (c.straggler.active()) {
+        if (c.straggler.device >= c.devices)
+            fail("straggler", "device " + std::to_string(c.straggler.device) +
+                                  " is not in a run of " + devices + " devices");
+        if (!(c.straggler.slowdown >= 1.0 && c.straggler.slowdown <= 100.0))
+            fail("straggler", "slowdown must be between 1 and 100 (times its measured compute)");
+        if (c.clock == ClockMode::wall || c.backend != BackendKind::cpu)
+            fail("straggler",
+                 "slows a device on the device clock (CPU backend, clock device or auto)");
+    } else if (c.straggler.device != -1) {
+        fail("straggler",
+             "device must be 0 or more (got " + std::to_string(c.straggler.device) + ")");
+    }
+}
+
+}  // namespace
+
 void validate(const RunConfig& c, const ConfigSources& sources) {
     auto fail = [&](const std::string& key, const std::string& reason) {
         throw BadInput(source_of(sources, key), reason, __FILE__, __LINE__);
@@ -464,6 +540,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("link_latency_us", "must be 0 or more microseconds");
     if (!(c.link.bytes_per_ns > 0) || !std::isfinite(c.link.bytes_per_ns))
         fail("link_gbps", "must be more than 0 Gb/s");
+    validate_cluster(c, fail);
     if (!(c.collective_timeout_s > 0)) fail("timeout_s", "must be more than 0 seconds");
     if (c.threads < 0 || c.threads > kMaxThreads)
         fail("threads", "must be between 1 and " + std::to_string(kMaxThreads) +
@@ -485,7 +562,10 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
 ClockMode resolve_clock(const RunConfig& config, unsigned hardware_threads) {
     if (config.clock != ClockMode::automatic) return config.clock;
     if (config.strategy == StrategyKind::ps && config.async_updates) return ClockMode::device;
-    if (config.backend == BackendKind::cuda) return ClockMode::wall;     // CUDA events
+    if (config.backend == BackendKind::cuda) return ClockMode::wall;  // CUDA events
+    // Link tiers and a straggler's slowdown exist on the device clock only.
+    if (config.cluster.node_count(config.devices) > 1 || config.straggler.active())
+        return ClockMode::device;
     const unsigned streams = static_cast<unsigned>(config.devices) * 2;  // compute + comm
     return streams <= std::max(1u, hardware_threads) ? ClockMode::wall : ClockMode::device;
 }

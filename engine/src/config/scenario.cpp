@@ -94,9 +94,19 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                                "' in the top-level object (also given as '" + it->second + "')",
                            __FILE__, __LINE__);
     }
+    // A named machine first, whatever the keys' order: the scenario's own keys override it.
+    for (const auto& [raw_key, value] : root.items()) {
+        if (canonical_key(raw_key) != "cluster") continue;
+        const KeyReader r{value, "scenario key '" + raw_key + "' in " + std::string(origin)};
+        sources["cluster"] = r.spelled;
+        const std::string name = r.text();
+        if (!apply_cluster_preset(name, c.cluster, c.link))
+            r.fail("unknown cluster '" + name + "' (available: " + kClusterPresetNames + ")");
+    }
     for (const auto& [raw_key, value] : root.items()) {
         const std::string key = canonical_key(raw_key);
         const KeyReader r{value, "scenario key '" + raw_key + "' in " + std::string(origin)};
+        if (key == "cluster") continue;
         sources[key] = r.spelled;
         if (key == "strategy") {
             const std::string name = r.text();
@@ -166,6 +176,58 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 c.clock = ClockMode::automatic;
             else
                 r.fail("unknown clock '" + s + "' (available: wall, device, auto)");
+        } else if (key == "nodes")
+            c.cluster.nodes = r.integer();
+        else if (key == "devices_per_node")
+            c.cluster.devices_per_node = r.integer();
+        else if (key == "intra_link") {
+            const std::string name = r.text();
+            if (name == "nvswitch")
+                c.cluster.intra = IntraNodeLink::nvswitch;
+            else if (name == "pcie")
+                c.cluster.intra = IntraNodeLink::pcie;
+            else
+                r.fail("unknown intra-node link '" + name + "' (available: nvswitch, pcie)");
+        } else if (key == "inter_transport") {
+            const std::string name = r.text();
+            if (name == "ib")
+                c.cluster.transport = InterNodeTransport::ib;
+            else if (name == "sockets")
+                c.cluster.transport = InterNodeTransport::sockets;
+            else if (name == "dcn")
+                c.cluster.transport = InterNodeTransport::dcn;
+            else
+                r.fail("unknown inter-node transport '" + name + "' (available: ib, sockets, dcn)");
+        } else if (key == "inter_gbps")
+            c.cluster.inter.set_gbit_per_s(r.link_speed_gbit());
+        else if (key == "inter_latency_us")
+            c.cluster.inter.latency_us = r.number();
+        else if (key == "socket_gbps")
+            c.cluster.socket.set_gbit_per_s(r.link_speed_gbit());
+        else if (key == "socket_latency_us")
+            c.cluster.socket.latency_us = r.number();
+        else if (key == "devices_per_nic")
+            c.cluster.devices_per_nic = r.integer();
+        else if (key == "nvls")
+            c.cluster.nvls = r.boolean();
+        else if (key == "sharp")
+            c.cluster.sharp = r.boolean();
+        else if (key == "allreduce_algorithm") {
+            const std::string name = r.text();
+            const auto a = collective_algorithm_from_name(name);
+            if (!a)
+                r.fail("unknown all-reduce algorithm '" + name +
+                       "' (available: " + kCollectiveAlgorithmNames + ")");
+            c.allreduce_algorithm = *a;
+        } else if (key == "straggler") {
+            if (!value.is_object() || !value.contains("device") || !value.contains("slowdown") ||
+                value.size() != 2)
+                r.fail("must be an object {\"device\": N, \"slowdown\": X}, got " + value.dump());
+            const KeyReader d{value["device"], r.spelled + " (device)"};
+            const KeyReader x{value["slowdown"], r.spelled + " (slowdown)"};
+            c.straggler.device = d.integer();
+            if (c.straggler.device < 0) d.fail("must be 0 or more");
+            c.straggler.slowdown = x.number();
         } else if (key == "link_latency_us")
             c.link.latency_us = r.number();
         else if (key == "link_gbps")
@@ -231,7 +293,10 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "seq_len, sequence_parallel, cp_load_balance, experts, top_k, capacity_factor, "
                 "aux_loss_weight, batch, "
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
-                "link_latency_us, link_gbps, timeout_s, threads, recompute, precision, accumulate, "
+                "link_latency_us, link_gbps, cluster, nodes, devices_per_node, intra_link, "
+                "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
+                "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, timeout_s, threads, "
+                "recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, repeats, expect)");
     }
@@ -273,6 +338,23 @@ std::string scenario_json(const RunConfig& c) {
     j["clock"] = std::string(name_of(c.clock));
     j["link_latency_us"] = c.link.latency_us;
     j["link_gbps"] = c.link.gbit_per_s();
+    if (c.cluster.node_count(c.devices) > 1 || !c.cluster.preset.empty()) {
+        if (!c.cluster.preset.empty()) j["cluster"] = c.cluster.preset;
+        j["nodes"] = c.cluster.node_count(c.devices);
+        j["intra_link"] = std::string(name_of(c.cluster.intra));
+        j["inter_transport"] = std::string(name_of(c.cluster.transport));
+        j["inter_gbps"] = c.cluster.inter.gbit_per_s();
+        j["inter_latency_us"] = c.cluster.inter.latency_us;
+        j["socket_gbps"] = c.cluster.socket.gbit_per_s();
+        j["socket_latency_us"] = c.cluster.socket.latency_us;
+        j["devices_per_nic"] = c.cluster.devices_per_nic;
+        j["nvls"] = c.cluster.nvls;
+        j["sharp"] = c.cluster.sharp;
+    }
+    if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
+        j["allreduce_algorithm"] = std::string(name_of(c.allreduce_algorithm));
+    if (c.straggler.active())
+        j["straggler"] = {{"device", c.straggler.device}, {"slowdown", c.straggler.slowdown}};
     j["backend"] = std::string(name_of(c.backend));
     if (c.tf32) j["tf32"] = true;
     if (c.native_collectives) j["native_collectives"] = true;

@@ -52,6 +52,7 @@ void collect_trace(RunEnvironment& env, Trace& trace, Gather gather = Gather::ta
     trace.intra_op_threads =
         resolve_intra_op_threads(env.config, env.ctx.clock(), std::thread::hardware_concurrency());
     trace.link = env.config.link;
+    trace.cluster = env.config.cluster;
     trace.devices = env.config.devices;
     trace.backend = env.config.backend;
     for (auto& d : env.devices) {
@@ -170,6 +171,9 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
     const ClockMode clock = resolve_clock(config_, std::thread::hardware_concurrency());
     RunContext ctx(clock, config_.link, config_.trace_enabled, config_.collective_timeout_s);
     ctx.set_faults(faults_);
+    ctx.set_cluster(Topology(config_.cluster, config_.link, config_.devices),
+                    config_.allreduce_algorithm);
+    ctx.set_straggler(config_.straggler);
     {
         std::lock_guard lock(ctx_mutex_);
         ctx_ = &ctx;

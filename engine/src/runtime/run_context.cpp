@@ -7,6 +7,7 @@ namespace pd {
 RunContext::RunContext(ClockMode resolved_clock, LinkModel link, bool tracing, double timeout_s)
     : clock_(resolved_clock),
       link_(link),
+      topology_(link),
       tracing_(tracing),
       timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(timeout_s))),

@@ -115,7 +115,11 @@ Stream* Stream::current() {
 std::int64_t Stream::now_ns() const {
     if (backend_) return ctx_.tracing() ? backend_->mark() : 0;
     if (ctx_.clock() == ClockMode::wall) return ctx_.wall_now_ns();
-    return clock_ns_ + (thread_cpu_ns() - cpu_mark_ns_);
+    const std::int64_t spent = thread_cpu_ns() - cpu_mark_ns_;
+    if (kind_ != StreamKind::compute) return clock_ns_ + spent;
+    // A straggler's compute counts `slowdown` times what it measured (1 for every other).
+    const double scale = ctx_.compute_time_scale(device_);
+    return clock_ns_ + (scale == 1.0 ? spent : static_cast<std::int64_t>(spent * scale));
 }
 
 void Stream::advance_to(std::int64_t t_ns) {

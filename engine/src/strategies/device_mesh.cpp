@@ -57,6 +57,14 @@ std::vector<std::unique_ptr<Communicator>> DeviceMesh::build(Axis varying,
     std::vector<std::unique_ptr<Communicator>> out;
     for (auto& m : members)
         out.push_back(std::make_unique<Communicator>(transport, m, next_id++, dtype));
+    // Every group of the axis runs the same collectives at once: their transfers share the
+    // ports and NICs they cross.
+    std::vector<std::vector<int>> ids;
+    for (const auto& m : members) {
+        ids.emplace_back();
+        for (const Device* d : m) ids.back().push_back(d->id());
+    }
+    for (auto& c : out) c->set_concurrent_groups(ids);
     return out;
 }
 
