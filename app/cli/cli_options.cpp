@@ -1,5 +1,8 @@
 #include "cli_options.h"
 
+#include <nlohmann/json.hpp>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
@@ -113,6 +116,51 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                  "Also print each matrix product's shape, the kernel that ran it, and its "
                  "speed as a fraction of the CPU's measured FMA peak (CPU backend)");
 
+    app.add_flag("--check-claims", req.check_claims,
+                 "Check the scenario's expect claims (as a card's Show me does), print each "
+                 "outcome; exit 4 when one fails");
+    app.add_flag("--comm-log", req.comm_log,
+                 "Print each all-reduce's algorithm, transport and why, one line per call as "
+                 "NCCL_DEBUG=INFO does");
+    // The cluster's flags: each is the scenario key of the same name (one parser, one rule).
+    struct ClusterFlag {
+        const char* flag;
+        const char* key;
+        const char* help;
+        bool text;
+        std::optional<std::string> value;
+    };
+    std::vector<ClusterFlag> cluster_flags = {
+        {"--cluster",
+         "cluster",
+         "A named machine: hgx-h100 | pcie-workstation | tpu-v5p-slice",
+         true,
+         {}},
+        {"--nodes", "nodes", "Nodes the devices are grouped into (device clock)", false, {}},
+        {"--devices-per-node", "devices_per_node", "Devices per node", false, {}},
+        {"--intra-link", "intra_link", "Inside a node: nvswitch | pcie", true, {}},
+        {"--inter-transport", "inter_transport", "Between nodes: ib | sockets | dcn", true, {}},
+        {"--inter-gbps", "inter_gbps", "Each NIC's bandwidth (Gb/s, or with a unit)", true, {}},
+        {"--inter-latency-us", "inter_latency_us", "Latency between nodes", false, {}},
+        {"--devices-per-nic",
+         "devices_per_nic",
+         "Devices sharing one NIC (1: rail-optimised)",
+         false,
+         {}},
+        {"--nvls", "nvls", "true | false: the NVSwitch reduces (NVLink SHARP)", false, {}},
+        {"--sharp", "sharp", "true | false: the InfiniBand switches reduce (SHARP)", false, {}},
+        {"--allreduce-algorithm",
+         "allreduce_algorithm",
+         "ring | tree | hierarchical | in-network | auto",
+         true,
+         {}},
+    };
+    for (auto& f : cluster_flags) app.add_option(f.flag, f.value, f.help);
+    std::optional<std::string> straggler;
+    app.add_option("--straggler", straggler,
+                   "DEVICE:SLOWDOWN, e.g. 3:1.5: that device computes 1.5 times slower (device "
+                   "clock)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -124,6 +172,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     RunConfig& c = req.config;
     ConfigSources& src = req.sources;
     if (!scenario.empty()) apply_scenario_file(scenario, c, src);
+    req.scenario_path = scenario;
+    if (req.check_claims && scenario.empty())
+        throw BadInput("--check-claims", "needs --scenario (the claims are its expect key)",
+                       __FILE__, __LINE__);
 
     auto choose = [](const std::string& flag, const std::string& value,
                      std::initializer_list<const char*> options) {
@@ -266,6 +318,45 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     }
     set_flag(tf32, c.tf32, true, "tf32");
     set_flag(native_collectives, c.native_collectives, true, "native_collectives");
+    {
+        // Read as scenario keys, so a value is checked by the one rule the files use.
+        std::string json = "{";
+        for (const auto& f : cluster_flags) {
+            if (!f.value) continue;
+            if (json.size() > 1) json += ",";
+            json += "\"" + std::string(f.key) + "\":";
+            json += f.text ? nlohmann::json(*f.value).dump() : *f.value;
+        }
+        if (straggler) {
+            const auto colon = straggler->find(':');
+            if (colon == std::string::npos)
+                throw BadInput("--straggler", "'" + *straggler + "' is not DEVICE:SLOWDOWN",
+                               __FILE__, __LINE__);
+            if (json.size() > 1) json += ",";
+            json += "\"straggler\":{\"device\":" + straggler->substr(0, colon) +
+                    ",\"slowdown\":" + straggler->substr(colon + 1) + "}";
+        }
+        json += "}";
+        if (json.size() > 2) {
+            ConfigSources from_flags;
+            try {
+                apply_scenario_json(json, "the command line", c, from_flags);
+            } catch (const BadInput& e) {
+                // Name the flag, not the key it stands for.
+                std::string message = e.what();
+                for (const auto& f : cluster_flags)
+                    if (f.value &&
+                        message.find(std::string("'") + f.key + "'") != std::string::npos)
+                        throw BadInput(f.flag, message.substr(message.find(':') + 2), __FILE__,
+                                       __LINE__);
+                throw BadInput("--straggler", message.substr(message.find(':') + 2), __FILE__,
+                               __LINE__);
+            }
+            for (const auto& f : cluster_flags)
+                if (f.value) src[f.key] = f.flag;
+            if (straggler) src["straggler"] = "--straggler";
+        }
+    }
     validate(c, src);
     if (const std::string why = backend_unavailable_reason(c.backend); !why.empty())
         throw BadInput(src.count("backend") ? src["backend"] : std::string("backend"),

@@ -17,6 +17,11 @@ struct RunRequest {
     std::string dump_dir;
     bool quiet = false;
     bool verbose = false;  // products by shape: kernel, GFLOP/s, fraction of the FMA peak
+    bool comm_log = false;
+    // --check-claims: run the scenario's `expect` claims as a card's Show me does and print each
+    // outcome (exit 4 when one fails).
+    bool check_claims = false;
+    std::string scenario_path;  // each all-reduce's algorithm and why, as NCCL_DEBUG=INFO prints
 };
 
 // Returns the request, or nullopt with `exit_code` set when parsing ended the program (help:

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "bench_fma_peak.h"
+#include "pd/topology.h"
 #include "pd/units.h"
 
 namespace pd::cli {
@@ -67,6 +68,44 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                       reserved.c_str());
         out << line;
     }
+    const int nodes = config.cluster.node_count(config.devices);
+    if (nodes > 1 || !config.cluster.preset.empty()) {
+        const Topology topology(config.cluster, config.link, config.devices);
+        out << "\ncluster " << (config.cluster.preset.empty() ? "" : config.cluster.preset + ": ")
+            << nodes << " node" << (nodes == 1 ? "" : "s") << " x "
+            << config.devices / std::max(1, nodes) << " devices; inside a node "
+            << topology.transport_name(LinkTier::intra_node) << " "
+            << format_link_speed(config.link.gbit_per_s());
+        if (nodes > 1)
+            out << "; between nodes " << topology.transport_name(LinkTier::inter_node) << " "
+                << format_link_speed(config.cluster.inter_link().gbit_per_s()) << " per NIC, "
+                << config.cluster.devices_per_nic << " device"
+                << (config.cluster.devices_per_nic == 1 ? "" : "s") << " per NIC";
+        out << (config.cluster.nvls ? "; NVLS" : "") << (config.cluster.sharp ? "; SHARP" : "")
+            << "\n";
+    }
+    bool any_tier = false;
+    for (const auto& t : m.cluster.tiers) any_tier = any_tier || t.transfers > 0;
+    if (any_tier && (nodes > 1 || config.cluster.nvls)) {
+        out << "  tier          bytes/step   transfer time/step (all devices)\n";
+        for (int i = 1; i < kLinkTierCount; ++i) {
+            const TierMetrics& t = m.cluster.tiers[static_cast<std::size_t>(i)];
+            if (t.transfers == 0) continue;
+            char line[160];
+            std::snprintf(line, sizeof line, "  %-12s %11s %12s\n",
+                          std::string(name_of(static_cast<LinkTier>(i))).c_str(),
+                          format_bytes(t.bytes_per_step).c_str(),
+                          format_duration_ns(t.busy_s_per_step * 1e9).c_str());
+            out << line;
+        }
+    }
+    if (config.straggler.active() && m.cluster.straggler.calls > 0)
+        out << "straggler: device " << m.cluster.straggler.device << " arrived last at "
+            << fmt("%.0f", m.cluster.straggler.last_fraction * 100) << "% of "
+            << m.cluster.straggler.calls << " collectives; the others waited "
+            << format_duration_ns(m.cluster.straggler.wait_s_per_step * 1e9)
+            << " a step each (set: device " << config.straggler.device << " x"
+            << config.straggler.slowdown << ")\n";
     if (!m.collectives.empty()) {
         out << "\n  collective        bytes  ranks  calls     time    algbw GB/s  busbw GB/s\n";
         for (const auto& c : m.collectives) {
@@ -164,6 +203,18 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         out << "\n";
     }
     if (!result.error.empty()) out << "\nerror: " << result.error << "\n";
+}
+
+void print_comm_log(std::ostream& out, const Trace& trace) {
+    std::vector<const CollectiveRecord*> logged;
+    for (const auto& c : trace.collectives)
+        if (!c.choice.empty()) logged.push_back(&c);
+    std::stable_sort(logged.begin(), logged.end(), [](const auto* a, const auto* b) {
+        return a->step != b->step ? a->step < b->step : a->start_ns < b->start_ns;
+    });
+    for (const CollectiveRecord* c : logged)
+        out << "NCCL INFO step " << c->step << " device " << c->device << " '" << c->label
+            << "': " << c->choice << "\n";
 }
 
 void print_products(std::ostream& out, const std::vector<CpuProductClass>& products,

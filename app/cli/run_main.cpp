@@ -6,9 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <new>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -17,10 +19,12 @@
 #include "pd/atomic_file.h"
 #include "pd/device_group.h"
 #include "pd/error.h"
+#include "pd/expectations.h"
 #include "pd/exports.h"
 #include "pd/memory_plan.h"
 #include "pd/metrics.h"
 #include "pd/run.h"
+#include "pd/scenario.h"
 #include "report.h"
 
 namespace {
@@ -37,6 +41,42 @@ extern "C" void on_stop_signal(int signo) {
 
 int run_main(int argc, char** argv);
 }  // namespace
+
+// --check-claims: the scenario's claims, checked as the bundled-scenario test and Show me do.
+static int check_claims(const pd::cli::RunRequest& req) {
+    using namespace pd;
+    Expectations expectations;
+    try {
+        std::ifstream in(req.scenario_path, std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        RunConfig scratch;
+        ConfigSources sources;
+        apply_scenario_json(text.str(), req.scenario_path, scratch, sources, &expectations);
+    } catch (const BadInput& e) {
+        std::cerr << "paralleldeck-run: " << e.what() << "\n";
+        return 2;
+    }
+    if (expectations.empty()) {
+        std::cerr << "paralleldeck-run: --check-claims: " << req.scenario_path
+                  << " has no expect claims\n";
+        return 2;
+    }
+    const RunEvidence run = run_for_evidence(req.config);
+    std::vector<RunEvidence> variants;
+    for (std::size_t i = 0; i < expectations.variants.size(); ++i)
+        variants.push_back(
+            run_for_evidence(variant_config(req.config, expectations, i, req.scenario_path)));
+    if (req.comm_log) cli::print_comm_log(std::cout, run.result.trace);
+    bool all = true;
+    for (const ClaimOutcome& o : check_expectations(expectations, run, variants)) {
+        all = all && o.passed;
+        std::cout << (o.passed ? "PASS " : "FAIL ") << (o.timed ? "(timed) " : "") << o.plain
+                  << ": measured " << (o.measured_words.empty() ? o.measured : o.measured_words)
+                  << (o.spread.empty() ? "" : " [" + o.spread + "]") << "\n";
+    }
+    return all ? 0 : 4;
+}
 
 int main(int argc, char** argv) {
     // No path ends on a bare exception: the host running out of memory is exit 3 like a
@@ -76,6 +116,7 @@ int run_main(int argc, char** argv) {
         std::cerr << "paralleldeck-run: " << e.what() << "\n";
         return 2;
     }
+    if (req.check_claims) return check_claims(req);
     if (const std::string why = host_memory_shortage(req.config); !why.empty()) {
         std::cerr << "paralleldeck-run: " << why << "\n";
         return 3;
@@ -132,6 +173,7 @@ int run_main(int argc, char** argv) {
         std::cerr << "paralleldeck-run: " << e.what() << "\n";
         return 1;
     }
+    if (req.comm_log) cli::print_comm_log(std::cout, result.trace);
     cli::print_report(std::cout, req.config, result, metrics);
     if (profile) {
         cpu_profile_products(false);

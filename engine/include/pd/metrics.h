@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pd/cluster_metrics.h"
 #include "pd/memory_category.h"
 #include "pd/run_config.h"
 #include "pd/trace.h"
@@ -188,6 +189,9 @@ struct RunMetrics {
     // How many runs figure_step_samples (and the medians read from them) pool: a scenario's
     // repeats (pool_repeats), else 1.
     int runs_pooled = 1;
+
+    // Link tiers, all-reduce algorithms and the straggler, over figure_steps.
+    ClusterMetrics cluster;
 
     // Filled by the config-aware overload.
     std::size_t parameter_count = 0;

@@ -284,8 +284,7 @@ std::string describe_choice(const AlgorithmChoice& choice, const Topology& topol
     for (const auto& e : choice.estimates) {
         s += first ? " " : ", ";
         first = false;
-        s += std::string(name_of(e.algorithm)) + " " +
-             (e.usable ? us(e.ns) : "n/a (" + e.why_not + ")");
+        s += std::string(name_of(e.algorithm)) + " " + (e.usable ? us(e.ns) : "n/a: " + e.why_not);
     }
     return s;
 }

@@ -33,8 +33,11 @@ enum class Unit { seconds, fraction, bytes, number };
 
 Unit unit_of(std::string_view m) {
     if (m == "step_time" || m == "exposed_comm" || m == "overlapped_comm" || m == "busy" ||
-        m == "idle" || m == "comm" || m == "exposed_comm.device")
+        m == "idle" || m == "comm" || m == "exposed_comm.device" ||
+        m == "straggler.wait_per_step" || (starts(m, "tier.") && m.ends_with(".busy_per_step")))
         return Unit::seconds;
+    if (starts(m, "tier.") && m.ends_with(".bytes_per_step")) return Unit::bytes;
+    if (m == "straggler.last_fraction") return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
         return Unit::fraction;
@@ -102,6 +105,23 @@ std::string metric_words(std::string_view m) {
     for (const Name& n : names)
         if (n.metric == m) return std::string(n.words);
     if (starts(m, "bubble.cause.")) return "Bubble added by " + spaced(m.substr(13));
+    if (starts(m, "tier.")) {
+        const std::string_view rest = m.substr(5);
+        const std::string_view tier = rest.substr(0, rest.find('.'));
+        const std::string where = tier == "intra_node"   ? "inside a node"
+                                  : tier == "inter_node" ? "between nodes"
+                                  : tier == "nvls"       ? "through the NVSwitch's reduction (NVLS)"
+                                                         : "through the InfiniBand switches' "
+                                                           "reduction (SHARP)";
+        return m.ends_with(".busy_per_step") ? "Transfer time per step " + where
+                                             : "Bytes per step " + where;
+    }
+    if (m == "straggler.device") return "The device that arrives last at the collectives";
+    if (m == "straggler.last_fraction") return "Share of collectives where it arrived last";
+    if (m == "straggler.wait_per_step")
+        return "Time each device waits per step for the last arrival";
+    if (starts(m, "allreduce.") && m.ends_with("_per_step"))
+        return "All-reduces by " + spaced(m.substr(10, m.size() - 19)) + " per step";
     if (starts(m, "comm_bytes_per_step."))
         return "Bytes per step handed to " + op_words(m.substr(20));
     if (starts(m, "model_state.analytic_"))

@@ -187,6 +187,53 @@ std::vector<MetricDef> build_metrics() {
                 return it == e.metrics.comm_bytes_per_step.end() ? 0.0 : it->second;
             }));
     }
+    // The cluster: traffic and transfer time per link tier, algorithms, the straggler.
+    for (LinkTier tier :
+         {LinkTier::intra_node, LinkTier::inter_node, LinkTier::nvls, LinkTier::sharp}) {
+        std::string t(name_of(tier));
+        std::replace(t.begin(), t.end(), '-', '_');
+        const auto i = static_cast<std::size_t>(tier);
+        v.push_back(run_wide(
+            intern("tier." + t + ".bytes_per_step"),
+            "bytes that crossed this link tier per step, all devices together",
+            [i](const RunEvidence& e) { return e.metrics.cluster.tiers[i].bytes_per_step; }));
+        v.push_back(run_wide(
+            intern("tier." + t + ".busy_per_step"),
+            "transfer time on this link tier per step, seconds summed over "
+            "devices",
+            [i](const RunEvidence& e) { return e.metrics.cluster.tiers[i].busy_s_per_step; }));
+    }
+    for (const char* a : {"ring", "tree", "hierarchical", "in-network"}) {
+        const std::string name = a;
+        std::string key = "allreduce." + name + "_per_step";
+        std::replace(key.begin(), key.end(), '-', '_');
+        v.push_back(run_wide(intern(key), "all-reduces by this algorithm per device per step",
+                             [name](const RunEvidence& e) {
+                                 const auto& calls = e.metrics.cluster.allreduce_calls_per_step;
+                                 const auto it = calls.find(name);
+                                 return it == calls.end() ? 0.0 : it->second;
+                             }));
+    }
+    v.push_back(run_wide("straggler.device",
+                         "the device that arrives last at collectives most often (from the "
+                         "trace alone: its calls are the shortest)",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (e.metrics.cluster.straggler.device < 0) return std::nullopt;
+                             return e.metrics.cluster.straggler.device;
+                         }));
+    v.push_back(run_wide("straggler.last_fraction",
+                         "share of collective calls where that device arrived last",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (e.metrics.cluster.straggler.calls == 0) return std::nullopt;
+                             return e.metrics.cluster.straggler.last_fraction;
+                         }));
+    v.push_back(run_wide("straggler.wait_per_step",
+                         "seconds per device per step spent in collectives waiting for the "
+                         "last arrival",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (e.metrics.cluster.straggler.calls == 0) return std::nullopt;
+                             return e.metrics.cluster.straggler.wait_s_per_step;
+                         }));
     // A mixture of experts' routing (all devices and MoE layers, every step's forward).
     v.push_back(run_wide("routing.dropped_fraction",
                          "MoE: share of token-to-expert choices dropped for want of capacity",
@@ -925,8 +972,9 @@ bool is_timed_metric(std::string_view name) {
     for (std::string_view timed :
          {"step_time", "samples_per_s", "exposed_comm", "overlapped_comm", "bubble",
           "bubble.predicted", "busy_fraction", "busy", "idle", "comm", "exposed_comm.device",
-          "exposed_comm_fraction", "bubble.cause."})
+          "exposed_comm_fraction", "bubble.cause.", "straggler.wait_per_step"})
         if (name == timed || (timed.ends_with('.') && name.starts_with(timed))) return true;
+    if (name.starts_with("tier.") && name.ends_with(".busy_per_step")) return true;
     return false;
 }
 

@@ -220,6 +220,8 @@ RunMetrics compute_metrics(const Trace& trace, int global_batch) {
     // Busy and communication figures cover the steady steps only, so a re-run agrees with
     // the first run instead of with how cold its first step happened to be.
     m.figure_steps = figure_steps(trace);
+    m.cluster = cluster_metrics(
+        trace, m.figure_steps.empty() ? std::nullopt : std::optional<StepRange>(m.figure_steps));
     std::int64_t window_begin = 0, window_end = 0;
     bool first_span = true;
     for (const auto& [step, span] : spans) {
