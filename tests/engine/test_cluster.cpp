@@ -12,7 +12,9 @@
 #include "pd/communicator.h"
 #include "pd/error.h"
 #include "pd/run.h"
+#include "pd/metrics.h"
 #include "pd/run_context.h"
+#include "pd/trace_import.h"
 #include "pd/scenario.h"
 
 using namespace pd;
@@ -334,6 +336,44 @@ class TestCluster : public QObject {
         for (const auto& e : b.trace.events)
             inter = inter || e.tier == LinkTier::inter_node || e.tier == LinkTier::sharp;
         QVERIFY(inter);
+    }
+
+    // The straggler from the trace alone: the device whose collectives are the shortest (it
+    // arrives last, everyone else waits in them).
+    void the_straggler_is_named_on_an_engine_run() {
+        RunConfig c;
+        c.strategy = StrategyKind::dp;
+        c.devices = 4;
+        c.layers = 2;
+        c.width = 256;
+        c.batch = 64;
+        c.steps = 4;
+        c.clock = ClockMode::device;
+        c.straggler = Straggler{2, 4.0};
+        validate(c);
+        const RunResult r = Run(c).execute();
+        QCOMPARE(r.status, RunStatus::ok);
+        const RunMetrics m = compute_metrics(r.trace, c);
+        QCOMPARE(m.cluster.straggler.device, 2);
+        QVERIFY(m.cluster.straggler.calls > 0);
+        QVERIFY(m.cluster.straggler.wait_s_per_step > 0);
+    }
+
+    // A real two-rank DDP run (gloo, PyTorch's profiler) where rank 1 slept 30 ms before each
+    // backward on purpose (tests/fixtures/traces/README.md): its all-reduces are the short ones.
+    void the_straggler_is_named_on_a_pytorch_trace() {
+        const std::string dir = std::string(PD_TRACE_FIXTURES_DIR) + "/ddp-gloo-2rank-straggler/";
+        const Trace t = import_traces({dir + "rank0.json", dir + "rank1.json"});
+        const RunMetrics m = compute_metrics(t, 16);
+        QVERIFY(m.cluster.straggler.calls > 0);
+        QCOMPARE(m.cluster.straggler.device, 1);
+        QVERIFY2(m.cluster.straggler.last_fraction >= 0.9,
+                 qPrintable(QString::number(m.cluster.straggler.last_fraction)));
+        // The same job without the sleep names no one so clearly.
+        const std::string even = std::string(PD_TRACE_FIXTURES_DIR) + "/ddp-gloo-2rank/";
+        const RunMetrics e = compute_metrics(
+            import_traces({even + "rank0.json", even + "rank1.json"}), 16);
+        QVERIFY(e.cluster.straggler.wait_s_per_step < m.cluster.straggler.wait_s_per_step);
     }
 };
 

@@ -35,13 +35,20 @@ StragglerMetrics find_straggler(const Trace& trace, const std::optional<StepRang
     double waited = 0.0;
     for (const auto& [key, records] : calls) {
         if (records.size() < 2) continue;
-        ++s.calls;
         const CollectiveRecord* shortest = records.front();
-        for (const auto* r : records)
+        std::int64_t longest = 0;
+        for (const auto* r : records) {
+            longest = std::max(longest, r->end_ns - r->start_ns);
             if (r->end_ns - r->start_ns < shortest->end_ns - shortest->start_ns ||
                 (r->end_ns - r->start_ns == shortest->end_ns - shortest->start_ns &&
                  r->device < shortest->device))
                 shortest = r;
+        }
+        // A call that every member entered at about the same time (the second of two back-to-
+        // back all-reduces) names no one: only calls where someone waited at least a fifth of
+        // it count as arrivals.
+        if (5 * (longest - (shortest->end_ns - shortest->start_ns)) < longest) continue;
+        ++s.calls;
         ++last[shortest->device];
         for (const auto* r : records)
             waited += static_cast<double>((r->end_ns - r->start_ns) -
