@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_allreduce_algorithms.h"
 #include "bench_attention.h"
 #include "bench_fma_peak.h"
 #include "bench_import.h"
@@ -387,6 +388,10 @@ int main(int argc, char** argv) {
         sub->add_option("--backend", backend_name, "cpu | cuda")
             ->check(CLI::IsMember({"cpu", "cuda"}));
     }
+    bool algorithms = false;
+    allreduce->add_flag("--algorithms", algorithms,
+                        "Every all-reduce algorithm (ring, tree, hierarchical, in-network) on "
+                        "named cluster topologies, device clock, beside the alpha-beta model");
     auto* gemm = app.add_subcommand("gemm", "Matrix products at the model's sizes vs a reference");
     int gemm_width = 1024, gemm_rows = 256;
     std::string gemm_backend = "cuda";
@@ -476,6 +481,7 @@ int main(int argc, char** argv) {
         return bench_gemm(*pd::backend_from_name(gemm_backend), gemm_width, gemm_rows,
                           gemm_threads);
 
+    if (*allreduce && algorithms) return pd::cli::bench_allreduce_algorithms(iters);
     if (*allreduce || *alltoall) {
         const auto lo = pd::parse_byte_size(min_bytes), hi = pd::parse_byte_size(max_bytes);
         if (!lo || !hi || *lo > *hi) {
