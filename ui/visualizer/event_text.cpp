@@ -62,6 +62,10 @@ QString describe_event(const pd::TraceEvent& e, std::int64_t origin_ns) {
     if (e.step_index >= 0)
         what << (e.kind == pd::EventKind::all_to_all_step
                      ? QStringLiteral("exchange #%1").arg(e.step_index)
+                 : e.label.rfind("tree", 0) == 0
+                     ? QStringLiteral("tree level #%1").arg(e.step_index)
+                 : e.tier == pd::LinkTier::nvls || e.tier == pd::LinkTier::sharp
+                     ? QStringLiteral("switch step #%1").arg(e.step_index)
                      : QStringLiteral("ring step #%1").arg(e.step_index));
     if (e.chunk >= 0) what << QStringLiteral("chunk %1").arg(e.chunk);
     if (!what.isEmpty()) lines << what.join(QStringLiteral(" · "));
@@ -71,6 +75,13 @@ QString describe_event(const pd::TraceEvent& e, std::int64_t origin_ns) {
                       duration_text(static_cast<double>(e.end_ns - origin_ns)));
     if (e.bytes > 0)
         lines << QStringLiteral("bytes %1").arg(bytes_text(static_cast<double>(e.bytes)));
+    if (e.tier != pd::LinkTier::none) {
+        static const char* const words[] = {"", "inside a node", "between nodes",
+                                            "through the NVSwitch (NVLS)",
+                                            "through the InfiniBand switches (SHARP)"};
+        lines << QStringLiteral("link tier: %1")
+                     .arg(QString::fromLatin1(words[static_cast<int>(e.tier)]));
+    }
     if (e.peer >= 0) {
         const bool from = e.kind == pd::EventKind::recv;
         lines << QStringLiteral("peer: %1 device %2")

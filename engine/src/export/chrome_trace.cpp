@@ -109,6 +109,10 @@ void write_event_args(JsonOut& j, const TraceEvent& e) {
     if (e.step_index >= 0) field("step_index", e.step_index);
     if (e.chunk >= 0) field("chunk", e.chunk);
     if (e.peer >= 0) field("peer", e.peer);
+    if (e.tier != LinkTier::none) {
+        j.key("tier", first);
+        j.string(name_of(e.tier));
+    }
     if (e.bytes) {
         j.key("bytes", first);
         j.integer(e.bytes);

@@ -24,6 +24,42 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
         {"gbit_per_s", config.link.gbit_per_s()},
         {"gbyte_per_s", config.link.bytes_per_ns},
         {"applies_to", "device clock: a transfer of b bytes takes latency + b / bandwidth"}};
+    {
+        // The cluster: its tiers' settings, and per tier the bytes and transfer time per step.
+        const ClusterConfig& k = config.cluster;
+        json cluster;
+        cluster["preset"] = k.preset.empty() ? json(nullptr) : json(k.preset);
+        cluster["nodes"] = k.node_count(config.devices);
+        cluster["intra_link"] = std::string(name_of(k.intra));
+        cluster["inter_transport"] = std::string(name_of(k.transport));
+        cluster["inter_gbps"] = k.inter_link().gbit_per_s();
+        cluster["inter_latency_us"] = k.inter_link().latency_us;
+        cluster["devices_per_nic"] = k.devices_per_nic;
+        cluster["nvls"] = k.nvls;
+        cluster["sharp"] = k.sharp;
+        cluster["allreduce_algorithm"] = std::string(name_of(config.allreduce_algorithm));
+        json tiers = json::object();
+        for (int t = 1; t < kLinkTierCount; ++t) {
+            const TierMetrics& tm = metrics.cluster.tiers[static_cast<std::size_t>(t)];
+            if (tm.transfers == 0) continue;
+            tiers[std::string(name_of(static_cast<LinkTier>(t)))] = {
+                {"bytes_per_step", tm.bytes_per_step},
+                {"transfer_s_per_step", tm.busy_s_per_step},
+                {"transfers", tm.transfers}};
+        }
+        cluster["tiers"] = tiers;
+        cluster["allreduce_calls_per_step"] = metrics.cluster.allreduce_calls_per_step;
+        const StragglerMetrics& st = metrics.cluster.straggler;
+        cluster["straggler"] = st.calls == 0 ? json(nullptr)
+                                             : json{{"device", st.device},
+                                                    {"last_fraction", st.last_fraction},
+                                                    {"calls", st.calls},
+                                                    {"wait_s_per_step", st.wait_s_per_step}};
+        if (config.straggler.active())
+            cluster["straggler_set"] = {{"device", config.straggler.device},
+                                        {"slowdown", config.straggler.slowdown}};
+        j["cluster"] = cluster;
+    }
     j["model"] = {{"layers", config.layers},
                   {"width", config.width},
                   {"input_dim", config.input_dim},

@@ -45,7 +45,7 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
               k_step_index = S.find("step_index"), k_chunk = S.find("chunk"),
               k_peer = S.find("peer"), k_bytes = S.find("bytes"), k_label = S.find("label"),
               k_flow = S.find("flow_id"), k_flow_source = S.find("flow_source"),
-              k_message = S.find("message");
+              k_message = S.find("message"), k_tier = S.find("tier");
     int devices = 0;
     if (auto d = get("devices"); d && d->is_array() && d->size() <= (1u << 16)) {
         for (const auto& dev : *d) {
@@ -94,6 +94,9 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             te.step_index = int_of(f, e, k_step_index);
             te.chunk = int_of(f, e, k_chunk);
             te.peer = int_of(f, e, k_peer);
+            const std::string tier = f.text(e, k_tier);
+            for (int t = 1; t < kLinkTierCount; ++t)
+                if (tier == name_of(static_cast<LinkTier>(t))) te.tier = static_cast<LinkTier>(t);
             te.bytes = to_size(f.number(e, k_bytes).value_or(0));
             te.flow_id = to_size(f.number(e, k_flow).value_or(0));
             te.flow_source = f.number(e, k_flow_source).value_or(0) != 0;
