@@ -11,11 +11,11 @@
 #include "engine/crafted_collectives.h"
 #include "pd/communicator.h"
 #include "pd/error.h"
-#include "pd/run.h"
 #include "pd/metrics.h"
+#include "pd/run.h"
 #include "pd/run_context.h"
-#include "pd/trace_import.h"
 #include "pd/scenario.h"
+#include "pd/trace_import.h"
 
 using namespace pd;
 
@@ -338,6 +338,50 @@ class TestCluster : public QObject {
         QVERIFY(inter);
     }
 
+    // Hybrid sharding (FSDP's HYBRID_SHARD): ZeRO inside each node, replicas across nodes. It
+    // trains as the single device does, its gathers and reduce-scatters stay inside the nodes,
+    // and only the shards' all-reduce crosses them.
+    void hybrid_sharding_equals_single_data() {
+        QTest::addColumn<int>("level");
+        QTest::addColumn<int>("nodes");
+        QTest::addRow("zero3 2x2") << 3 << 2;
+        QTest::addRow("zero3 2x3") << 3 << 2;
+        QTest::addRow("zero2 3x2") << 2 << 3;
+    }
+    void hybrid_sharding_equals_single() {
+        QFETCH(int, level);
+        QFETCH(int, nodes);
+        RunConfig single;
+        single.layers = 2;
+        single.width = 32;
+        single.batch = 24;
+        single.steps = 3;
+        single.clock = ClockMode::device;
+        RunConfig h = single;
+        h.strategy = level == 3 ? StrategyKind::zero3 : StrategyKind::zero2;
+        h.devices = QTest::currentDataTag() == QByteArray("zero3 2x3") ? 6 : 2 * nodes;
+        h.cluster.nodes = nodes;
+        h.hybrid_shard = true;
+        validate(h);
+        const RunResult a = Run(single).execute();
+        const RunResult b = Run(h).execute();
+        QCOMPARE(b.status, RunStatus::ok);
+        for (std::size_t s = 0; s < a.trace.steps.size(); ++s)
+            QVERIFY2(std::abs(a.trace.steps[s].loss - b.trace.steps[s].loss) <=
+                         1e-6 * std::max(1.0, std::abs(a.trace.steps[s].loss)),
+                     qPrintable(QString::number(a.trace.steps[s].loss) + " vs " +
+                                QString::number(b.trace.steps[s].loss)));
+        const Topology t(h.cluster, h.link, h.devices);
+        bool crossed = false;
+        for (const auto& c : b.trace.collectives) {
+            if (c.op == "all_gather" || c.op == "reduce_scatter")
+                QCOMPARE(c.ranks, h.devices / nodes);
+            if (c.op == "all_reduce") QCOMPARE(c.ranks, nodes);
+        }
+        for (const auto& e : b.trace.events) crossed = crossed || e.tier == LinkTier::inter_node;
+        QVERIFY(crossed);
+    }
+
     // The straggler from the trace alone: the device whose collectives are the shortest (it
     // arrives last, everyone else waits in them).
     void the_straggler_is_named_on_an_engine_run() {
@@ -371,8 +415,8 @@ class TestCluster : public QObject {
                  qPrintable(QString::number(m.cluster.straggler.last_fraction)));
         // The same job without the sleep names no one so clearly.
         const std::string even = std::string(PD_TRACE_FIXTURES_DIR) + "/ddp-gloo-2rank/";
-        const RunMetrics e = compute_metrics(
-            import_traces({even + "rank0.json", even + "rank1.json"}), 16);
+        const RunMetrics e =
+            compute_metrics(import_traces({even + "rank0.json", even + "rank1.json"}), 16);
         QVERIFY(e.cluster.straggler.wait_s_per_step < m.cluster.straggler.wait_s_per_step);
     }
 };

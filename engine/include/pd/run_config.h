@@ -125,6 +125,10 @@ struct RunConfig {
     // devices_per_node, cluster, intra_link, inter_gbps, inter_latency_us, inter_transport,
     // devices_per_nic, nvls, sharp).
     ClusterConfig cluster;
+    // zero2/zero3: hybrid sharding (FSDP's HYBRID_SHARD, an FSDP2 2-D mesh, DeepSpeed's
+    // MiCS): shards within each node, replicas across nodes; each shard's gradients are
+    // reduce-scattered inside the node, then all-reduced with the same shard on the other nodes.
+    bool hybrid_shard = false;
     // How all-reduces move their data (CPU backend; a CUDA run's library picks its own).
     CollectiveAlgorithm allreduce_algorithm = CollectiveAlgorithm::ring;
     Straggler straggler;

@@ -203,6 +203,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return accumulates(c.strategy) && c.strategy != StrategyKind::single;
     if (key == "async") return c.strategy == StrategyKind::ps;
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
+    if (key == "hybrid_shard")
+        return c.strategy == StrategyKind::zero2 || c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
@@ -224,6 +226,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "reduce_every_microstep") return "strategies dp, zero1, zero2 and zero3";
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
+    if (key == "hybrid_shard") return "strategies zero2 and zero3";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "cp_load_balance") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
@@ -294,6 +297,12 @@ void validate_cluster(const RunConfig& c, Fail fail) {
         fail("nvls", "NVLS is the NVSwitch's reduction; a PCIe node has no switch that reduces");
     if (k.sharp && k.transport != InterNodeTransport::ib)
         fail("sharp", "SHARP runs in InfiniBand switches (inter_transport ib)");
+    if (c.hybrid_shard && nodes < 2)
+        fail("hybrid_shard",
+             "shards within each node and replicates across nodes: it needs 2 or more nodes "
+             "(set nodes or devices_per_node)");
+    if (c.hybrid_shard && c.precision != Precision::fp32)
+        fail("hybrid_shard", "runs in fp32 (its two-level gradient sum has no bf16 replay yet)");
     if (c.straggler.active()) {
         if (c.straggler.device >= c.devices)
             fail("straggler", "device " + std::to_string(c.straggler.device) +

@@ -206,6 +206,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.cluster.socket.set_gbit_per_s(r.link_speed_gbit());
         else if (key == "socket_latency_us")
             c.cluster.socket.latency_us = r.number();
+        else if (key == "hybrid_shard")
+            c.hybrid_shard = r.boolean();
         else if (key == "devices_per_nic")
             c.cluster.devices_per_nic = r.integer();
         else if (key == "nvls")
@@ -295,7 +297,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, cluster, nodes, devices_per_node, intra_link, "
                 "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
-                "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, timeout_s, threads, "
+                "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
+                "timeout_s, threads, "
                 "recompute, precision, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, repeats, expect)");
@@ -351,6 +354,7 @@ std::string scenario_json(const RunConfig& c) {
         j["nvls"] = c.cluster.nvls;
         j["sharp"] = c.cluster.sharp;
     }
+    if (c.hybrid_shard) j["hybrid_shard"] = true;
     if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
         j["allreduce_algorithm"] = std::string(name_of(c.allreduce_algorithm));
     if (c.straggler.active())

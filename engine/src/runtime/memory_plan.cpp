@@ -23,7 +23,10 @@ std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config) {
     // mixed-precision Adam, 8 for SGD momentum; 8 and 4 in fp32).
     const OptimizerSettings optimizer = OptimizerSettings::from(config);
     const double k = optimizer.state_per_parameter() * static_cast<double>(sizeof(float)) / element;
-    const double N = config.devices;
+    // Sharded over every device, or (hybrid sharding) over the devices of one node.
+    const double N = config.hybrid_shard
+                         ? config.devices / std::max(1, config.cluster.node_count(config.devices))
+                         : config.devices;
     const Mesh mesh = config.effective_mesh();
     const std::vector<StageBoundary> bounds = stage_boundaries(config);
 

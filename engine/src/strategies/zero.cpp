@@ -7,7 +7,10 @@
 namespace pd {
 
 struct Zero::Rank {
-    int r = 0;
+    int r = 0;                       // index within its shard group (the chunk it owns)
+    int g = 0;                       // index among all devices (its slice of the batch)
+    Communicator* shard = nullptr;   // the devices it shards with
+    Communicator* across = nullptr;  // hybrid sharding: the same shard on the other nodes
     Device* device = nullptr;
     std::unique_ptr<Replica> replica;  // zero1/2: full parameters (and gradients in backward)
     Buffer shard_params;               // zero3
@@ -24,7 +27,13 @@ struct Zero::Rank {
     DeviceScalar loss;  // zero3: the step's summed loss, on the device
 };
 
-Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.config.devices) {
+Zero::Zero(RunEnvironment& env, int level)
+    : env_(env),
+      level_(level),
+      replicas_(env.config.hybrid_shard
+                    ? std::max(1, env.config.cluster.node_count(env.config.devices))
+                    : 1),
+      n_(env.config.devices / replicas_) {
     if (level_ == 3) {
         // One bucket per unit: each is gathered before, and reduce-scattered after, its use.
         for (int u = 0; u < env.layout.units; ++u)
@@ -34,12 +43,37 @@ Zero::Zero(RunEnvironment& env, int level) : env_(env), level_(level), n_(env.co
     }
     std::vector<Device*> members;
     for (auto& d : env.devices) members.push_back(d.get());
-    comm_ = std::make_unique<Communicator>(env.transport, members, 3, env.dtype);
+    // Shard groups: consecutive devices (one node each under hybrid sharding, else all);
+    // replica groups: the same position in every shard group. Each axis's groups run at once.
+    std::vector<std::vector<int>> shard_ids(static_cast<std::size_t>(replicas_)),
+        across_ids(static_cast<std::size_t>(n_));
+    for (int i = 0; i < replicas_; ++i) {
+        std::vector<Device*> group(members.begin() + i * n_, members.begin() + (i + 1) * n_);
+        for (Device* d : group) shard_ids[static_cast<std::size_t>(i)].push_back(d->id());
+        shards_.push_back(std::make_unique<Communicator>(
+            env.transport, group, 3 + static_cast<std::uint32_t>(i), env.dtype));
+    }
+    if (replicas_ > 1)
+        for (int j = 0; j < n_; ++j) {
+            std::vector<Device*> group;
+            for (int i = 0; i < replicas_; ++i) {
+                group.push_back(members[static_cast<std::size_t>(i * n_ + j)]);
+                across_ids[static_cast<std::size_t>(j)].push_back(group.back()->id());
+            }
+            across_.push_back(std::make_unique<Communicator>(
+                env.transport, group, 0x1000u + static_cast<std::uint32_t>(j), env.dtype));
+        }
+    for (auto& c : shards_) c->set_concurrent_groups(shard_ids);
+    for (auto& c : across_) c->set_concurrent_groups(across_ids);
     shard_offset_.resize(buckets_.size() * static_cast<std::size_t>(n_));
-    for (int r = 0; r < n_; ++r) {
+    for (int g = 0; g < n_ * replicas_; ++g) {
+        const int r = g % n_;
         auto rank = std::make_unique<Rank>();
         rank->r = r;
-        rank->device = members[static_cast<std::size_t>(r)];
+        rank->g = g;
+        rank->shard = shards_[static_cast<std::size_t>(g / n_)].get();
+        if (replicas_ > 1) rank->across = across_[static_cast<std::size_t>(r)].get();
+        rank->device = members[static_cast<std::size_t>(g)];
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
             shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(r)] =
                 rank->shard_size;
@@ -142,7 +176,7 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
     Replica& replica = *rank.replica;
     const int k = env_.config.accumulate;
     const bool every = env_.config.reduce_every_microstep;
-    const int rows = env_.config.batch / (n_ * k);
+    const int rows = env_.config.batch / (n_ * replicas_ * k);
     for (int micro = 0; micro < k; ++micro) {
         // no_sync (the default): the full gradients add up locally over the micro-steps and
         // only the last one reduces, so ZeRO-2 holds the whole gradient until then, as FSDP
@@ -154,7 +188,7 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
         if (micro > 0 && every) dev.compute().wait(dev.comm().record(), step);
         std::size_t next = 0;
         replica.enqueue_forward_backward(
-            step, micro, (micro * n_ + rank.r) * rows, rows, zero_grads, [&](int unit) {
+            step, micro, (micro * n_ * replicas_ + rank.g) * rows, rows, zero_grads, [&](int unit) {
                 if (!reduce) return;
                 while (next < buckets_.size() && buckets_[next].ready_after_unit == unit) {
                     const std::size_t b = next++;
@@ -164,11 +198,15 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
                         float* grads = replica.grads().data() + bucket.begin;
                         const std::size_t count = bucket.end - bucket.begin;
                         if (level_ == 1) {
-                            comm_->all_reduce(dev.id(), grads, count, step, "zero1 gradients");
+                            rank.shard->all_reduce(dev.id(), grads, count, step, "zero1 gradients");
                             return;
                         }
-                        comm_->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
+                        rank.shard->reduce_scatter(dev.id(), grads, count, step, "zero2 gradients");
                         const std::size_t begin = own_begin(bucket, rank.r);
+                        if (rank.across)  // the same shard's sum over the other nodes
+                            rank.across->all_reduce(dev.id(), replica.grads().data() + begin,
+                                                    own_end(bucket, rank.r) - begin, step,
+                                                    "zero2 gradients across nodes");
                         float* shard = rank.shard_grads.data() +
                                        shard_offset_[b * static_cast<std::size_t>(n_) +
                                                      static_cast<std::size_t>(rank.r)];
@@ -191,10 +229,10 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
     enqueue_shard_update(rank, step, level_ == 1);
     // Every device updated its own chunks: gather the rest.
     dev.comm().wait(dev.compute().record(), step);
-    dev.comm().enqueue([this, &dev, &replica, step] {
+    dev.comm().enqueue([this, &rank, &dev, &replica, step] {
         for (const GradBucket& bucket : buckets_)
-            comm_->all_gather(dev.id(), replica.params().data() + bucket.begin,
-                              bucket.end - bucket.begin, step, "updated parameters");
+            rank.shard->all_gather(dev.id(), replica.params().data() + bucket.begin,
+                                   bucket.end - bucket.begin, step, "updated parameters");
     });
     dev.compute().wait(dev.comm().record(), step);
 }
@@ -204,7 +242,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
     const int units = env_.layout.units;
     const int k = env_.config.accumulate;
     const bool every = env_.config.reduce_every_microstep;
-    const int rows = env_.config.batch / (n_ * k);
+    const int rows = env_.config.batch / (n_ * replicas_ * k);
     MemoryTracker& mem = dev.memory();
 
     // Materialise one unit's parameters: own chunk from the shard, the rest from the peers.
@@ -221,8 +259,8 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                               static_cast<std::size_t>(rank.r)];
             dev.ops().copy(full.data() + (begin - bucket.begin), rank.shard_params.data() + off,
                            own_end(bucket, rank.r) - begin);
-            comm_->all_gather(dev.id(), full.data(), full.size(), step,
-                              std::string(why) + " unit " + std::to_string(u));
+            rank.shard->all_gather(dev.id(), full.data(), full.size(), step,
+                                   std::string(why) + " unit " + std::to_string(u));
         });
         return dev.comm().record();
     };
@@ -234,7 +272,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
     for (int micro = 0; micro < k; ++micro) {
         const bool reduce = micro == k - 1 || every;
         const std::shared_ptr<const HostBatch> batch =
-            env_.load_batch(step, (micro * n_ + rank.r) * rows, rows);
+            env_.load_batch(step, (micro * n_ * replicas_ + rank.g) * rows, rows);
         std::vector<EventPtr> forward_done(static_cast<std::size_t>(units));
         for (int u = 0; u < units; ++u) {
             // Prefetch: unit u's gather may start once unit u-2 is done and freed, so at most
@@ -291,9 +329,14 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             dev.comm().enqueue([this, &rank, &dev, u, step, micro, every] {
                 const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
                 Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
-                comm_->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
-                                      "gradients unit " + std::to_string(u));
+                rank.shard->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
+                                           "gradients unit " + std::to_string(u));
                 const std::size_t begin = own_begin(bucket, rank.r);
+                if (rank.across)  // the same shard's sum over the other nodes
+                    rank.across->all_reduce(
+                        dev.id(), grads.data() + (begin - bucket.begin),
+                        own_end(bucket, rank.r) - begin, step,
+                        "gradients unit " + std::to_string(u) + " across nodes");
                 float* shard =
                     rank.shard_grads.data() +
                     shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +

@@ -16,6 +16,9 @@ namespace pd {
 //   zero3: also parameters: each unit's parameters are all-gathered just before its forward
 //          and its backward and freed after; the next unit's all-gather is prefetched on the
 //          comm stream; gradients are reduce-scattered per unit.
+// Hybrid sharding (zero2/zero3, RunConfig::hybrid_shard): N is the devices of one node; each
+// node holds a full set of shards, and each shard's reduced gradients are all-reduced with the
+// same shard on the other nodes (FSDP's HYBRID_SHARD).
 class Zero : public Strategy {
   public:
     Zero(RunEnvironment& env, int level);
@@ -36,10 +39,12 @@ class Zero : public Strategy {
 
     RunEnvironment& env_;
     int level_;
-    int n_;
+    int replicas_;  // hybrid sharding: nodes, each holding one full set of shards; else 1
+    int n_;         // devices a bucket is sharded over
     std::vector<GradBucket> buckets_;
     std::vector<std::size_t> shard_offset_;  // per bucket, per rank: where its chunk sits
-    std::unique_ptr<Communicator> comm_;
+    std::vector<std::unique_ptr<Communicator>> shards_;  // one per shard group
+    std::vector<std::unique_ptr<Communicator>> across_;  // hybrid: one per shard position
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
 
