@@ -47,6 +47,14 @@ std::vector<NamedTopology> topologies() {
         t.cluster.sharp = true;
         out.push_back(t);
     }
+    {  // Eight single-GPU workers on 100 Gb/s NICs, and 8 reducer nodes of the same speed.
+        NamedTopology t{"8 nodes x 1, 100 Gb/s + 8 reducers", 8, {}, LinkModel{1.0, 450.0}};
+        t.cluster.nodes = 8;
+        t.cluster.inter = LinkModel{5.0, 12.5};
+        t.cluster.reducers = 8;
+        t.cluster.reducer = LinkModel{5.0, 12.5};
+        out.push_back(t);
+    }
     return out;
 }
 
@@ -92,9 +100,9 @@ double measure_ns(const NamedTopology& t, CollectiveAlgorithm algorithm, std::si
 
 int bench_allreduce_algorithms(int iters) {
     iters = std::max(iters, 3);
-    const CollectiveAlgorithm algorithms[] = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
-                                              CollectiveAlgorithm::hierarchical,
-                                              CollectiveAlgorithm::in_network};
+    const CollectiveAlgorithm algorithms[] = {
+        CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
+        CollectiveAlgorithm::in_network, CollectiveAlgorithm::reduction_server};
     std::printf(
         "# paralleldeck-bench allreduce --algorithms: device clock (transfers by the cluster "
         "model, copies and adds by this CPU), median of %d calls; model = alpha-beta prediction\n",

@@ -65,7 +65,7 @@ class TestCluster : public QObject {
         QTest::addColumn<int>("count");
         const CollectiveAlgorithm algorithms[] = {
             CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
-            CollectiveAlgorithm::in_network};
+            CollectiveAlgorithm::in_network, CollectiveAlgorithm::reduction_server};
         for (auto a : algorithms)
             for (int n : {2, 3, 4, 6, 8, 12, 16})
                 for (int nodes : {1, 2, 3, 4}) {
@@ -84,7 +84,9 @@ class TestCluster : public QObject {
         QFETCH(int, count);
         const auto a = static_cast<CollectiveAlgorithm>(algorithm);
         // In-network: NVLS inside one node, SHARP across nodes.
-        Cluster g(n, nodes_of(nodes, nodes == 1, nodes > 1), a);
+        ClusterConfig cluster = nodes_of(nodes, nodes == 1, nodes > 1);
+        cluster.reducers = 3;
+        Cluster g(n, cluster, a);
         test::CraftedCollectives c(n, static_cast<std::size_t>(count));
         g.run([&](int r) { c.run(*g.comm, r); });
         QVERIFY2(!g.ctx.aborted(), g.ctx.first_error_message().c_str());
@@ -116,6 +118,37 @@ class TestCluster : public QObject {
             }
         });
         QVERIFY2(!g.ctx.aborted(), g.ctx.first_error_message().c_str());
+    }
+
+    // Vertex AI's Reduction Server: each worker sends its buffer once (1/R to each reducer)
+    // and receives the sum once, where a ring moves 2(n-1)/n of it each way; with as much
+    // reducer bandwidth as worker bandwidth, a large all-reduce takes about half the ring's
+    // time on the same fabric. Too few reducers, and their NICs are the bottleneck.
+    void reduction_server_against_ring() {
+        ClusterConfig c = nodes_of(8);  // 8 workers, one per node
+        c.inter = LinkModel{5.0, 12.5};
+        c.reducer = LinkModel{5.0, 12.5};
+        c.reducers = 8;
+        const Topology t(c, LinkModel{}, 8);
+        const std::vector<int> group{0, 1, 2, 3, 4, 5, 6, 7};
+        const std::size_t bytes = 64u << 20;
+        auto ns = [&](const Topology& topo, CollectiveAlgorithm a) {
+            return rounds_ns(topo, all_reduce_rounds(a, topo, group, {group}, bytes));
+        };
+        const double ring = ns(t, CollectiveAlgorithm::ring);
+        const double server = ns(t, CollectiveAlgorithm::reduction_server);
+        QVERIFY2(server < 0.6 * ring, qPrintable(QString::number(server / ring)));
+        // Two reducers for 8 workers: each reducer NIC takes 4x a worker's bytes.
+        c.reducers = 2;
+        const Topology few(c, LinkModel{}, 8);
+        QVERIFY(ns(few, CollectiveAlgorithm::reduction_server) > ring);
+        // Each worker's upload carries its whole buffer once.
+        const auto rounds =
+            all_reduce_rounds(CollectiveAlgorithm::reduction_server, t, group, {group}, bytes);
+        std::size_t sent_by_0 = 0;
+        for (const Flow& f : rounds[0].flows)
+            if (f.src == 0) sent_by_0 += rounds[0].bytes;
+        QCOMPARE(sent_by_0, bytes);
     }
 
     void tiers_and_alpha_beta() {

@@ -35,9 +35,18 @@ enum class InterNodeTransport { ib, sockets, dcn };
 // (reduce-scatter inside each node, all-reduce across nodes, all-gather inside each node);
 // in-network (a switch sums: NVLS inside an NVSwitch node, SHARP/CollNet across nodes);
 // automatic picks per call by the alpha-beta model, as NCCL's tuner does in outline.
-enum class CollectiveAlgorithm { ring, tree, hierarchical, in_network, automatic };
+// reduction_server: Vertex AI's Reduction Server, a pool of reducer nodes: each worker sends
+// 1/R of its buffer to each of R reducers and receives the sums back (once each way).
+enum class CollectiveAlgorithm {
+    ring,
+    tree,
+    hierarchical,
+    in_network,
+    reduction_server,
+    automatic
+};
 inline constexpr const char* kCollectiveAlgorithmNames =
-    "ring, tree, hierarchical, in-network, auto";
+    "ring, tree, hierarchical, in-network, reduction-server, auto";
 std::string_view name_of(CollectiveAlgorithm a);
 std::optional<CollectiveAlgorithm> collective_algorithm_from_name(std::string_view name);
 std::string_view name_of(IntraNodeLink l);
@@ -63,6 +72,9 @@ struct ClusterConfig {
     int devices_per_nic = 1;        // 1: rail-optimised (a NIC per device)
     bool nvls = false;              // the NVSwitch reduces (NVLink SHARP): intra-node in-network
     bool sharp = false;             // the IB switches reduce (SHARP / CollNet): across nodes
+    // Vertex AI Reduction Server: reducer nodes (0: none), each one NIC of `reducer`'s speed.
+    int reducers = 0;
+    LinkModel reducer{5.0, 12.5};  // 100 Gb/s
 
     const LinkModel& inter_link() const {
         return transport == InterNodeTransport::sockets ? socket : inter;

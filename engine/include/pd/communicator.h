@@ -95,7 +95,8 @@ class Communicator {
                  DType dtype, bool sub_group);
     const Choice& choice_for(std::size_t count);
     void tree_all_reduce(const Ring& ring, float* data, std::size_t count, int step);
-    void switch_all_reduce(const Ring& ring, float* data, std::size_t count, int step);
+    void switch_all_reduce(const Ring& ring, float* data, std::size_t count, int step,
+                           CollectiveAlgorithm algorithm);
     void hierarchical_all_reduce(const Ring& ring, float* data, std::size_t count, int step);
     // Receives `count` elements from `src` under `subtag` into `data` (adding or copying), the
     // device clock advanced by the transfer's modelled time beside `concurrent`.
@@ -137,7 +138,7 @@ class Communicator {
     bool sub_group_ = false;
     std::vector<std::vector<int>> concurrent_;  // device ids, this group's among them
     std::vector<Flow> ring_flows_;              // every concurrent group's ring, one step
-    std::map<int, int> ring_load_;              // receiving device -> its incoming flow's load
+    std::map<int, double> ring_ns_per_byte_;    // receiving device -> its incoming flow's cost
     // Hierarchical all-reduce: the group's members per node and per position across nodes.
     std::vector<std::unique_ptr<Communicator>> locals_, crosses_;
     std::map<int, std::pair<std::size_t, std::size_t>> sub_of_;  // device -> (local, cross)

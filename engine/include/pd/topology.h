@@ -18,8 +18,11 @@
 namespace pd {
 
 // A transfer between two devices; kSwitch as one end is a reducing switch (NVLS, SHARP).
+// A reduction server's reducer k is the end reducer(k): a node of its own with one NIC.
 struct Flow {
     static constexpr int kSwitch = -1;
+    static constexpr int reducer(int k) { return -2 - k; }
+    static constexpr bool is_reducer(int end) { return end <= -2; }
     int src = 0;
     int dst = 0;
     LinkTier via = LinkTier::none;  // a switch flow's tier (nvls or sharp)
@@ -50,6 +53,11 @@ class Topology {
     int load(const Flow& flow, const std::vector<Flow>& concurrent) const;
     // The same for every flow of `flows` at once (one pass over them).
     std::vector<int> loads(const std::vector<Flow>& flows) const;
+    // Per flow of `flows` (all starting together): nanoseconds per byte, the slowest of the
+    // resources it crosses, each resource's bandwidth divided among the flows that use it.
+    std::vector<double> ns_per_byte(const std::vector<Flow>& flows) const;
+    // The tier a flow crosses (a switch flow's `via`; a reducer's: inter-node).
+    LinkTier flow_tier(const Flow& flow) const;
     // The modelled time of `flow` carrying `bytes` beside `concurrent`, on `tier`.
     double transfer_ns(const Flow& flow, LinkTier tier, std::size_t bytes,
                        const std::vector<Flow>& concurrent) const;

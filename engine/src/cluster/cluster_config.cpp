@@ -12,6 +12,8 @@ std::string_view name_of(CollectiveAlgorithm a) {
             return "hierarchical";
         case CollectiveAlgorithm::in_network:
             return "in-network";
+        case CollectiveAlgorithm::reduction_server:
+            return "reduction-server";
         case CollectiveAlgorithm::automatic:
             return "auto";
     }
@@ -19,9 +21,9 @@ std::string_view name_of(CollectiveAlgorithm a) {
 }
 
 std::optional<CollectiveAlgorithm> collective_algorithm_from_name(std::string_view name) {
-    for (auto a :
-         {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
-          CollectiveAlgorithm::in_network, CollectiveAlgorithm::automatic})
+    for (auto a : {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
+                   CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::in_network,
+                   CollectiveAlgorithm::reduction_server, CollectiveAlgorithm::automatic})
         if (name == name_of(a)) return a;
     return std::nullopt;
 }

@@ -47,59 +47,97 @@ const LinkModel& Topology::link(LinkTier tier) const {
 
 namespace {
 
-// A resource a flow uses: (kind, index, direction). Kinds: 0 device port, 1 NIC, 2 host bridge.
+// A resource a flow uses: (kind, index, direction). Kinds: 0 device port, 1 NIC, 2 host bridge,
+// 3 a reducer's NIC.
 using Resource = std::tuple<int, int, int>;
+struct Use {
+    Resource resource;
+    double bytes_per_ns;
+};
 
 }  // namespace
 
-static std::vector<Resource> resources_of(const Topology& t, const Flow& f) {
-    std::vector<Resource> r;
-    if (f.src != Flow::kSwitch) r.emplace_back(0, f.src, 0);
-    if (f.dst != Flow::kSwitch) r.emplace_back(0, f.dst, 1);
-    const bool to_switch = f.src == Flow::kSwitch || f.dst == Flow::kSwitch;
-    const bool crosses_nodes =
-        to_switch ? f.via == LinkTier::sharp : t.node_of(f.src) != t.node_of(f.dst);
-    if (crosses_nodes) {
-        if (f.src != Flow::kSwitch) r.emplace_back(1, t.nic_of(f.src), 0);
-        if (f.dst != Flow::kSwitch) r.emplace_back(1, t.nic_of(f.dst), 1);
-    } else if (t.cluster().intra == IntraNodeLink::pcie && !to_switch) {
-        r.emplace_back(2, t.node_of(f.src), 0);  // both directions share the bridge
+LinkTier Topology::flow_tier(const Flow& f) const {
+    if (f.src == Flow::kSwitch || f.dst == Flow::kSwitch) return f.via;
+    if (Flow::is_reducer(f.src) || Flow::is_reducer(f.dst)) return LinkTier::inter_node;
+    return tier(f.src, f.dst);
+}
+
+static std::vector<Use> uses_of(const Topology& t, const Flow& f) {
+    std::vector<Use> u;
+    const LinkTier tier = t.flow_tier(f);
+    const double port = t.link(tier).bytes_per_ns;
+    const double nic = t.cluster().inter_link().bytes_per_ns;
+    const bool crosses_nodes = tier == LinkTier::inter_node || tier == LinkTier::sharp;
+    for (int dir = 0; dir < 2; ++dir) {
+        const int end = dir == 0 ? f.src : f.dst;
+        if (end >= 0) {
+            u.push_back({{0, end, dir}, port});
+            if (crosses_nodes) u.push_back({{1, t.nic_of(end), dir}, nic});
+        } else if (Flow::is_reducer(end)) {
+            u.push_back({{3, -2 - end, dir}, t.cluster().reducer.bytes_per_ns});
+        }
     }
-    return r;
+    if (tier == LinkTier::intra_node && t.cluster().intra == IntraNodeLink::pcie)
+        u.push_back({{2, t.node_of(f.src), 0}, port});  // both directions share the bridge
+    return u;
+}
+
+std::vector<double> Topology::ns_per_byte(const std::vector<Flow>& flows) const {
+    std::map<Resource, int> users;
+    std::vector<std::vector<Use>> used;
+    used.reserve(flows.size());
+    for (const Flow& f : flows) {
+        used.push_back(uses_of(*this, f));
+        for (const Use& x : used.back()) ++users[x.resource];
+    }
+    std::vector<double> out;
+    out.reserve(flows.size());
+    for (const auto& us : used) {
+        double slowest = 0.0;
+        for (const Use& x : us) slowest = std::max(slowest, users[x.resource] / x.bytes_per_ns);
+        out.push_back(slowest);
+    }
+    return out;
 }
 
 std::vector<int> Topology::loads(const std::vector<Flow>& flows) const {
     std::map<Resource, int> users;
-    std::vector<std::vector<Resource>> used;
+    std::vector<std::vector<Use>> used;
     used.reserve(flows.size());
     for (const Flow& f : flows) {
-        used.push_back(resources_of(*this, f));
-        for (const Resource& r : used.back()) ++users[r];
+        used.push_back(uses_of(*this, f));
+        for (const Use& x : used.back()) ++users[x.resource];
     }
     std::vector<int> out;
     out.reserve(flows.size());
-    for (const auto& rs : used) {
+    for (const auto& us : used) {
         int most = 1;
-        for (const Resource& r : rs) most = std::max(most, users[r]);
+        for (const Use& x : us) most = std::max(most, users[x.resource]);
         out.push_back(most);
     }
     return out;
 }
 
+// `concurrent` with `flow` in it (added if it is not), and where.
+static std::size_t place(std::vector<Flow>& all, const Flow& flow) {
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (all[i].src == flow.src && all[i].dst == flow.dst && all[i].via == flow.via) return i;
+    all.push_back(flow);
+    return all.size() - 1;
+}
+
 int Topology::load(const Flow& flow, const std::vector<Flow>& concurrent) const {
-    std::map<Resource, int> users;
-    for (const Flow& f : concurrent)
-        for (const Resource& r : resources_of(*this, f)) ++users[r];
-    int most = 1;
-    for (const Resource& r : resources_of(*this, flow)) most = std::max(most, users[r]);
-    return most;
+    std::vector<Flow> all = concurrent;
+    const std::size_t at = place(all, flow);
+    return loads(all)[at];
 }
 
 double Topology::transfer_ns(const Flow& flow, LinkTier tier, std::size_t bytes,
                              const std::vector<Flow>& concurrent) const {
-    const LinkModel& l = link(tier);
-    return l.latency_us * 1e3 +
-           static_cast<double>(bytes) * load(flow, concurrent) / l.bytes_per_ns;
+    std::vector<Flow> all = concurrent;
+    const std::size_t at = place(all, flow);
+    return link(tier).latency_us * 1e3 + static_cast<double>(bytes) * ns_per_byte(all)[at];
 }
 
 const char* Topology::transport_name(LinkTier tier) const {

@@ -122,6 +122,25 @@ std::vector<Round> all_reduce_rounds(CollectiveAlgorithm algorithm, const Topolo
             (void)nodes;
             break;
         }
+        case CollectiveAlgorithm::reduction_server: {
+            // Each worker sends 1/R of its buffer to each reducer, which sums what the n
+            // workers sent and sends it back as it forms (so, as for a switch, only the last
+            // chunk's trip follows the last upload).
+            const int reducers = topology.cluster().reducers;
+            if (reducers < 1) return {};
+            Round up, down;
+            up.bytes = ceil_div(bytes, static_cast<std::size_t>(reducers));
+            down.bytes = std::min(up.bytes, kSwitchChunkBytes);
+            for (const auto& g : groups)
+                for (int d : g)
+                    for (int k = 0; k < reducers; ++k) {
+                        up.flows.push_back({d, Flow::reducer(k)});
+                        down.flows.push_back({Flow::reducer(k), d});
+                    }
+            out.push_back(up);
+            out.push_back(down);
+            break;
+        }
         case CollectiveAlgorithm::in_network: {
             const LinkTier via = topology.switch_tier(group);
             if (via == LinkTier::none) return {};
@@ -143,25 +162,15 @@ std::vector<Round> all_reduce_rounds(CollectiveAlgorithm algorithm, const Topolo
     return out;
 }
 
-namespace {
-
-LinkTier flow_tier(const Topology& t, const Flow& f) {
-    if (f.src == Flow::kSwitch || f.dst == Flow::kSwitch) return f.via;
-    return t.tier(f.src, f.dst);
-}
-
-}  // namespace
-
 double rounds_ns(const Topology& topology, const std::vector<Round>& rounds) {
     double total = 0.0;
     for (const Round& r : rounds) {
         double slowest = 0.0;
-        const std::vector<int> loads = topology.loads(r.flows);
-        for (std::size_t i = 0; i < r.flows.size(); ++i) {
-            const LinkModel& l = topology.link(flow_tier(topology, r.flows[i]));
-            slowest = std::max(slowest, l.latency_us * 1e3 + static_cast<double>(r.bytes) *
-                                                                 loads[i] / l.bytes_per_ns);
-        }
+        const std::vector<double> per_byte = topology.ns_per_byte(r.flows);
+        for (std::size_t i = 0; i < r.flows.size(); ++i)
+            slowest =
+                std::max(slowest, topology.link(topology.flow_tier(r.flows[i])).latency_us * 1e3 +
+                                      static_cast<double>(r.bytes) * per_byte[i]);
         total += slowest;
     }
     return total;
@@ -174,15 +183,15 @@ double rounds_latency_ns(const Topology& topology, const std::vector<Round>& rou
     for (const Round& r : rounds) {
         double most = 0.0;
         for (const Flow& f : r.flows)
-            most = std::max(most, topology.link(flow_tier(topology, f)).latency_us * 1e3);
+            most = std::max(most, topology.link(topology.flow_tier(f)).latency_us * 1e3);
         total += most;
     }
     return total;
 }
 
-constexpr CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
-                                               CollectiveAlgorithm::hierarchical,
-                                               CollectiveAlgorithm::in_network};
+constexpr CollectiveAlgorithm kAlgorithms[] = {
+    CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
+    CollectiveAlgorithm::in_network, CollectiveAlgorithm::reduction_server};
 
 std::string us(double ns) {
     char buf[32];
@@ -212,6 +221,8 @@ AlgorithmChoice choose_all_reduce(CollectiveAlgorithm requested, const Topology&
                                                      })
                     ? "no switch reduces across nodes (sharp is off)"
                     : "no switch reduces inside the node (nvls is off)";
+        else if (a == CollectiveAlgorithm::reduction_server && topology.cluster().reducers < 1)
+            e.why_not = "no reducers (set reducers)";
         else {
             e.usable = true;
             e.ns = rounds_ns(topology, all_reduce_rounds(a, topology, group, concurrent, bytes));
@@ -271,6 +282,10 @@ std::string describe_choice(const AlgorithmChoice& choice, const Topology& topol
             break;
         case CollectiveAlgorithm::in_network:
             algo = tier == LinkTier::nvls ? "NVLS" : "CollNet";
+            break;
+        case CollectiveAlgorithm::reduction_server:
+            algo = "ReductionServer (" + std::to_string(topology.cluster().reducers) + " reducers)";
+            tier = LinkTier::inter_node;
             break;
         case CollectiveAlgorithm::automatic:
             algo = "?";

@@ -141,9 +141,10 @@ void Communicator::rebuild_flows() {
     for (const auto& g : concurrent_)
         for (std::size_t i = 0; g.size() > 1 && i < g.size(); ++i)
             ring_flows_.push_back({g[i], g[(i + 1) % g.size()]});
-    const std::vector<int> loads = topology.loads(ring_flows_);
-    ring_load_.clear();
-    for (std::size_t i = 0; i < ring_flows_.size(); ++i) ring_load_[ring_flows_[i].dst] = loads[i];
+    const std::vector<double> per_byte = topology.ns_per_byte(ring_flows_);
+    ring_ns_per_byte_.clear();
+    for (std::size_t i = 0; i < ring_flows_.size(); ++i)
+        ring_ns_per_byte_[ring_flows_[i].dst] = per_byte[i];
     if (locals_.empty()) return;
     // The sub-groups of every concurrent group run together too.
     std::vector<std::vector<int>> locals, crosses;
@@ -310,13 +311,13 @@ void Communicator::ring_step(const Ring& ring, float* data, std::size_t count, i
     // crosses, its bandwidth shared with the step's other transfers on the same ports and NICs.
     const Topology& topology = transport_.context().topology();
     event.tier = topology.tier(ring.left_device, ring.self_device);
-    const LinkModel& link = topology.link(event.tier);
-    const auto load = ring_load_.find(ring.self_device);
-    const int sharing = load == ring_load_.end() ? 1 : load->second;
-    ring.stream.advance_to(
-        message.sent_at_ns +
-        static_cast<std::int64_t>(link.latency_us * 1e3 +
-                                  static_cast<double>(bytes(m)) * sharing / link.bytes_per_ns));
+    const auto found = ring_ns_per_byte_.find(ring.self_device);
+    const double per_byte = found == ring_ns_per_byte_.end()
+                                ? 1.0 / topology.link(event.tier).bytes_per_ns
+                                : found->second;
+    ring.stream.advance_to(message.sent_at_ns +
+                           static_cast<std::int64_t>(topology.link(event.tier).latency_us * 1e3 +
+                                                     static_cast<double>(bytes(m)) * per_byte));
     transport_.receive_into(ring.left_device, ring.self_device, tag_, ring.device.ops(), message,
                             data + rb, combine == Combine::add);
     if (combine == Combine::add) round_sum(ring.device, data + rb, m);
@@ -392,7 +393,8 @@ void Communicator::all_reduce(int device_id, float* data, std::size_t count, int
             tree_all_reduce(ring, data, count, step);
             break;
         case CollectiveAlgorithm::in_network:
-            switch_all_reduce(ring, data, count, step);
+        case CollectiveAlgorithm::reduction_server:
+            switch_all_reduce(ring, data, count, step, choice.choice.algorithm);
             break;
         case CollectiveAlgorithm::hierarchical:
             hierarchical_all_reduce(ring, data, count, step);
@@ -503,27 +505,41 @@ void Communicator::tree_all_reduce(const Ring& ring, float* data, std::size_t co
 // A switch that reduces (NVLS, SHARP): every member sends its whole buffer up once and gets
 // the sum back once, whatever the group's size. The switch adds the contributions in rank
 // order; on the device clock the sum is ready when the last one has arrived.
-void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t count, int step) {
+// A reduction server works the same way, its reducers in the switch's place: each worker's
+// 1/R of the buffer goes to each of R reducers, and the sums come back as they form.
+void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t count, int step,
+                                     CollectiveAlgorithm algorithm) {
     const Topology& topology = transport_.context().topology();
-    const LinkTier via = topology.switch_tier(member_ids_);
-    const auto rounds = all_reduce_rounds(CollectiveAlgorithm::in_network, topology, member_ids_,
-                                          concurrent_, bytes(count));
-    const std::string name = via == LinkTier::nvls ? "NVLS" : "SHARP";
+    const bool reducers = algorithm == CollectiveAlgorithm::reduction_server;
+    const LinkTier via = reducers ? LinkTier::inter_node : topology.switch_tier(member_ids_);
+    const auto rounds =
+        all_reduce_rounds(algorithm, topology, member_ids_, concurrent_, bytes(count));
+    const std::string name = reducers                ? "reduction server"
+                             : via == LinkTier::nvls ? "NVLS"
+                                                     : "SHARP";
+    // This member's slowest transfer of a round (to or from each reducer, or the switch).
+    auto own_ns = [&](const Round& round, bool up) {
+        const std::vector<double> per_byte = topology.ns_per_byte(round.flows);
+        double slowest = 0.0;
+        for (std::size_t i = 0; i < round.flows.size(); ++i)
+            if ((up ? round.flows[i].src : round.flows[i].dst) == ring.self_device)
+                slowest = std::max(slowest, topology.link(via).latency_us * 1e3 +
+                                                static_cast<double>(round.bytes) * per_byte[i]);
+        return slowest;
+    };
     const std::uint64_t call = switch_calls_[static_cast<std::size_t>(ring.rank)]++;
     transport_.context().check_dead_peer(ring.self_device, ring.op, ring.call, 0);
 
     TraceEvent up;
     up.kind = EventKind::reduce_scatter_step;
     up.phase = CollectivePhase::reduce_scatter;
-    up.label = name + " reduce in the switch";
+    up.label = reducers ? "to the reducers" : name + " reduce in the switch";
     up.step = step;
     up.step_index = 0;
     up.bytes = bytes(count);
     up.tier = via;
     up.start_ns = ring.stream.now_ns();
-    const std::int64_t arrival = up.start_ns + static_cast<std::int64_t>(topology.transfer_ns(
-                                                   {ring.self_device, Flow::kSwitch, via}, via,
-                                                   bytes(count), rounds[0].flows));
+    const std::int64_t arrival = up.start_ns + static_cast<std::int64_t>(own_ns(rounds[0], true));
     const std::string what = "device " + std::to_string(ring.self_device) + " " + name +
                              " all-reduce waiting for the switch";
     SwitchState& sw = *switch_;
@@ -554,7 +570,7 @@ void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t 
     TraceEvent down;
     down.kind = EventKind::all_gather_step;
     down.phase = CollectivePhase::all_gather;
-    down.label = name + " multicast of the sum";
+    down.label = reducers ? "sums from the reducers" : name + " multicast of the sum";
     down.step = step;
     down.step_index = 0;
     down.bytes = bytes(count);
@@ -562,9 +578,7 @@ void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t 
     down.start_ns = ring.stream.now_ns();
     std::copy(sw.sum.begin(), sw.sum.begin() + static_cast<std::ptrdiff_t>(count), data);
     // The sum streamed back while the uploads went on: after the last arrival, the last chunk.
-    ring.stream.advance_to(ready + static_cast<std::int64_t>(topology.transfer_ns(
-                                       {Flow::kSwitch, ring.self_device, via}, via, rounds[1].bytes,
-                                       rounds[1].flows)));
+    ring.stream.advance_to(ready + static_cast<std::int64_t>(own_ns(rounds[1], false)));
     down.end_ns = ring.stream.now_ns();
     ring.stream.add_event(std::move(down));
     {

@@ -297,6 +297,13 @@ void validate_cluster(const RunConfig& c, Fail fail) {
         fail("nvls", "NVLS is the NVSwitch's reduction; a PCIe node has no switch that reduces");
     if (k.sharp && k.transport != InterNodeTransport::ib)
         fail("sharp", "SHARP runs in InfiniBand switches (inter_transport ib)");
+    if (k.reducers < 0 || k.reducers > 64)
+        fail("reducers",
+             "must be between 0 and 64 reducer nodes (got " + std::to_string(k.reducers) + ")");
+    check_link(k.reducer, "reducer_gbps", "reducer_gbps");
+    if (c.allreduce_algorithm == CollectiveAlgorithm::reduction_server && k.reducers < 1)
+        fail("allreduce_algorithm",
+             "'reduction-server' sends the gradients to reducer nodes: set reducers (1 or more)");
     if (c.hybrid_shard && nodes < 2)
         fail("hybrid_shard",
              "shards within each node and replicates across nodes: it needs 2 or more nodes "

@@ -206,6 +206,10 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.cluster.socket.set_gbit_per_s(r.link_speed_gbit());
         else if (key == "socket_latency_us")
             c.cluster.socket.latency_us = r.number();
+        else if (key == "reducers")
+            c.cluster.reducers = r.integer();
+        else if (key == "reducer_gbps")
+            c.cluster.reducer.set_gbit_per_s(r.link_speed_gbit());
         else if (key == "hybrid_shard")
             c.hybrid_shard = r.boolean();
         else if (key == "devices_per_nic")
@@ -353,6 +357,10 @@ std::string scenario_json(const RunConfig& c) {
         j["devices_per_nic"] = c.cluster.devices_per_nic;
         j["nvls"] = c.cluster.nvls;
         j["sharp"] = c.cluster.sharp;
+    }
+    if (c.cluster.reducers > 0) {
+        j["reducers"] = c.cluster.reducers;
+        j["reducer_gbps"] = c.cluster.reducer.gbit_per_s();
     }
     if (c.hybrid_shard) j["hybrid_shard"] = true;
     if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
