@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pd/topology.h"
 #include "visualizer/format.h"
 
 namespace pd::vis {
@@ -131,6 +132,18 @@ std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::Ru
                            (colon == std::string::npos ? QString() : qs(u.substr(colon))),
                        QStringLiteral("Not in the trace, so not guessed")});
     }
+    if (m.cluster.straggler.calls > 0)
+        out.push_back(
+            {QStringLiteral("Last to arrive"),
+             QStringLiteral("rank %1 at %2% of %3 collectives where someone waited · the others "
+                            "waited %4 a step each")
+                 .arg(m.cluster.straggler.device)
+                 .arg(m.cluster.straggler.last_fraction * 100, 0, 'f', 0)
+                 .arg(m.cluster.straggler.calls)
+                 .arg(duration_text(m.cluster.straggler.wait_s_per_step * 1e9)),
+             QStringLiteral("From the trace alone: in each collective where someone waited at "
+                            "least a fifth of it, the rank whose call was the shortest arrived "
+                            "last (a straggler arrives last most of the time)")});
     return out;
 }
 
@@ -356,6 +369,74 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                             "version its worker computed on (0 for a synchronous server; an "
                             "asynchronous one computes step k on version k − max staleness)")});
     }
+    // The cluster: where the run's devices sit, what crossed each link tier, which all-reduce
+    // algorithms ran, and the device the others waited for.
+    const int nodes = config.cluster.node_count(config.devices);
+    if (nodes > 1 || !config.cluster.preset.empty() || config.cluster.nvls) {
+        const pd::Topology topology(config.cluster, config.link, config.devices);
+        QString where =
+            QStringLiteral("%1 node%2 × %3 devices · inside %4 %5")
+                .arg(nodes)
+                .arg(nodes == 1 ? QString() : QStringLiteral("s"))
+                .arg(config.devices / std::max(1, nodes))
+                .arg(QString::fromLatin1(topology.transport_name(pd::LinkTier::intra_node)))
+                .arg(gbps_text(config.link.bytes_per_ns));
+        if (nodes > 1)
+            where +=
+                QStringLiteral(" · between %1 %2 per NIC, %3 device%4 per NIC")
+                    .arg(QString::fromLatin1(topology.transport_name(pd::LinkTier::inter_node)))
+                    .arg(gbps_text(config.cluster.inter_link().bytes_per_ns))
+                    .arg(config.cluster.devices_per_nic)
+                    .arg(config.cluster.devices_per_nic == 1 ? QString() : QStringLiteral("s"));
+        if (config.cluster.nvls) where += QStringLiteral(" · NVLS");
+        if (config.cluster.sharp) where += QStringLiteral(" · SHARP");
+        if (config.cluster.reducers > 0)
+            where += QStringLiteral(" · %1 reducer node%2")
+                         .arg(config.cluster.reducers)
+                         .arg(config.cluster.reducers == 1 ? QString() : QStringLiteral("s"));
+        out.push_back({config.cluster.preset.empty()
+                           ? QStringLiteral("Cluster")
+                           : QStringLiteral("Cluster (%1)").arg(qs(config.cluster.preset)),
+                       where,
+                       QStringLiteral("The device clock times each transfer by the tier it "
+                                      "crosses: latency + bytes × sharing / bandwidth")});
+    }
+    for (int t = 1; t < pd::kLinkTierCount; ++t) {
+        const pd::TierMetrics& tm = m.cluster.tiers[static_cast<std::size_t>(t)];
+        if (tm.transfers == 0 || (nodes < 2 && !config.cluster.nvls)) continue;
+        static const char* const names[] = {"", "Inside nodes", "Between nodes", "Through NVLS",
+                                            "Through SHARP"};
+        out.push_back({QString::fromLatin1(names[t]),
+                       QStringLiteral("%1 a step · transfers %2 a step (all devices)")
+                           .arg(bytes_text(tm.bytes_per_step))
+                           .arg(duration_text(tm.busy_s_per_step * 1e9)),
+                       QStringLiteral("Bytes that crossed this tier per figure step, all devices "
+                                      "together, and the time of those transfers on the "
+                                      "device clock summed over devices")});
+    }
+    if (config.allreduce_algorithm != pd::CollectiveAlgorithm::ring &&
+        !m.cluster.allreduce_calls_per_step.empty()) {
+        QStringList used;
+        for (const auto& [algorithm, calls] : m.cluster.allreduce_calls_per_step)
+            used << QStringLiteral("%1 × %2").arg(calls, 0, 'g', 3).arg(qs(algorithm));
+        out.push_back({QStringLiteral("All-reduce by"),
+                       used.join(QStringLiteral(", ")) + QStringLiteral(" a step per device"),
+                       QStringLiteral("allreduce_algorithm %1: the tuner's choice per call "
+                                      "(paralleldeck-run --comm-log prints each with its reason)")
+                           .arg(qs(pd::name_of(config.allreduce_algorithm)))});
+    }
+    if (m.cluster.straggler.calls > 0 &&
+        (config.straggler.active() || m.cluster.straggler.last_fraction >= 0.75))
+        out.push_back(
+            {QStringLiteral("Straggler"),
+             QStringLiteral("device %1 arrived last at %2% of %3 collectives · the others waited "
+                            "%4 a step each")
+                 .arg(m.cluster.straggler.device)
+                 .arg(m.cluster.straggler.last_fraction * 100, 0, 'f', 0)
+                 .arg(m.cluster.straggler.calls)
+                 .arg(duration_text(m.cluster.straggler.wait_s_per_step * 1e9)),
+             QStringLiteral("From the trace alone: in each collective where someone waited, the "
+                            "device whose call was the shortest arrived last")});
     for (const auto& c : counted_collectives(m))
         out.push_back({qs(c.op),
                        QStringLiteral("%1 × %2 on %3 ranks: algbw %4 · busbw %5, per device")

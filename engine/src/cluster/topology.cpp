@@ -143,6 +143,7 @@ double Topology::transfer_ns(const Flow& flow, LinkTier tier, std::size_t bytes,
 const char* Topology::transport_name(LinkTier tier) const {
     switch (tier) {
         case LinkTier::intra_node:
+            if (cluster_.transport == InterNodeTransport::dcn) return "ICI";  // a TPU slice
             return cluster_.intra == IntraNodeLink::pcie ? "P2P/PCIe" : "P2P/NVLink";
         case LinkTier::inter_node:
             switch (cluster_.transport) {

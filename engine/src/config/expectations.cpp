@@ -199,11 +199,11 @@ std::vector<MetricDef> build_metrics() {
             [i](const RunEvidence& e) { return e.metrics.cluster.tiers[i].bytes_per_step; }));
         v.push_back(run_wide(
             intern("tier." + t + ".busy_per_step"),
-            "transfer time on this link tier per step, seconds summed over "
-            "devices",
+            "time of the transfer events on this link tier per step, seconds summed over "
+            "devices (waits for peers and this CPU's copies and adds included)",
             [i](const RunEvidence& e) { return e.metrics.cluster.tiers[i].busy_s_per_step; }));
     }
-    for (const char* a : {"ring", "tree", "hierarchical", "in-network"}) {
+    for (const char* a : {"ring", "tree", "hierarchical", "in-network", "reduction-server"}) {
         const std::string name = a;
         std::string key = "allreduce." + name + "_per_step";
         std::replace(key.begin(), key.end(), '-', '_');

@@ -75,13 +75,19 @@ ClusterMetrics cluster_metrics(const Trace& trace, std::optional<StepRange> step
     for (const auto& e : trace.events)
         if (counted(steps, e.step)) step_seen[e.step] = true;
     const double step_count = std::max<std::size_t>(1, step_seen.size());
+    // Summed as integers, divided once: a count that is the same every step reads exactly.
+    std::array<unsigned long long, kLinkTierCount> bytes{}, busy_ns{};
     for (const auto& e : trace.events) {
         if (!counted(steps, e.step) || e.tier == LinkTier::none || !is_communication(e.kind))
             continue;
-        TierMetrics& t = m.tiers[static_cast<std::size_t>(e.tier)];
-        t.bytes_per_step += static_cast<double>(e.bytes) / step_count;
-        t.busy_s_per_step += static_cast<double>(e.duration_ns()) * 1e-9 / step_count;
-        ++t.transfers;
+        const auto i = static_cast<std::size_t>(e.tier);
+        bytes[i] += e.bytes;
+        busy_ns[i] += static_cast<unsigned long long>(std::max<std::int64_t>(0, e.duration_ns()));
+        ++m.tiers[i].transfers;
+    }
+    for (std::size_t i = 0; i < m.tiers.size(); ++i) {
+        m.tiers[i].bytes_per_step = static_cast<double>(bytes[i]) / step_count;
+        m.tiers[i].busy_s_per_step = static_cast<double>(busy_ns[i]) * 1e-9 / step_count;
     }
     for (const auto& c : trace.collectives)
         if (counted(steps, c.step) && c.op == "all_reduce" && !c.algorithm.empty())
