@@ -2,6 +2,7 @@
 // for the width it is given, so no line runs into another and no legend entry is cut.
 #include <QFontMetricsF>
 
+#include "pd/topology.h"
 #include "visualizer/format.h"
 #include "visualizer/timeline_painter.h"
 
@@ -62,9 +63,27 @@ QStringList clock_pieces(const TimelineData& data) {
     } else if (tr.clock == pd::ClockMode::device) {
         // The link model only shapes transfers under the device clock; under the wall clock
         // a transfer takes what the real copy took.
-        pieces << QStringLiteral("Link model: %1 µs latency + %2")
-                      .arg(tr.link.latency_us, 0, 'g', 3)
-                      .arg(link_speed_text(tr.link.gbit_per_s()));
+        const int nodes = tr.cluster.node_count(tr.devices);
+        if (nodes > 1) {
+            // Two tiers: the link inside a node, the NICs between nodes.
+            const pd::Topology topology(tr.cluster, tr.link, tr.devices);
+            const pd::LinkModel& inter = tr.cluster.inter_link();
+            pieces
+                << QStringLiteral(
+                       "%1 nodes: inside %2 %3 µs + %4 · between %5 %6 µs + %7 "
+                       "per NIC")
+                       .arg(nodes)
+                       .arg(QString::fromLatin1(topology.transport_name(pd::LinkTier::intra_node)))
+                       .arg(tr.link.latency_us, 0, 'g', 3)
+                       .arg(link_speed_text(tr.link.gbit_per_s()))
+                       .arg(QString::fromLatin1(topology.transport_name(pd::LinkTier::inter_node)))
+                       .arg(inter.latency_us, 0, 'g', 3)
+                       .arg(link_speed_text(inter.gbit_per_s()));
+        } else {
+            pieces << QStringLiteral("Link model: %1 µs latency + %2")
+                          .arg(tr.link.latency_us, 0, 'g', 3)
+                          .arg(link_speed_text(tr.link.gbit_per_s()));
+        }
     } else {
         pieces << QStringLiteral("Transfers: real in-memory copies (no link model)");
     }
