@@ -371,6 +371,41 @@ class TestCluster : public QObject {
         QVERIFY(inter);
     }
 
+    // Every strategy on a cluster of two nodes, all-reduces chosen by the tuner, trains as the
+    // single device does.
+    void every_strategy_on_two_nodes_equals_single_data() {
+        QTest::addColumn<QString>("strategy");
+        for (const char* s : {"dp", "ps", "pipeline", "tp", "zero1", "zero2", "zero3", "hybrid"})
+            QTest::addRow("%s", s) << QString::fromLatin1(s);
+    }
+    void every_strategy_on_two_nodes_equals_single() {
+        QFETCH(QString, strategy);
+        RunConfig single;
+        single.layers = 4;
+        single.width = 32;
+        single.batch = 24;  // divides over 4 replicas and over ps's 3 workers
+        single.steps = 3;
+        single.clock = ClockMode::device;
+        RunConfig c = single;
+        c.strategy = *strategy_from_name(strategy.toStdString());
+        c.devices = 4;
+        c.cluster.nodes = 2;
+        c.cluster.nvls = true;
+        c.cluster.sharp = true;
+        c.allreduce_algorithm = CollectiveAlgorithm::automatic;
+        if (c.strategy == StrategyKind::hybrid) c.mesh = Mesh{2, 1, 2};
+        validate(c);
+        const RunResult a = Run(single).execute();
+        const RunResult b = Run(c).execute();
+        QCOMPARE(b.status, RunStatus::ok);
+        // ps: device 0 is the server; its workers train on the batch's slices.
+        for (std::size_t s = 0; s < a.trace.steps.size(); ++s)
+            QVERIFY2(std::abs(a.trace.steps[s].loss - b.trace.steps[s].loss) <=
+                         1e-6 * std::max(1.0, std::abs(a.trace.steps[s].loss)),
+                     qPrintable(QString::number(a.trace.steps[s].loss) + " vs " +
+                                QString::number(b.trace.steps[s].loss)));
+    }
+
     // Hybrid sharding (FSDP's HYBRID_SHARD): ZeRO inside each node, replicas across nodes. It
     // trains as the single device does, its gathers and reduce-scatters stay inside the nodes,
     // and only the shards' all-reduce crosses them.
