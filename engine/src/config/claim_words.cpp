@@ -120,8 +120,15 @@ std::string metric_words(std::string_view m) {
     if (m == "straggler.last_fraction") return "Share of collectives where it arrived last";
     if (m == "straggler.wait_per_step")
         return "Time each device waits per step for the last arrival";
-    if (starts(m, "allreduce.") && m.ends_with("_per_step"))
-        return "All-reduces by " + spaced(m.substr(10, m.size() - 19)) + " per step";
+    if (starts(m, "allreduce.") && m.ends_with("_per_step")) {
+        const std::string_view a = m.substr(10, m.size() - 19);
+        return std::string("All-reduces ") +
+               (a == "in_network"         ? "reduced in the network (NVLS or SHARP)"
+                : a == "reduction_server" ? "through the Reduction Server's reducers"
+                : a == "hierarchical"     ? "done hierarchically (in the node, then across)"
+                                          : "by " + std::string(a)) +
+               " per step";
+    }
     if (starts(m, "comm_bytes_per_step."))
         return "Bytes per step handed to " + op_words(m.substr(20));
     if (starts(m, "model_state.analytic_"))

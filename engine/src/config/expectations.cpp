@@ -1012,7 +1012,21 @@ RunConfig variant_config(const RunConfig& base, const Expectations& x, std::size
     ConfigSources sources;
     const std::string where = std::string(origin) + " (compare_with " + x.variants.at(i) + ")";
     apply_scenario_json(x.variants.at(i), where, c, sources);
-    validate(c, sources);
+    try {
+        validate(c, sources);
+    } catch (const BadInput& e) {
+        // A setting the comparison kept from the scenario: name it as the scenario's, in the
+        // comparison run, not as a command-line flag.
+        if (e.key().rfind("--", 0) != 0) throw;
+        std::string key = e.key().substr(2);
+        for (char& ch : key)
+            if (ch == '-') ch = '_';
+        const std::string what = e.what();
+        const auto colon = what.find(": ");
+        throw BadInput(where + ", the scenario's '" + key + "'",
+                       colon == std::string::npos ? what : what.substr(colon + 2), __FILE__,
+                       __LINE__);
+    }
     return c;
 }
 

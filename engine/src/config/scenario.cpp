@@ -102,6 +102,11 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         const std::string name = r.text();
         if (!apply_cluster_preset(name, c.cluster, c.link))
             r.fail("unknown cluster '" + name + "' (available: " + kClusterPresetNames + ")");
+        // What the preset set is named as its doing, unless a key of the file sets it again.
+        for (const char* set : {"devices_per_node", "intra_link", "link_gbps", "link_latency_us",
+                                "inter_transport", "inter_gbps", "inter_latency_us", "socket_gbps",
+                                "socket_latency_us", "devices_per_nic", "nvls"})
+            sources[set] = r.spelled + " (the preset's " + set + ")";
     }
     for (const auto& [raw_key, value] : root.items()) {
         const std::string key = canonical_key(raw_key);
