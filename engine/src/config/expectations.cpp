@@ -1015,15 +1015,15 @@ RunConfig variant_config(const RunConfig& base, const Expectations& x, std::size
     try {
         validate(c, sources);
     } catch (const BadInput& e) {
-        // A setting the comparison kept from the scenario: name it as the scenario's, in the
-        // comparison run, not as a command-line flag.
+        // A setting the comparison kept from the scenario: name it as a key of the scenario
+        // in the comparison run, not as a command-line flag.
         if (e.key().rfind("--", 0) != 0) throw;
         std::string key = e.key().substr(2);
         for (char& ch : key)
             if (ch == '-') ch = '_';
         const std::string what = e.what();
         const auto colon = what.find(": ");
-        throw BadInput(where + ", the scenario's '" + key + "'",
+        throw BadInput("scenario key '" + key + "' in " + where,
                        colon == std::string::npos ? what : what.substr(colon + 2), __FILE__,
                        __LINE__);
     }
