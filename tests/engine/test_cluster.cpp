@@ -53,6 +53,16 @@ ClusterConfig nodes_of(int nodes, bool nvls = false, bool sharp = false) {
     return c;
 }
 
+// Every step's loss of `b` equals `a`'s to 1e-6 (relative), the strategies' tolerance.
+void same_losses(const RunResult& a, const RunResult& b) {
+    QCOMPARE(b.trace.steps.size(), a.trace.steps.size());
+    for (std::size_t s = 0; s < a.trace.steps.size(); ++s)
+        QVERIFY2(std::abs(a.trace.steps[s].loss - b.trace.steps[s].loss) <=
+                     1e-6 * std::max(1.0, std::abs(a.trace.steps[s].loss)),
+                 qPrintable(QString::number(a.trace.steps[s].loss) + " vs " +
+                            QString::number(b.trace.steps[s].loss)));
+}
+
 }  // namespace
 
 class TestCluster : public QObject {
@@ -359,11 +369,7 @@ class TestCluster : public QObject {
         const RunResult a = Run(single).execute();
         const RunResult b = Run(dp).execute();
         QCOMPARE(b.status, RunStatus::ok);
-        for (std::size_t s = 0; s < a.trace.steps.size(); ++s)
-            QVERIFY2(std::abs(a.trace.steps[s].loss - b.trace.steps[s].loss) <=
-                         1e-6 * std::max(1.0, std::abs(a.trace.steps[s].loss)),
-                     qPrintable(QString::number(a.trace.steps[s].loss) + " vs " +
-                                QString::number(b.trace.steps[s].loss)));
+        same_losses(a, b);
         // Some transfer crossed the nodes, and the trace says so.
         bool inter = false;
         for (const auto& e : b.trace.events)
@@ -399,11 +405,7 @@ class TestCluster : public QObject {
         const RunResult b = Run(c).execute();
         QCOMPARE(b.status, RunStatus::ok);
         // ps: device 0 is the server; its workers train on the batch's slices.
-        for (std::size_t s = 0; s < a.trace.steps.size(); ++s)
-            QVERIFY2(std::abs(a.trace.steps[s].loss - b.trace.steps[s].loss) <=
-                         1e-6 * std::max(1.0, std::abs(a.trace.steps[s].loss)),
-                     qPrintable(QString::number(a.trace.steps[s].loss) + " vs " +
-                                QString::number(b.trace.steps[s].loss)));
+        same_losses(a, b);
     }
 
     // Hybrid sharding (FSDP's HYBRID_SHARD): ZeRO inside each node, replicas across nodes. It
@@ -434,11 +436,7 @@ class TestCluster : public QObject {
         const RunResult a = Run(single).execute();
         const RunResult b = Run(h).execute();
         QCOMPARE(b.status, RunStatus::ok);
-        for (std::size_t s = 0; s < a.trace.steps.size(); ++s)
-            QVERIFY2(std::abs(a.trace.steps[s].loss - b.trace.steps[s].loss) <=
-                         1e-6 * std::max(1.0, std::abs(a.trace.steps[s].loss)),
-                     qPrintable(QString::number(a.trace.steps[s].loss) + " vs " +
-                                QString::number(b.trace.steps[s].loss)));
+        same_losses(a, b);
         const Topology t(h.cluster, h.link, h.devices);
         bool crossed = false;
         for (const auto& c : b.trace.collectives) {

@@ -56,6 +56,22 @@ QString run_title(const pd::RunConfig& config, const pd::Trace& trace) {
 
 namespace {
 
+// The device (or rank) the others waited for, found from the trace alone.
+MetricLine straggler_line(const pd::StragglerMetrics& s, const QString& label,
+                          const QString& noun) {
+    return {label,
+            QStringLiteral("%1 %2 arrived last at %3% of %4 collectives where someone waited · "
+                           "the others waited %5 a step each")
+                .arg(noun)
+                .arg(s.device)
+                .arg(s.last_fraction * 100, 0, 'f', 0)
+                .arg(s.calls)
+                .arg(duration_text(s.wait_s_per_step * 1e9)),
+            QStringLiteral("From the trace alone: in each collective where someone waited at "
+                           "least a fifth of it, the one whose call was the shortest arrived last "
+                           "(a straggler arrives last most of the time)")};
+}
+
 // An imported trace's lines: what its events record, and what they do not, said as unknown.
 std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::RunMetrics& m) {
     const pd::TraceOrigin& o = result.trace.origin;
@@ -133,17 +149,8 @@ std::vector<MetricLine> imported_lines(const pd::RunResult& result, const pd::Ru
                        QStringLiteral("Not in the trace, so not guessed")});
     }
     if (m.cluster.straggler.calls > 0)
-        out.push_back(
-            {QStringLiteral("Last to arrive"),
-             QStringLiteral("rank %1 at %2% of %3 collectives where someone waited · the others "
-                            "waited %4 a step each")
-                 .arg(m.cluster.straggler.device)
-                 .arg(m.cluster.straggler.last_fraction * 100, 0, 'f', 0)
-                 .arg(m.cluster.straggler.calls)
-                 .arg(duration_text(m.cluster.straggler.wait_s_per_step * 1e9)),
-             QStringLiteral("From the trace alone: in each collective where someone waited at "
-                            "least a fifth of it, the rank whose call was the shortest arrived "
-                            "last (a straggler arrives last most of the time)")});
+        out.push_back(straggler_line(m.cluster.straggler, QStringLiteral("Last to arrive"),
+                                     QStringLiteral("rank")));
     return out;
 }
 
@@ -427,16 +434,8 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     }
     if (m.cluster.straggler.calls > 0 &&
         (config.straggler.active() || m.cluster.straggler.last_fraction >= 0.75))
-        out.push_back(
-            {QStringLiteral("Straggler"),
-             QStringLiteral("device %1 arrived last at %2% of %3 collectives · the others waited "
-                            "%4 a step each")
-                 .arg(m.cluster.straggler.device)
-                 .arg(m.cluster.straggler.last_fraction * 100, 0, 'f', 0)
-                 .arg(m.cluster.straggler.calls)
-                 .arg(duration_text(m.cluster.straggler.wait_s_per_step * 1e9)),
-             QStringLiteral("From the trace alone: in each collective where someone waited, the "
-                            "device whose call was the shortest arrived last")});
+        out.push_back(straggler_line(m.cluster.straggler, QStringLiteral("Straggler"),
+                                     QStringLiteral("device")));
     for (const auto& c : counted_collectives(m))
         out.push_back({qs(c.op),
                        QStringLiteral("%1 × %2 on %3 ranks: algbw %4 · busbw %5, per device")

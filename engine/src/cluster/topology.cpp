@@ -83,37 +83,45 @@ static std::vector<Use> uses_of(const Topology& t, const Flow& f) {
     return u;
 }
 
-std::vector<double> Topology::ns_per_byte(const std::vector<Flow>& flows) const {
+namespace {
+
+// Each flow's resources, and how many of the flows use each resource.
+struct Sharing {
+    std::vector<std::vector<Use>> used;  // per flow
     std::map<Resource, int> users;
-    std::vector<std::vector<Use>> used;
-    used.reserve(flows.size());
+};
+
+}  // namespace
+
+static Sharing sharing_of(const Topology& t, const std::vector<Flow>& flows) {
+    Sharing s;
+    s.used.reserve(flows.size());
     for (const Flow& f : flows) {
-        used.push_back(uses_of(*this, f));
-        for (const Use& x : used.back()) ++users[x.resource];
+        s.used.push_back(uses_of(t, f));
+        for (const Use& x : s.used.back()) ++s.users[x.resource];
     }
+    return s;
+}
+
+std::vector<double> Topology::ns_per_byte(const std::vector<Flow>& flows) const {
+    Sharing s = sharing_of(*this, flows);
     std::vector<double> out;
     out.reserve(flows.size());
-    for (const auto& us : used) {
+    for (const auto& us : s.used) {
         double slowest = 0.0;
-        for (const Use& x : us) slowest = std::max(slowest, users[x.resource] / x.bytes_per_ns);
+        for (const Use& x : us) slowest = std::max(slowest, s.users[x.resource] / x.bytes_per_ns);
         out.push_back(slowest);
     }
     return out;
 }
 
 std::vector<int> Topology::loads(const std::vector<Flow>& flows) const {
-    std::map<Resource, int> users;
-    std::vector<std::vector<Use>> used;
-    used.reserve(flows.size());
-    for (const Flow& f : flows) {
-        used.push_back(uses_of(*this, f));
-        for (const Use& x : used.back()) ++users[x.resource];
-    }
+    Sharing s = sharing_of(*this, flows);
     std::vector<int> out;
     out.reserve(flows.size());
-    for (const auto& us : used) {
+    for (const auto& us : s.used) {
         int most = 1;
-        for (const Use& x : us) most = std::max(most, users[x.resource]);
+        for (const Use& x : us) most = std::max(most, s.users[x.resource]);
         out.push_back(most);
     }
     return out;

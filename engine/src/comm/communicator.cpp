@@ -37,6 +37,19 @@ class StagingGuard {
     std::size_t bytes_;
 };
 
+// One step of a collective's reducing or gathering phase, starting now on `stream`.
+TraceEvent phase_step(bool reducing, std::string label, int step, int step_index,
+                      const Stream& stream) {
+    TraceEvent e;
+    e.kind = reducing ? EventKind::reduce_scatter_step : EventKind::all_gather_step;
+    e.phase = reducing ? CollectivePhase::reduce_scatter : CollectivePhase::all_gather;
+    e.label = std::move(label);
+    e.step = step;
+    e.step_index = step_index;
+    e.start_ns = stream.now_ns();
+    return e;
+}
+
 std::size_t max_chunk_elements(std::size_t count, int n) {
     return (count + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
 }
@@ -463,14 +476,9 @@ void Communicator::tree_all_reduce(const Ring& ring, float* data, std::size_t co
         const std::uint32_t subtag = kTreeSubtag + static_cast<std::uint32_t>(t);
         for (int child : tree.children[r]) {
             const int round = height - tree.depth[static_cast<std::size_t>(child)];
-            TraceEvent event;
-            event.kind = EventKind::reduce_scatter_step;
-            event.phase = CollectivePhase::reduce_scatter;
-            event.label = "tree " + std::to_string(t) + " reduce";
-            event.step = step;
-            event.step_index = round;
+            TraceEvent event =
+                phase_step(true, "tree " + std::to_string(t) + " reduce", step, round, ring.stream);
             event.chunk = t;
-            event.start_ns = ring.stream.now_ns();
             receive_step(ring, device_of(child), subtag, data + begin[t], length[t], true,
                          rounds[static_cast<std::size_t>(round)].flows, event);
             ring.stream.add_event(std::move(event));
@@ -484,14 +492,9 @@ void Communicator::tree_all_reduce(const Ring& ring, float* data, std::size_t co
         const std::uint32_t subtag = kTreeSubtag + 2 + static_cast<std::uint32_t>(t);
         if (tree.parent[r] >= 0) {
             const int round = height + tree.depth[r] - 1;
-            TraceEvent event;
-            event.kind = EventKind::all_gather_step;
-            event.phase = CollectivePhase::all_gather;
-            event.label = "tree " + std::to_string(t) + " broadcast";
-            event.step = step;
-            event.step_index = round;
+            TraceEvent event = phase_step(false, "tree " + std::to_string(t) + " broadcast", step,
+                                          round, ring.stream);
             event.chunk = t;
-            event.start_ns = ring.stream.now_ns();
             receive_step(ring, device_of(tree.parent[r]), subtag, data + begin[t], length[t], false,
                          rounds[static_cast<std::size_t>(round)].flows, event);
             ring.stream.add_event(std::move(event));
@@ -530,15 +533,10 @@ void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t 
     const std::uint64_t call = switch_calls_[static_cast<std::size_t>(ring.rank)]++;
     transport_.context().check_dead_peer(ring.self_device, ring.op, ring.call, 0);
 
-    TraceEvent up;
-    up.kind = EventKind::reduce_scatter_step;
-    up.phase = CollectivePhase::reduce_scatter;
-    up.label = reducers ? "to the reducers" : name + " reduce in the switch";
-    up.step = step;
-    up.step_index = 0;
+    TraceEvent up = phase_step(true, reducers ? "to the reducers" : name + " reduce in the switch",
+                               step, 0, ring.stream);
     up.bytes = bytes(count);
     up.tier = via;
-    up.start_ns = ring.stream.now_ns();
     const std::int64_t arrival = up.start_ns + static_cast<std::int64_t>(own_ns(rounds[0], true));
     const std::string what = "device " + std::to_string(ring.self_device) + " " + name +
                              " all-reduce waiting for the switch";
@@ -567,15 +565,11 @@ void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t 
     ring.stream.add_event(std::move(up));
     ring.stream.idle_until(ring.stream.now_ns(), ready, "wait for the switch's sum", step);
 
-    TraceEvent down;
-    down.kind = EventKind::all_gather_step;
-    down.phase = CollectivePhase::all_gather;
-    down.label = reducers ? "sums from the reducers" : name + " multicast of the sum";
-    down.step = step;
-    down.step_index = 0;
+    TraceEvent down =
+        phase_step(false, reducers ? "sums from the reducers" : name + " multicast of the sum",
+                   step, 0, ring.stream);
     down.bytes = bytes(count);
     down.tier = via;
-    down.start_ns = ring.stream.now_ns();
     std::copy(sw.sum.begin(), sw.sum.begin() + static_cast<std::ptrdiff_t>(count), data);
     // The sum streamed back while the uploads went on: after the last arrival, the last chunk.
     ring.stream.advance_to(ready + static_cast<std::int64_t>(own_ns(rounds[1], false)));
