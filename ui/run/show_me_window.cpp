@@ -34,11 +34,20 @@ namespace {
 
 QString describe(const pd::RunConfig& c) {
     QString text = QString::fromLatin1(pd::name_of(c.strategy).data());
-    if (c.strategy == pd::StrategyKind::pipeline || c.strategy == pd::StrategyKind::hybrid)
-        text += QStringLiteral(" %1, %2 micro-batches")
+    // A hybrid mesh without pipeline stages has no schedule to name.
+    if (c.strategy == pd::StrategyKind::pipeline ||
+        (c.strategy == pd::StrategyKind::hybrid && c.mesh.pp > 1))
+        text += QStringLiteral(" %1, %2 micro-batch%3")
                     .arg(QString::fromLatin1(pd::name_of(c.schedule).data()))
-                    .arg(c.effective_microbatches());
-    return QObject::tr("%1 on %n device(s)", nullptr, c.devices).arg(text);
+                    .arg(c.effective_microbatches())
+                    .arg(c.effective_microbatches() == 1 ? QString() : QStringLiteral("es"));
+    QString where = QStringLiteral("%1 on %2 device%3")
+                        .arg(text)
+                        .arg(c.devices)
+                        .arg(c.devices == 1 ? QString() : QStringLiteral("s"));
+    if (const int nodes = c.cluster.node_count(c.devices); nodes > 1)
+        where += QStringLiteral(" in %1 nodes").arg(nodes);
+    return where;
 }
 
 }  // namespace
