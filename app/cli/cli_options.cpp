@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 #include "pd/error.h"
@@ -27,6 +28,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> schedule, recompute, precision, model;
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout, capacity_factor, aux_loss_weight;
+    std::optional<double> loss_scale_init, clip_grad_norm, input_scale;
+    std::optional<std::string> loss_scale;
+    std::optional<int> loss_scale_growth_interval;
     bool sequence_parallel = false, cp_load_balance = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
@@ -78,8 +82,19 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "Activation recomputation: none | selective (GELU outputs) | full (each "
                    "block's forward re-run in its backward)");
     app.add_option("--precision", precision,
-                   "Numeric precision: fp32 | bf16-mixed (bf16 parameters, activations and "
-                   "gradients; fp32 master weights and optimizer state; CPU backend)");
+                   "Numeric precision: fp32 | bf16-mixed | fp16-mixed (16-bit parameters, "
+                   "activations and gradients; fp32 master weights and optimizer state; CPU "
+                   "backend; fp16 with loss scaling)");
+    app.add_option("--loss-scale", loss_scale,
+                   "fp16-mixed: dynamic (GradScaler, the default) or a static scale (1: none)");
+    app.add_option("--loss-scale-init", loss_scale_init,
+                   "fp16-mixed, dynamic: the first scale (GradScaler's init_scale, 65536)");
+    app.add_option("--loss-scale-growth-interval", loss_scale_growth_interval,
+                   "fp16-mixed, dynamic: clean steps before the scale doubles (2000)");
+    app.add_option("--clip-grad-norm", clip_grad_norm,
+                   "single, dp: clip the gradients' global L2 norm to this (after unscaling)");
+    app.add_option("--input-scale", input_scale,
+                   "Multiply the task's inputs by this (large activations; default 1)");
     app.add_option("--accumulate", accumulate,
                    "Gradient accumulation: micro-steps per optimizer step (single, dp, zero1-3)");
     app.add_flag("--reduce-every-microstep", reduce_every,
@@ -270,6 +285,35 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_flag(async_updates, c.async_updates, true, "async");
     set_named(recompute, c.recompute, recompute_from_name, kRecomputeNames, "recompute");
     set_named(precision, c.precision, precision_from_name, kPrecisionNames, "precision");
+    if (loss_scale) {
+        src["loss_scale"] = "--loss-scale";
+        if (*loss_scale == "dynamic") {
+            c.loss_scaling.dynamic = true;
+        } else {
+            char* end = nullptr;
+            const double value = std::strtod(loss_scale->c_str(), &end);
+            if (loss_scale->empty() || *end != '\0')
+                throw BadInput("--loss-scale",
+                               "'" + *loss_scale + "' is neither 'dynamic' nor a number",
+                               __FILE__, __LINE__);
+            c.loss_scaling.dynamic = false;
+            c.loss_scaling.init = value;
+        }
+    }
+    if (loss_scale_init) {
+        c.loss_scaling.init = *loss_scale_init;
+        src["loss_scale_init"] = "--loss-scale-init";
+    }
+    set_int(loss_scale_growth_interval, c.loss_scaling.growth_interval,
+            "loss_scale_growth_interval");
+    if (clip_grad_norm) {
+        c.clip_grad_norm = *clip_grad_norm;
+        src["clip_grad_norm"] = "--clip-grad-norm";
+    }
+    if (input_scale) {
+        c.input_scale = *input_scale;
+        src["input_scale"] = "--input-scale";
+    }
     if (seed) c.seed = *seed;
     if (optimizer) {
         choose("--optimizer", *optimizer, {"sgd", "adamw"});

@@ -43,6 +43,9 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         << config.effective_lr()
         << (config.precision == Precision::bf16_mixed
                 ? ", bf16-mixed (bf16 params, activations, grads; fp32 master + state)"
+            : config.precision == Precision::fp16_mixed
+                ? ", fp16-mixed (fp16 params, activations, grads; fp32 master + state; loss "
+                  "scaling)"
                 : "")
         << "\n";
     out << "status " << name_of(result.status) << ", steps " << result.steps_completed << "/"
@@ -51,6 +54,28 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         out << "loss " << fmt("%.4f", m.steps.front().loss) << " -> " << fmt("%.4f", m.final_loss)
             << ", median step " << format_duration_ns(m.median_step_time_s * 1e9) << ", "
             << fmt("%.0f", m.samples_per_s) << " samples/s\n";
+    }
+    // What the updates read from the gradients (mixed precision, clipping).
+    const auto& steps = result.trace.steps;
+    if (!steps.empty() && steps.front().grad_zero_fraction >= 0) {
+        int skipped = 0, clipped = 0;
+        for (const auto& s : steps) {
+            skipped += s.skipped ? 1 : 0;
+            clipped += config.clip_grad_norm > 0 && s.grad_norm > config.clip_grad_norm ? 1 : 0;
+        }
+        const auto zeros = gradient_zero_fraction(steps);
+        out << "gradients: "
+            << (zeros ? fmt("%.2f", 100.0 * *zeros) + "% of values exactly zero (mean over "
+                                                       "applied steps after the first)"
+                      : std::string("no applied step after the first to read"));
+        if (steps.front().loss_scale > 0)
+            out << "; loss scale " << fmt("%g", steps.front().loss_scale) << " -> "
+                << fmt("%g", steps.back().loss_scale) << ", " << skipped << " of " << steps.size()
+                << " steps skipped (inf/NaN gradients)";
+        if (config.clip_grad_norm > 0)
+            out << "; norm above " << fmt("%g", config.clip_grad_norm) << " (clipped) in "
+                << clipped << " of " << steps.size() << " steps";
+        out << "\n";
     }
     // Peak memory: live bytes (what tensors hold, the memory bars), and reserved (what the
     // device's caching allocator held at most, live or cached, as PyTorch reports it).

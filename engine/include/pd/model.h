@@ -135,7 +135,8 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
 // Every token is labelled (next-token style: a loss at every position).
 class SyntheticTask {
   public:
-    SyntheticTask(const ModelShape& shape, std::uint64_t seed);
+    // `input_scale` multiplies every input value (RunConfig::input_scale; 1: as drawn).
+    SyntheticTask(const ModelShape& shape, std::uint64_t seed, float input_scale = 1.0f);
     // Writes `count` samples starting at global index `first` of `step`: x is [count x
     // seq_len, input_dim], labels has count x seq_len entries (one per token).
     void batch(int step, int first, int count, float* x, int* labels) const;
@@ -146,6 +147,7 @@ class SyntheticTask {
   private:
     ModelShape shape_;
     std::uint64_t seed_;
+    float input_scale_;
     std::vector<float> prototypes_;  // [classes, input_dim]
 };
 

@@ -17,10 +17,12 @@ struct OptimizerSettings {
     float momentum = 0.9f;  // SGD
     float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
     float weight_decay = 0.01f;  // AdamW's decoupled decay; SGD uses none
-    // Mixed precision (bf16-mixed): the update applies to an fp32 master copy of the
-    // parameters, kept in the optimizer state after the moments, and writes the master
-    // rounded to bf16 into the parameters (Micikevicius et al., "Mixed Precision Training").
+    // Mixed precision (bf16-mixed, fp16-mixed): the update applies to an fp32 master copy of
+    // the parameters, kept in the optimizer state after the moments, and writes the master
+    // rounded to `param_dtype` into the parameters (Micikevicius et al., "Mixed Precision
+    // Training").
     bool master_weights = false;
+    DType param_dtype = DType::fp32;
 
     static OptimizerSettings from(const RunConfig& config);
     // Floats of moments per parameter: SGD momentum 1, AdamW m and v 2.
@@ -36,7 +38,8 @@ struct OptimizerSettings {
 
 // One update at step t (1-based) of `count` parameters. `state` holds
 // state_per_parameter() * count floats laid out as [m..., v..., master...]; with master
-// weights the update is computed on the master, and `params` receive it rounded to bf16.
+// weights the update is computed on the master, and `params` receive it rounded to
+// param_dtype.
 void optimizer_update(const OptimizerSettings& settings, int t, float* params, const float* grads,
                       float* state, std::size_t count);
 // The same update for parameters [begin, end) of those `count` only (one intra-op thread's part).

@@ -29,8 +29,9 @@ enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
 enum class RecomputeMode { none, selective, full };
 // Mixed precision (as PyTorch autocast with Megatron's fp32 master weights): bf16_mixed keeps
 // parameters, activations and gradients in bf16 and the optimizer's master weights and state
-// in fp32; losses and softmax cross-entropy are computed in fp32. CPU backend only.
-enum class Precision { fp32, bf16_mixed };
+// in fp32; losses and softmax cross-entropy are computed in fp32. fp16_mixed does the same in
+// IEEE half precision, with loss scaling (LossScaling). CPU backend only.
+enum class Precision { fp32, bf16_mixed, fp16_mixed };
 // The model every strategy trains (pd/model.h): residual MLP blocks on independent samples, or
 // pre-LayerNorm transformer blocks (causal multi-head self-attention, then an MLP) on sequences.
 enum class ModelKind { mlp, transformer };
@@ -56,7 +57,7 @@ inline constexpr const char* kStrategyNames =
     "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp, ep";
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
 inline constexpr const char* kRecomputeNames = "none, selective, full";
-inline constexpr const char* kPrecisionNames = "fp32, bf16-mixed";
+inline constexpr const char* kPrecisionNames = "fp32, bf16-mixed, fp16-mixed";
 inline constexpr const char* kModelNames = "mlp, transformer";
 
 // A device mesh: data-parallel replicas x pipeline stages x tensor-parallel shards.
@@ -73,6 +74,20 @@ struct Straggler {
     int device = -1;  // -1: none
     double slowdown = 1.0;
     bool active() const { return device >= 0; }
+};
+
+// fp16_mixed's loss scaling, as torch.amp.GradScaler does it: the loss (so every gradient) is
+// multiplied by the scale before backward; the optimizer step unscales the gradients in fp32
+// and is skipped when any of them is inf or NaN. Dynamic: a skipped step multiplies the scale
+// by backoff_factor, and growth_interval clean steps in a row multiply it by growth_factor
+// (GradScaler's defaults: 65536, 2000, 2, 0.5). Static: `init` on every step (1: no scaling),
+// steps with inf or NaN still skipped.
+struct LossScaling {
+    bool dynamic = true;
+    double init = 65536.0;
+    int growth_interval = 2000;
+    double growth_factor = 2.0;
+    double backoff_factor = 0.5;
 };
 
 // AdamW's default learning rate is this over the width (1e-3 at width 128).
@@ -162,15 +177,25 @@ struct RunConfig {
     bool async_updates = false;
     int max_staleness = 0;
     Precision precision = Precision::fp32;
+    LossScaling loss_scaling;  // fp16_mixed only
+    // torch.nn.utils.clip_grad_norm_ before the update (single, dp): when the global L2 norm
+    // of the (unscaled) gradients exceeds it, they are multiplied by max / (norm + 1e-6).
+    // 0: no clipping.
+    double clip_grad_norm = 0.0;
+    // The synthetic task's inputs multiplied by this (1: as drawn). Large inputs make large
+    // activations: a model whose values exceed fp16's range but not bf16's.
+    double input_scale = 1.0;
     // How many times a card's run is repeated for its figures (scenario key `repeats`): timed
     // figures then cover every repeat's steps, so a card whose effect is small against the
     // machine's noise can show both. One run's trace is what the timeline shows.
     int repeats = 1;
 
     // The element type of parameters, gradients and activations (and everything a
-    // collective moves): bf16 under bf16_mixed, else fp32.
+    // collective moves): bf16 under bf16_mixed, fp16 under fp16_mixed, else fp32.
     DType tensor_dtype() const {
-        return precision == Precision::bf16_mixed ? DType::bf16 : DType::fp32;
+        return precision == Precision::bf16_mixed   ? DType::bf16
+               : precision == Precision::fp16_mixed ? DType::fp16
+                                                    : DType::fp32;
     }
 
     // Tokens per sample: seq_len for the transformer, 1 for the MLP.

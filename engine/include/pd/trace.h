@@ -115,6 +115,16 @@ struct ExpertRouting {
 struct StepRecord {
     int step = 0;
     double loss = 0.0;
+    // What the optimizer step read from the gradients, where the run checks them (mixed
+    // precision or clipping, strategies single and dp; else the defaults): fp16's loss scale
+    // this step's backward used (0: no loss scaling), whether the update was skipped for an
+    // inf or NaN, the gradients' global L2 norm after unscaling and before clipping (< 0: not
+    // measured; NaN with inf or NaN in them), and the fraction of gradient values exactly
+    // zero as the update received them (< 0: not measured).
+    double loss_scale = 0.0;
+    bool skipped = false;
+    double grad_norm = -1.0;
+    double grad_zero_fraction = -1.0;
 };
 
 // ps: one gradient the server applied. Its staleness is the server's version when applying it

@@ -8,6 +8,8 @@
 #include <memory>
 #include <utility>
 
+#include "pd/dtype.h"
+
 namespace pd {
 
 struct OptimizerSettings;
@@ -21,6 +23,13 @@ using DeviceEvent = std::shared_ptr<void>;
 // or a buffer zeroed first), or written over it (a step's first and only contribution, so
 // the buffer need not be zero-filled first: the result is the same bits).
 enum class GradWrite { add, overwrite };
+
+// What loss scaling and clipping read from a gradient before the update.
+struct GradientCheck {
+    std::size_t nonfinite = 0;  // inf or NaN values (GradScaler's found_inf when any)
+    std::size_t zeros = 0;      // values exactly zero (underflow shows here in fp16)
+    double sum_squares = 0.0;   // of the finite values, summed in double in index order
+};
 
 class DeviceOps {
   public:
@@ -45,8 +54,9 @@ class DeviceOps {
     virtual void download(float* host, const float* src, std::size_t count) = 0;
 
     virtual void add(float* y, const float* x, std::size_t count) = 0;
-    // Rounds every value to bf16 in place (pd::round_to_bf16): a bf16 tensor's store.
-    virtual void round_to_bf16(float* data, std::size_t count) = 0;
+    // Rounds every value to `dtype` in place (pd::round_to): a 16-bit tensor's store; fp32
+    // leaves the values as they are.
+    virtual void round_to(DType dtype, float* data, std::size_t count) = 0;
     // C[m,n] = alpha * op(A) op(B) + beta * C, row-major.
     virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                       const float* b, float beta, float* c) = 0;
@@ -137,6 +147,10 @@ class DeviceOps {
                                      const float* fractions, const float* dgate, int seqs,
                                      int seq_len, int experts, int top_k, float aux_scale,
                                      float* dlogits);
+    // Gradient statistics and in-place scaling (loss scaling's unscale, clipping's factor):
+    // CPU only so far, as the mixed precisions and clipping that use them.
+    virtual GradientCheck check_gradients(const float* grads, std::size_t count);
+    virtual void scale(float* data, std::size_t count, float factor);
     // One update at step t (1-based); `state` holds the optimizer's floats per parameter
     // (with master weights, the fp32 master copy last; `params` then get it rounded to bf16).
     virtual void optimizer_update(const OptimizerSettings& settings, int t, float* params,

@@ -173,7 +173,7 @@ void Communicator::rebuild_flows() {
 Communicator::~Communicator() = default;
 
 void Communicator::round_sum(Device& device, float* data, std::size_t count) const {
-    if (dtype_ == DType::bf16 && count) device.ops().round_to_bf16(data, count);
+    if (dtype_ != DType::fp32 && count) device.ops().round_to(dtype_, data, count);
 }
 
 std::uint64_t Communicator::library_flow_id(int src, int dst, std::uint32_t subtag, bool sending) {
@@ -552,7 +552,7 @@ void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t 
         } else {
             for (std::size_t i = 0; i < count; ++i) sw.sum[i] += data[i];
         }
-        if (dtype_ == DType::bf16 && count) ring.device.ops().round_to_bf16(sw.sum.data(), count);
+        if (dtype_ != DType::fp32 && count) ring.device.ops().round_to(dtype_, sw.sum.data(), count);
         sw.ready_ns = std::max(sw.ready_ns, arrival);
         ++sw.contributed;
         sw.cv.notify_all();

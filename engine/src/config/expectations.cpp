@@ -121,6 +121,64 @@ std::vector<MetricDef> build_metrics() {
     v.push_back(run_wide("loss.last", "loss of the last step", [](const RunEvidence& e) {
         return e.metrics.steps.empty() ? std::nullopt : std::optional<double>(e.metrics.final_loss);
     }));
+    // What the updates read from the gradients (mixed precision, clipping; single and dp).
+    v.push_back(run_wide("loss.nonfinite_steps", "steps whose loss is inf or NaN",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (e.result.trace.steps.empty()) return std::nullopt;
+                             return static_cast<double>(std::count_if(
+                                 e.result.trace.steps.begin(), e.result.trace.steps.end(),
+                                 [](const StepRecord& s) { return !std::isfinite(s.loss); }));
+                         }));
+    v.push_back(run_wide("steps.skipped",
+                         "optimizer steps skipped for inf or NaN gradients (fp16's GradScaler)",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (e.result.trace.steps.empty()) return std::nullopt;
+                             return static_cast<double>(std::count_if(
+                                 e.result.trace.steps.begin(), e.result.trace.steps.end(),
+                                 [](const StepRecord& s) { return s.skipped; }));
+                         }));
+    for (const char* which : {"first", "last", "min", "max"}) {
+        const std::string w = which;
+        v.push_back(run_wide(intern("loss_scale." + w),
+                             "fp16's loss scale a step's backward used (" + w + " over the steps)",
+                             [w](const RunEvidence& e) -> std::optional<double> {
+                                 std::vector<double> scales;
+                                 for (const auto& s : e.result.trace.steps)
+                                     if (s.loss_scale > 0) scales.push_back(s.loss_scale);
+                                 if (scales.empty()) return std::nullopt;
+                                 if (w == "first") return scales.front();
+                                 if (w == "last") return scales.back();
+                                 return w == "min"
+                                            ? *std::min_element(scales.begin(), scales.end())
+                                            : *std::max_element(scales.begin(), scales.end());
+                             }));
+    }
+    v.push_back(run_wide("grad.zero_fraction",
+                         "share of gradient values exactly zero as the update received them "
+                         "(mean over the applied steps after the first; fp16 underflow shows "
+                         "here)",
+                         [](const RunEvidence& e) {
+                             return gradient_zero_fraction(e.result.trace.steps);
+                         }));
+    v.push_back(run_wide("grad.clipped_steps",
+                         "steps whose unscaled gradient norm exceeded clip_grad_norm",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (!(e.config.clip_grad_norm > 0)) return std::nullopt;
+                             return static_cast<double>(std::count_if(
+                                 e.result.trace.steps.begin(), e.result.trace.steps.end(),
+                                 [&](const StepRecord& s) {
+                                     return s.grad_norm > e.config.clip_grad_norm;
+                                 }));
+                         }));
+    v.push_back(run_wide("grad.norm.first",
+                         "global L2 norm of the first step's gradients, after unscaling and "
+                         "before clipping",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             if (e.result.trace.steps.empty() ||
+                                 e.result.trace.steps.front().grad_norm < 0)
+                                 return std::nullopt;
+                             return e.result.trace.steps.front().grad_norm;
+                         }));
     v.push_back(run_wide("step_time", "median step time, seconds",
                          [](const RunEvidence& e) { return e.metrics.median_step_time_s; }));
     v.push_back(run_wide("samples_per_s", "global batch / median step time",

@@ -30,7 +30,9 @@ constexpr std::pair<RecomputeMode, std::string_view> kRecomputeModes[] = {
 constexpr std::pair<ModelKind, std::string_view> kModels[] = {
     {ModelKind::mlp, "mlp"}, {ModelKind::transformer, "transformer"}};
 constexpr std::pair<Precision, std::string_view> kPrecisions[] = {
-    {Precision::fp32, "fp32"}, {Precision::bf16_mixed, "bf16-mixed"}};
+    {Precision::fp32, "fp32"},
+    {Precision::bf16_mixed, "bf16-mixed"},
+    {Precision::fp16_mixed, "fp16-mixed"}};
 }  // namespace
 
 std::string_view name_of(StrategyKind s) {
@@ -206,6 +208,10 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "hybrid_shard")
         return c.strategy == StrategyKind::zero2 || c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
+    if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
+        return c.precision == Precision::fp16_mixed;
+    if (key == "clip_grad_norm")
+        return c.strategy == StrategyKind::single || c.strategy == StrategyKind::dp;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
     if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
@@ -228,6 +234,9 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "hybrid_shard") return "strategies zero2 and zero3";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
+    if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
+        return "precision 'fp16-mixed' (GradScaler's loss scaling)";
+    if (key == "clip_grad_norm") return "strategies single and dp";
     if (key == "cp_load_balance") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
@@ -567,10 +576,29 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
              "'device' times CPU threads; a CUDA run is timed by CUDA events on each stream "
              "(use wall or auto)");
     if (c.tf32 && c.backend != BackendKind::cuda) fail("tf32", "applies to the CUDA backend only");
-    if (c.precision == Precision::bf16_mixed && c.backend != BackendKind::cpu)
+    if (c.precision != Precision::fp32 && c.backend != BackendKind::cpu)
+        fail("precision", "'" + std::string(name_of(c.precision)) +
+                              "' runs on the CPU backend only (its 16-bit rounding and fp32 "
+                              "master weights have no CUDA kernels yet; use --backend cpu or "
+                              "precision fp32)");
+    if (c.precision == Precision::fp16_mixed && c.strategy != StrategyKind::single &&
+        c.strategy != StrategyKind::dp)
         fail("precision",
-             "'bf16-mixed' runs on the CPU backend only (its bf16 rounding and fp32 master "
-             "weights have no CUDA kernels yet; use --backend cpu or precision fp32)");
+             "'fp16-mixed' runs under strategies single and dp so far (their replicas hold whole "
+             "gradients, so each finds the same inf or NaN; a sharded or model-parallel run "
+             "needs ShardedGradScaler's all-reduce of that finding, not built yet)");
+    const LossScaling& ls = c.loss_scaling;
+    if (!(ls.init > 0) || !std::isfinite(ls.init) || ls.init > 0x1p64)
+        fail(sources.count("loss_scale_init") ? "loss_scale_init" : "loss_scale",
+             "the loss scale must be more than 0 and at most 2^64");
+    if (ls.growth_interval < 1 || ls.growth_interval > 1000000)
+        fail("loss_scale_growth_interval",
+             "must be between 1 and 1000000 steps (got " + std::to_string(ls.growth_interval) +
+                 ")");
+    if (!(c.clip_grad_norm >= 0) || !std::isfinite(c.clip_grad_norm))
+        fail("clip_grad_norm", "must be more than 0 (or 0 for no clipping)");
+    if (!(c.input_scale > 0) || !std::isfinite(c.input_scale) || c.input_scale > 1e30)
+        fail("input_scale", "must be more than 0 and at most 1e30");
     if (c.native_collectives && c.backend != BackendKind::cuda)
         fail("native_collectives", "applies to the CUDA backend only (NCCL)");
 }

@@ -276,7 +276,27 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             if (!precision)
                 r.fail("unknown precision '" + name + "' (available: " + kPrecisionNames + ")");
             c.precision = *precision;
-        } else if (key == "accumulate")
+        } else if (key == "loss_scale") {
+            // "dynamic" (GradScaler), or a number: a static scale (1: no scaling).
+            if (value.is_string()) {
+                const std::string name = r.text();
+                if (name != "dynamic")
+                    r.fail("must be \"dynamic\" or a number (a static scale; 1: none), not '" +
+                           name + "'");
+                c.loss_scaling.dynamic = true;
+            } else {
+                c.loss_scaling.dynamic = false;
+                c.loss_scaling.init = r.number();
+            }
+        } else if (key == "loss_scale_init")
+            c.loss_scaling.init = r.number();
+        else if (key == "loss_scale_growth_interval")
+            c.loss_scaling.growth_interval = r.integer();
+        else if (key == "clip_grad_norm")
+            c.clip_grad_norm = r.number();
+        else if (key == "input_scale")
+            c.input_scale = r.number();
+        else if (key == "accumulate")
             c.accumulate = r.integer();
         else if (key == "reduce_every_microstep")
             c.reduce_every_microstep = r.boolean();
@@ -308,7 +328,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
                 "timeout_s, threads, "
-                "recompute, precision, accumulate, "
+                "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
+                "clip_grad_norm, input_scale, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, repeats, expect)");
     }
@@ -378,6 +399,17 @@ std::string scenario_json(const RunConfig& c) {
     if (c.threads > 0) j["threads"] = c.threads;
     if (c.recompute != RecomputeMode::none) j["recompute"] = std::string(name_of(c.recompute));
     if (c.precision != Precision::fp32) j["precision"] = std::string(name_of(c.precision));
+    if (c.precision == Precision::fp16_mixed) {
+        if (c.loss_scaling.dynamic) {
+            j["loss_scale"] = "dynamic";
+            j["loss_scale_init"] = c.loss_scaling.init;
+            j["loss_scale_growth_interval"] = c.loss_scaling.growth_interval;
+        } else {
+            j["loss_scale"] = c.loss_scaling.init;
+        }
+    }
+    if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
+    if (c.input_scale != 1.0) j["input_scale"] = c.input_scale;
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;
     if (c.repeats > 1) j["repeats"] = c.repeats;

@@ -1,6 +1,7 @@
 // The CPU backend: device memory is host memory, each stream's worker thread is the device,
 // and every kernel runs right away on the calling stream's thread.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -58,9 +59,13 @@ class CpuOps final : public DeviceOps {
             cpu::add_inplace(y + lo, x + lo, hi - lo);
         });
     }
-    void round_to_bf16(float* data, std::size_t count) override {
+    void round_to(DType dtype, float* data, std::size_t count) override {
+        if (dtype == DType::fp32) return;
         pool_.parallel_for(count, kAddGrain, [&](std::size_t lo, std::size_t hi) {
-            cpu::round_to_bf16(data + lo, hi - lo);
+            if (dtype == DType::bf16)
+                cpu::round_to_bf16(data + lo, hi - lo);
+            else
+                cpu::round_to_fp16(data + lo, hi - lo);
         });
     }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
@@ -172,6 +177,25 @@ class CpuOps final : public DeviceOps {
         pool_.parallel_for(count, kUpdateGrain, [&](std::size_t lo, std::size_t hi) {
             // The state is laid out [m..., v...]: each part takes its slice of both.
             pd::optimizer_update_range(settings, t, params, grads, state, count, lo, hi);
+        });
+    }
+    GradientCheck check_gradients(const float* grads, std::size_t count) override {
+        // One thread, in index order: the sum of squares is the same on every run.
+        GradientCheck check;
+        for (std::size_t i = 0; i < count; ++i) {
+            const float g = grads[i];
+            if (!std::isfinite(g)) {
+                ++check.nonfinite;
+                continue;
+            }
+            if (g == 0.0f) ++check.zeros;
+            check.sum_squares += static_cast<double>(g) * static_cast<double>(g);
+        }
+        return check;
+    }
+    void scale(float* data, std::size_t count, float factor) override {
+        pool_.parallel_for(count, kAddGrain, [&](std::size_t lo, std::size_t hi) {
+            for (std::size_t i = lo; i < hi; ++i) data[i] *= factor;
         });
     }
     double* allocate_scalar() override { return new double(0.0); }

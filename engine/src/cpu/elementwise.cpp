@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "pd/dtype.h"
+
 // Three clones of each loop (see elementwise.h). Sanitizer builds keep the baseline only: the
 // load-time resolver runs before the sanitizer runtime is set up.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(PD_SANITIZED)
@@ -111,6 +113,10 @@ void round_to_bf16(float* __restrict x, std::size_t n) {
         const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
         x[i] = std::bit_cast<float>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded);
     }
+}
+
+void round_to_fp16(float* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = pd::round_to_fp16(x[i]);
 }
 
 PD_VECTOR_CLONES

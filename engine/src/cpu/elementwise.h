@@ -32,6 +32,8 @@ void gelu_backward(const float* a, const float* dg, float* da, std::size_t n);
 void add_inplace(float* y, const float* x, std::size_t n);
 // x = pd::round_to_bf16(x), element-wise (round to nearest even, NaN kept a NaN)
 void round_to_bf16(float* x, std::size_t n);
+// x = pd::round_to_fp16(x), element-wise (overflow to infinity, subnormals kept)
+void round_to_fp16(float* x, std::size_t n);
 // out[r, j] += bias[j] + residual[r, j] for rows [0, rows)
 void bias_residual(float* out, const float* bias, const float* residual, std::size_t rows,
                    std::size_t width);

@@ -251,10 +251,12 @@ class CudaOps final : public DeviceOps {
     void add(float* y, const float* x, std::size_t count) override {
         cuda::add_inplace(on_stream("add").stream(), y, x, count);
     }
-    // Mixed precision runs on the CPU backend only (validate() refuses bf16-mixed here).
-    void round_to_bf16(float*, std::size_t) override {
-        throw Error("precision 'bf16-mixed' is implemented on the CPU backend only", __FILE__,
-                    __LINE__);
+    // Mixed precision runs on the CPU backend only (validate() refuses it here).
+    void round_to(DType dtype, float*, std::size_t) override {
+        if (dtype == DType::fp32) return;
+        throw Error(std::string("precision '") + std::string(name_of(dtype)) +
+                        "-mixed' is implemented on the CPU backend only",
+                    __FILE__, __LINE__);
     }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) override {

@@ -251,7 +251,7 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         tensors.push_back({{"name", t.name}, {"file", file}, {"shape", dims}});
     }
     manifest["tensors"] = std::move(tensors);
-    SyntheticTask task(shape, config.seed);
+    SyntheticTask task(shape, config.seed, static_cast<float>(config.input_scale));
     const std::size_t tokens = static_cast<std::size_t>(shape.tokens(config.batch));
     std::vector<float> x(tokens * static_cast<std::size_t>(config.input_dim));
     std::vector<int> y(tokens);

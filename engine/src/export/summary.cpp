@@ -1,3 +1,4 @@
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "pd/exports.h"
@@ -80,8 +81,21 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     j["capacity_bytes"] = config.capacity_bytes;
     j["steps_completed"] = result.steps_completed;
     json steps = json::array();
-    for (const auto& s : metrics.steps)
-        steps.push_back({{"step", s.step}, {"loss", s.loss}, {"time_s", s.time_s}});
+    for (std::size_t i = 0; i < metrics.steps.size(); ++i) {
+        const auto& s = metrics.steps[i];
+        json step = {{"step", s.step}, {"loss", s.loss}, {"time_s", s.time_s}};
+        // What the update read from the gradients, where the run checked them.
+        if (i < result.trace.steps.size()) {
+            const StepRecord& r = result.trace.steps[i];
+            if (r.loss_scale > 0) step["loss_scale"] = r.loss_scale;
+            if (r.grad_zero_fraction >= 0) {
+                step["skipped"] = r.skipped;
+                step["grad_norm"] = std::isfinite(r.grad_norm) ? json(r.grad_norm) : json(nullptr);
+                step["grad_zero_fraction"] = r.grad_zero_fraction;
+            }
+        }
+        steps.push_back(std::move(step));
+    }
     j["steps"] = std::move(steps);
     j["final_loss"] = metrics.steps.empty() ? json(nullptr) : json(metrics.final_loss);
     j["step_time_s"] = {{"median", metrics.median_step_time_s}};

@@ -200,8 +200,8 @@ std::vector<float> initial_parameters(const ModelShape& shape, std::uint64_t see
     return params;
 }
 
-SyntheticTask::SyntheticTask(const ModelShape& shape, std::uint64_t seed)
-    : shape_(shape), seed_(seed) {
+SyntheticTask::SyntheticTask(const ModelShape& shape, std::uint64_t seed, float input_scale)
+    : shape_(shape), seed_(seed), input_scale_(input_scale) {
     Rng rng(mix_seed(seed, 0x7eac4e2ULL, 0));
     prototypes_.resize(static_cast<std::size_t>(shape.classes) * shape.input_dim);
     for (auto& p : prototypes_) p = static_cast<float>(rng.normal() * kPrototypeScale);
@@ -222,7 +222,8 @@ void SyntheticTask::batch(int step, int first, int count, float* x, int* labels)
                 const std::size_t token = static_cast<std::size_t>(i) * s + t;
                 float* row = x + token * in;
                 for (int j = 0; j < in; ++j)
-                    row[j] = prototype[j] + static_cast<float>(rng.normal() * kSequenceNoise);
+                    row[j] = (prototype[j] + static_cast<float>(rng.normal() * kSequenceNoise)) *
+                             input_scale_;
                 labels[token] = label;
             }
         }
@@ -238,7 +239,8 @@ void SyntheticTask::batch(int step, int first, int count, float* x, int* labels)
             std::min(static_cast<int>(rng.uniform() * shape_.classes), shape_.classes - 1);
         const float* prototype = prototypes_.data() + static_cast<std::size_t>(label) * in;
         float* row = x + static_cast<std::size_t>(i) * in;
-        for (int j = 0; j < in; ++j) row[j] = prototype[j] + static_cast<float>(rng.normal());
+        for (int j = 0; j < in; ++j)
+            row[j] = (prototype[j] + static_cast<float>(rng.normal())) * input_scale_;
         labels[i] = label;
     }
 }

@@ -23,7 +23,7 @@ Buffer ModelExecutor::make(MemoryCategory category, std::size_t count) const {
 }
 
 void ModelExecutor::stored(float* data, std::size_t count) const {
-    if (dtype_ == DType::bf16) ops_.round_to_bf16(data, count);
+    ops_.round_to(dtype_, data, count);
 }
 
 void ModelExecutor::stored_linear_grads(float* dw, float* dbias, int in, int out) const {

@@ -11,7 +11,8 @@ OptimizerSettings OptimizerSettings::from(const RunConfig& config) {
     s.kind = config.optimizer;
     s.lr = static_cast<float>(config.effective_lr());
     if (s.kind == OptimizerKind::sgd) s.weight_decay = 0.0f;
-    s.master_weights = config.precision == Precision::bf16_mixed;
+    s.master_weights = config.precision != Precision::fp32;
+    s.param_dtype = config.tensor_dtype();
     return s;
 }
 
@@ -23,12 +24,12 @@ void optimizer_update(const OptimizerSettings& s, int t, float* params, const fl
 void optimizer_update_range(const OptimizerSettings& s, int t, float* params, const float* grads,
                             float* state, std::size_t count, std::size_t begin, std::size_t end) {
     const std::size_t n = end - begin;
-    // Mixed precision: the update is the fp32 master's; the bf16 parameters are its rounding.
+    // Mixed precision: the update is the fp32 master's; the 16-bit parameters its rounding.
     if (float* master = s.master(state, count)) {
         OptimizerSettings fp32 = s;
         fp32.master_weights = false;
         optimizer_update_range(fp32, t, master, grads, state, count, begin, end);
-        for (std::size_t i = begin; i < end; ++i) params[i] = round_to_bf16(master[i]);
+        for (std::size_t i = begin; i < end; ++i) params[i] = round_to(s.param_dtype, master[i]);
         return;
     }
     if (s.kind == OptimizerKind::sgd) {

@@ -236,7 +236,9 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 env.synchronize_all();
                 if (ctx.aborted()) break;
                 const double loss = strategy->step_loss();
-                result.trace.steps.push_back({step, loss});
+                StepRecord record{step, loss};
+                strategy->step_numerics(record);
+                result.trace.steps.push_back(record);
                 if (!env.routing.empty())
                     result.trace.routing.aux_loss.push_back(take_aux_loss(env));
                 result.steps_completed = step + 1;

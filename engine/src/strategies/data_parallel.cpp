@@ -78,6 +78,11 @@ double DataParallel::step_loss() const {
     return sum / env_.loss_count();
 }
 
+// Every replica's update read the same reduced gradients: replica 0 speaks for all.
+bool DataParallel::step_numerics(StepRecord& record) const {
+    return replicas_.front()->numerics(record);
+}
+
 std::vector<float> DataParallel::parameters() const {
     return replicas_.front()->params().to_host();
 }

@@ -18,6 +18,7 @@ class DataParallel : public Strategy {
     double step_loss() const override;
     std::vector<float> parameters() const override;
     std::vector<float> master_parameters() const override;
+    bool step_numerics(StepRecord& record) const override;
 
   private:
     RunEnvironment& env_;

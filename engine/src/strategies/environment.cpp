@@ -32,7 +32,7 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
       ctx(context),
       shape(model_shape(cfg)),
       layout(ParamLayout::build(shape)),
-      task(shape, cfg.seed),
+      task(shape, cfg.seed, static_cast<float>(cfg.input_scale)),
       optimizer(OptimizerSettings::from(cfg)),
       initial(initial_parameters(shape, cfg.seed)),
       dtype(cfg.tensor_dtype()),
@@ -50,7 +50,7 @@ void RunEnvironment::upload_parameters(Device& device, float* params, const floa
                                        std::size_t count, float* state) const {
     DeviceOps& ops = device.ops();
     ops.upload(params, host, count);
-    if (dtype == DType::bf16) ops.round_to_bf16(params, count);
+    ops.round_to(dtype, params, count);
     if (float* master = state ? optimizer.master(state, count) : nullptr)
         ops.upload(master, host, count);
 }

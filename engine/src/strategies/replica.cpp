@@ -1,5 +1,8 @@
 #include "strategies/replica.h"
 
+#include <cmath>
+#include <limits>
+
 namespace pd {
 
 Replica::Replica(RunEnvironment& env, Device& device)
@@ -8,8 +11,10 @@ Replica::Replica(RunEnvironment& env, Device& device)
       layout_(env.shape, env.layout, 0, env.layout.units, 0, 1),
       executor_(env.shape, layout_, device.memory(), env.config.recompute, env.dtype, false,
                 env.routing_of(device.id())),
-      loss_(device.ops()) {
+      loss_(device.ops()),
+      checks_gradients_(env.config.precision != Precision::fp32 || env.config.clip_grad_norm > 0) {
     saved_.resize(static_cast<std::size_t>(env.layout.units));
+    if (env.config.precision == Precision::fp16_mixed) scaler_.emplace(env.config.loss_scaling);
 }
 
 void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
@@ -45,6 +50,9 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
     for (int unit = 0; unit < units; ++unit) {
         compute.launch(unit_event(EventKind::forward, unit, env_.shape, step, micro),
                        [this, unit, batch, grad_scale, micro] {
+                           // fp16: the loss is multiplied by the scale this step uses (set by
+                           // the update before, earlier on this stream), so every gradient is.
+                           const float loss_scale = scaler_ ? scaler_->scale() : 1.0f;
                            if (unit == 0) {
                                // Strategies that free gradients between steps (ZeRO-2) get them
                                // back here, written or zeroed unit by unit in backward.
@@ -58,7 +66,8 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                            activation_ =
                                executor_.forward(unit, p, std::move(activation_), batch->rows,
                                                  saved_[static_cast<std::size_t>(unit)],
-                                                 batch->labels.data(), grad_scale, loss_.get());
+                                                 batch->labels.data(), grad_scale * loss_scale,
+                                                 loss_.get());
                        });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
@@ -90,10 +99,53 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
 }
 
 void Replica::enqueue_optimizer(int step) {
+    if (!checks_gradients_) {
+        device_.compute().launch(optimizer_event(env_.optimizer, step), [this, step] {
+            device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(),
+                                           grads_.data(), state_.data(), params_.size());
+        });
+        return;
+    }
     device_.compute().launch(optimizer_event(env_.optimizer, step), [this, step] {
-        device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(),
-                                       state_.data(), params_.size());
+        DeviceOps& ops = device_.ops();
+        float* grads = grads_.data();
+        const std::size_t n = params_.size();
+        StepRecord record;
+        // GradScaler.unscale_: the (fp16, scaled) gradients become fp32 ones, multiplied by
+        // 1 / scale, before anything reads their values (clipping included).
+        if (scaler_) {
+            record.loss_scale = scaler_->scale();
+            ops.scale(grads, n, scaler_->inverse_scale());
+        }
+        const GradientCheck check = ops.check_gradients(grads, n);
+        const bool found_inf = check.nonfinite > 0;
+        record.grad_zero_fraction =
+            n ? static_cast<double>(check.zeros) / static_cast<double>(n) : 0.0;
+        record.grad_norm =
+            found_inf ? std::numeric_limits<double>::quiet_NaN() : std::sqrt(check.sum_squares);
+        // torch.nn.utils.clip_grad_norm_: the factor max / (norm + 1e-6), at most 1.
+        const double clip = env_.config.clip_grad_norm;
+        if (clip > 0 && !found_inf) {
+            const float factor = static_cast<float>(clip / (record.grad_norm + 1e-6));
+            if (factor < 1.0f) ops.scale(grads, n, factor);
+        }
+        // Without a scaler nothing skips a step (as a plain PyTorch loop: inf reaches the
+        // weights); with one, the step is skipped on inf or NaN and the scale updated.
+        const bool apply = scaler_ ? scaler_->update(found_inf) : true;
+        record.skipped = !apply;
+        const int t = scaler_ ? scaler_->applied_steps() : step + 1;
+        if (apply) ops.optimizer_update(env_.optimizer, t, params_.data(), grads, state_.data(), n);
+        numerics_ = record;
     });
+}
+
+bool Replica::numerics(StepRecord& record) const {
+    if (!checks_gradients_) return false;
+    record.loss_scale = numerics_.loss_scale;
+    record.skipped = numerics_.skipped;
+    record.grad_norm = numerics_.grad_norm;
+    record.grad_zero_fraction = numerics_.grad_zero_fraction;
+    return true;
 }
 
 std::vector<float> Replica::master() const {

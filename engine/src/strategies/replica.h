@@ -3,8 +3,10 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "model/grad_scaler.h"
 #include "model/model_executor.h"
 #include "strategies/strategy.h"
 
@@ -24,7 +26,13 @@ class Replica {
     // backward of each unit is enqueued, so a strategy can record an event there.
     void enqueue_forward_backward(int step, int micro, int first, int rows, bool zero_grads,
                                   const std::function<void(int unit)>& after_backward);
+    // Compute stream: the update. Under mixed precision or clipping it first checks the
+    // gradients (fp16: unscales them, skips the update on inf or NaN and updates the scale,
+    // as GradScaler does), then clips them, and records what it read (numerics()).
     void enqueue_optimizer(int step);
+    // After synchronize: what the last update read from the gradients (see StepRecord);
+    // false where this run does not check them.
+    bool numerics(StepRecord& record) const;
 
     Device& device() { return device_; }
     Buffer& params() { return params_; }
@@ -43,6 +51,9 @@ class Replica {
     std::vector<SavedUnit> saved_;
     Buffer activation_;  // the residual stream between units (or its gradient in backward)
     DeviceScalar loss_;  // the step's summed loss, on the device
+    bool checks_gradients_;
+    std::optional<GradScaler> scaler_;  // fp16-mixed only
+    StepRecord numerics_;               // written by the update, read after synchronize
 };
 
 // Gradient buckets in the order backward produces them (as DDP forms them): each bucket is a

@@ -22,6 +22,10 @@ double SingleDevice::step_loss() const {
     return replica_.loss_sum() / env_.loss_count();
 }
 
+bool SingleDevice::step_numerics(StepRecord& record) const {
+    return replica_.numerics(record);
+}
+
 std::vector<float> SingleDevice::parameters() const {
     return replica_.params().to_host();
 }

@@ -14,6 +14,7 @@
 #include "pd/optimizer.h"
 #include "pd/run_config.h"
 #include "pd/run_context.h"
+#include "pd/trace.h"
 #include "pd/transport.h"
 #include "strategies/batch_loader.h"
 
@@ -85,6 +86,9 @@ class Strategy {
     // After synchronize, with master weights (bf16-mixed): the full fp32 master copy in the
     // shared layout; empty without.
     virtual std::vector<float> master_parameters() const { return {}; }
+    // After synchronize: what the step's update read from its gradients (loss scale, skipped,
+    // norm, zeros), filled into `record`; false where the strategy does not check them.
+    virtual bool step_numerics(StepRecord& /*record*/) const { return false; }
     // The gradients a parameter server applied, with the versions they were computed on.
     virtual std::vector<GradientUpdate> gradient_updates() const { return {}; }
 };

@@ -215,7 +215,7 @@ void Zero::enqueue_step_stage12(Rank& rank, int step) {
                             dev.ops().copy(shard, replica.grads().data() + begin, own);
                         } else {
                             dev.ops().add(shard, replica.grads().data() + begin, own);
-                            if (env_.dtype == DType::bf16) dev.ops().round_to_bf16(shard, own);
+                            dev.ops().round_to(env_.dtype, shard, own);
                         }
                     });
                 }
@@ -346,7 +346,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                     dev.ops().copy(shard, grads.data() + (begin - bucket.begin), own);
                 } else {
                     dev.ops().add(shard, grads.data() + (begin - bucket.begin), own);
-                    if (env_.dtype == DType::bf16) dev.ops().round_to_bf16(shard, own);
+                    dev.ops().round_to(env_.dtype, shard, own);
                 }
                 grads.reset();
             });

@@ -303,4 +303,16 @@ std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,
     return out;
 }
 
+std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& steps) {
+    double sum = 0;
+    int n = 0;
+    for (std::size_t i = 1; i < steps.size(); ++i)
+        if (steps[i].grad_zero_fraction >= 0 && !steps[i].skipped) {
+            sum += steps[i].grad_zero_fraction;
+            ++n;
+        }
+    if (n == 0) return std::nullopt;
+    return sum / n;
+}
+
 }  // namespace pd
