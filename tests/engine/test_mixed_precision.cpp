@@ -91,6 +91,7 @@ class TestMixedPrecision : public QObject {
             s.lr = 1e-3f;
             if (kind == OptimizerKind::sgd) s.weight_decay = 0;
             s.master_weights = true;
+            s.param_dtype = DType::bf16;
             QCOMPARE(s.state_per_parameter(), kind == OptimizerKind::sgd ? 2 : 3);
             const std::size_t n = 64;
             std::vector<float> master_init(n), params(n), grads(n);

@@ -232,7 +232,7 @@ class TestRunCli : public QObject {
             << "--threads: must be between 1 and 256 (or 0 for hardware threads / devices";
         QTest::addRow("unknown precision")
             << QStringList{QStringLiteral("--precision"), QStringLiteral("fp16")}
-            << "--precision: unknown value 'fp16' (available: fp32, bf16-mixed)";
+            << "--precision: unknown value 'fp16' (available: fp32, bf16-mixed, fp16-mixed)";
         QTest::addRow("bf16-mixed on cuda")
             << QStringList{QStringLiteral("--backend"),   QStringLiteral("cuda"),
                            QStringLiteral("--clock"),     QStringLiteral("wall"),

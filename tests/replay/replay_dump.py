@@ -191,6 +191,9 @@ def replay(dump_dir):
         losses.append(loss.item())
         optimizer.zero_grad()
         (loss + aux).backward()  # the reported loss is the cross-entropy alone
+        if manifest.get("clip_grad_norm"):
+            torch.nn.utils.clip_grad_norm_(list(params.values()),
+                                           manifest["clip_grad_norm"]["max_norm"])
         optimizer.step()
     return manifest, losses
 
@@ -199,11 +202,16 @@ def replay(dump_dir):
 PERTURB = None
 
 
-def bf16(t):
-    """A bf16 store: round to nearest even (torch's cast), held in fp32 as the engine holds it."""
+# The 16-bit type a mixed-precision replay stores tensors in (bf16-mixed or fp16-mixed).
+STORE_DTYPE = torch.bfloat16
+
+
+def store(t):
+    """A 16-bit store: round to nearest even (torch's cast; fp16 overflows to inf past 65504),
+    held in fp32 as the engine holds it."""
     if PERTURB is not None:  # fp32-rounding-sized noise: another summation order's result
         t = t * (1 + PERTURB * torch.randn_like(t))
-    return t.to(torch.bfloat16).to(torch.float32)
+    return t.to(STORE_DTYPE).to(torch.float32)
 
 
 def gelu_tanh_grad(a):
@@ -214,43 +222,43 @@ def gelu_tanh_grad(a):
     return (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)).float()
 
 
-def forward_backward_bf16(P, x, y, layers, batch):
+def forward_backward_mixed(P, x, y, layers, batch, loss_scale=1.0):
     """One forward and backward of rows x (bf16 inputs) with the bf16 parameters P: the summed
     loss (fp32 from bf16 logits, summed in float64 as the engine does) and the bf16 gradients
     of the mean over the global `batch`."""
-    h = bf16(x @ P["input.w"] + P["input.b"])
+    h = store(x @ P["input.w"] + P["input.b"])
     saved = []
     for l in range(layers):
         p = "block%d." % l
-        pre = bf16(h @ P[p + "w1"] + P[p + "b1"])
-        post = bf16(F.gelu(pre, approximate="tanh"))
-        partial = bf16(post @ P[p + "w2"])
+        pre = store(h @ P[p + "w1"] + P[p + "b1"])
+        post = store(F.gelu(pre, approximate="tanh"))
+        partial = store(post @ P[p + "w2"])
         saved.append((h, pre, post))
-        h = bf16(partial + (P[p + "b2"] + h))
-    logits = bf16(h @ P["head.w"] + P["head.b"])
+        h = store(partial + (P[p + "b2"] + h))
+    logits = store(h @ P["head.w"] + P["head.b"])
     loss_sum = F.cross_entropy(logits.double(), y, reduction="sum").item()
     probs = torch.softmax(logits.double(), dim=1).float()
     onehot = F.one_hot(y, probs.shape[1]).float()
-    dlogits = bf16((probs - onehot) * (1.0 / batch))
-    grads = {"head.w": bf16(h.t() @ dlogits), "head.b": bf16(dlogits.sum(0))}
-    dh = bf16(dlogits @ P["head.w"].t())
+    dlogits = store((probs - onehot) * (1.0 / batch) * loss_scale)
+    grads = {"head.w": store(h.t() @ dlogits), "head.b": store(dlogits.sum(0))}
+    dh = store(dlogits @ P["head.w"].t())
     for l in reversed(range(layers)):
         p = "block%d." % l
         h_in, pre, post = saved[l]
         dout = dh
-        grads[p + "w2"] = bf16(post.t() @ dout)
-        grads[p + "b2"] = bf16(dout.sum(0))
-        dpost = bf16(dout @ P[p + "w2"].t())
-        dpre = bf16(gelu_tanh_grad(pre) * dpost)
-        grads[p + "w1"] = bf16(h_in.t() @ dpre)
-        grads[p + "b1"] = bf16(dpre.sum(0))
-        dh = bf16(bf16(dpre @ P[p + "w1"].t()) + dout)
-    grads["input.w"] = bf16(x.t() @ dh)
-    grads["input.b"] = bf16(dh.sum(0))
+        grads[p + "w2"] = store(post.t() @ dout)
+        grads[p + "b2"] = store(dout.sum(0))
+        dpost = store(dout @ P[p + "w2"].t())
+        dpre = store(gelu_tanh_grad(pre) * dpost)
+        grads[p + "w1"] = store(h_in.t() @ dpre)
+        grads[p + "b1"] = store(dpre.sum(0))
+        dh = store(store(dpre @ P[p + "w1"].t()) + dout)
+    grads["input.w"] = store(x.t() @ dh)
+    grads["input.b"] = store(dh.sum(0))
     return loss_sum, grads
 
 
-def reduce_bf16(flat_grads, reduction):
+def reduce_mixed(flat_grads, reduction):
     """The replicas' flat bf16 gradients summed as the manifest's gradient_reduction says,
     rounding every partial sum."""
     R = reduction["replicas"]
@@ -263,18 +271,21 @@ def reduce_bf16(flat_grads, reduction):
                 [(c + k) % R for k in range(1, R + 1)]
             acc = flat_grads[order[0]][lo:hi]
             for r in order[1:]:
-                acc = bf16(acc + flat_grads[r][lo:hi])
+                acc = store(acc + flat_grads[r][lo:hi])
             out[lo:hi] = acc
     return out
 
 
-def replay_bf16(dump_dir, manifest):
-    """The bf16-mixed run with explicit casts at the manifest's rounding points: bf16
-    parameters from an fp32 master, bf16 activations and gradients, fp32 matrix products and
-    element-wise maths, fp32 loss. Forward and backward are written out (no autograd) so every
-    cast sits where the engine stores a tensor. Where the manifest says how data-parallel
-    replicas' gradients were summed, each replica's slice runs alone and the sums are rounded
-    in the same order; otherwise (pipeline, tp, hybrid) the global batch runs at once."""
+def replay_mixed(dump_dir, manifest):
+    """The bf16-mixed or fp16-mixed run with explicit casts at the manifest's rounding points:
+    16-bit parameters from an fp32 master, 16-bit activations and gradients, fp32 matrix
+    products and element-wise maths, fp32 loss. Forward and backward are written out (no
+    autograd) so every cast sits where the engine stores a tensor. Where the manifest says how
+    data-parallel replicas' gradients were summed, each replica's slice runs alone and the sums
+    are rounded in the same order; otherwise (pipeline, tp, hybrid) the global batch runs at
+    once. fp16: torch.amp.GradScaler's rules as the manifest's loss_scaling states them (scale
+    the loss, unscale_, skip the step on inf or NaN, back off or grow the float32 scale), and
+    clip_grad_norm_ after unscaling where the manifest sets it."""
     layers = manifest["model"]["layers"]
     names = [t["name"] for t in manifest["tensors"]]
     leaves = [torch.nn.Parameter(read_npy(os.path.join(dump_dir, t["file"])).float())
@@ -282,31 +293,56 @@ def replay_bf16(dump_dir, manifest):
     optimizer = make_optimizer(manifest["optimizer"], leaves)
     batch = manifest["batch"]
     reduction = manifest["precision"].get("gradient_reduction")
+    scaling = manifest["precision"].get("loss_scaling")
+    clip = manifest.get("clip_grad_norm")
+    scale = torch.tensor(float(scaling["init_scale"]) if scaling else 1.0, dtype=torch.float32)
+    growth_tracker = 0
     losses = []
     for step in manifest["batches"]:
-        P = {n: bf16(leaf.detach()) for n, leaf in zip(names, leaves)}
-        x = bf16(read_npy(os.path.join(dump_dir, step["x"])).float())
+        P = {n: store(leaf.detach()) for n, leaf in zip(names, leaves)}
+        x = store(read_npy(os.path.join(dump_dir, step["x"])).float())
         y = read_npy(os.path.join(dump_dir, step["y"])).long()
         if reduction is None:
-            loss_sum, grads = forward_backward_bf16(P, x, y, layers, batch)
+            loss_sum, grads = forward_backward_mixed(P, x, y, layers, batch, scale.item())
         else:
             R = reduction["replicas"]
             rows = batch // R
             loss_sum, flat = 0.0, []
             for r in range(R):
-                part, g = forward_backward_bf16(P, x[r * rows:(r + 1) * rows],
-                                                y[r * rows:(r + 1) * rows], layers, batch)
+                part, g = forward_backward_mixed(P, x[r * rows:(r + 1) * rows],
+                                                y[r * rows:(r + 1) * rows], layers, batch,
+                                                scale.item())
                 loss_sum += part
                 flat.append(torch.cat([g[n].reshape(-1) for n in names]))
-            summed = reduce_bf16(flat, reduction)
+            summed = reduce_mixed(flat, reduction)
             grads, offset = {}, 0
             for n, leaf in zip(names, leaves):
                 grads[n] = summed[offset:offset + leaf.numel()].reshape(leaf.shape)
                 offset += leaf.numel()
         losses.append(loss_sum / batch)
-        for n, leaf in zip(names, leaves):  # the fp32 master takes the bf16 gradients
+        for n, leaf in zip(names, leaves):  # the fp32 master takes the 16-bit gradients
             leaf.grad = grads[n].clone()
-        optimizer.step()
+        found_inf = False
+        if scaling:  # GradScaler.unscale_: float32(1 / scale), as scale.double().reciprocal()
+            inv_scale = torch.tensor(1.0 / scale.double().item(), dtype=torch.float32)
+            for leaf in leaves:
+                leaf.grad.mul_(inv_scale)
+            found_inf = any(not bool(torch.isfinite(leaf.grad).all()) for leaf in leaves)
+        if clip and not found_inf:
+            torch.nn.utils.clip_grad_norm_(leaves, clip["max_norm"])
+        if not found_inf:  # scaler.step: optimizer.step() only without inf or NaN
+            optimizer.step()
+        if scaling and scaling["dynamic"]:  # scaler.update (torch._amp_update_scale_)
+            if found_inf:
+                scale = scale * torch.tensor(scaling["backoff_factor"], dtype=torch.float32)
+                growth_tracker = 0
+            else:
+                growth_tracker += 1
+                if growth_tracker == scaling["growth_interval"]:
+                    grown = scale * torch.tensor(scaling["growth_factor"], dtype=torch.float32)
+                    if bool(torch.isfinite(grown)):
+                        scale = grown
+                    growth_tracker = 0
     return manifest, losses
 
 
@@ -327,9 +363,11 @@ def main():
     args = parser.parse_args()
     with open(os.path.join(args.dump_dir, "manifest.json")) as f:
         precision = json.load(f).get("precision", {}).get("name", "fp32")
-    if precision == "bf16-mixed":
+    if precision in ("bf16-mixed", "fp16-mixed"):
+        global STORE_DTYPE
+        STORE_DTYPE = torch.bfloat16 if precision == "bf16-mixed" else torch.float16
         with open(os.path.join(args.dump_dir, "manifest.json")) as f:
-            manifest, reference = replay_bf16(args.dump_dir, json.load(f))
+            manifest, reference = replay_mixed(args.dump_dir, json.load(f))
         if args.tolerance is None:
             args.tolerance = BF16_TOLERANCE
         if args.abs_tolerance is None:
@@ -339,7 +377,7 @@ def main():
             torch.manual_seed(0)
             PERTURB = 1e-7
             with open(os.path.join(args.dump_dir, "manifest.json")) as f:
-                _, perturbed = replay_bf16(args.dump_dir, json.load(f))
+                _, perturbed = replay_mixed(args.dump_dir, json.load(f))
             PERTURB = None
             spread = [abs(a - b) for a, b in zip(perturbed, reference)]
             print("noise floor: a 1e-7 perturbation before each bf16 cast moves the replay's "
@@ -354,7 +392,8 @@ def main():
             args.abs_tolerance = 0.0
     with open(args.summary) as f:
         summary = json.load(f)
-    engine = [s["loss"] for s in summary["steps"]]
+    # A NaN loss (fp16 overflow) is null in the summary JSON.
+    engine = [math.nan if s["loss"] is None else s["loss"] for s in summary["steps"]]
     opt = manifest["optimizer"]
     print("%s, %s, %d steps, %s lr %.6g, schedule %s" % (
         summary.get("strategy", "?"), precision, len(engine), opt["name"], opt["lr"],
@@ -363,8 +402,9 @@ def main():
     worst = worst_abs = worst_failing = 0.0
     for step, (e, r) in enumerate(zip(engine, reference)):
         finite = math.isfinite(e) and math.isfinite(r)
-        rel = abs(e - r) / max(abs(r), 1e-12) if finite else math.inf
-        diff = abs(e - r) if finite else math.inf
+        both_nonfinite = not math.isfinite(e) and not math.isfinite(r)  # both overflowed
+        rel = abs(e - r) / max(abs(r), 1e-12) if finite else (0.0 if both_nonfinite else math.inf)
+        diff = abs(e - r) if finite else (0.0 if both_nonfinite else math.inf)
         worst = max(worst, rel)
         worst_abs = max(worst_abs, diff)
         # A step passes within the relative tolerance, or (bf16) the absolute one: once the

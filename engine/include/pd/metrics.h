@@ -217,7 +217,7 @@ double bus_bandwidth_factor(const std::string& op, int ranks);
 StepRange figure_steps(const Trace& trace);
 
 // The share of gradient values exactly zero as the updates received them (StepRecord), mean
-// over the applied steps after the first (the first step's body gradients are all zero: the
+// over the applied steps after the first applied one (whose body gradients are all zero: the
 // classifier head starts at zero); none where the run did not measure it or had no such step.
 std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& steps);
 // Collective calls grouped by operation, bytes and group size, counted per device: over the

@@ -155,8 +155,8 @@ std::vector<MetricDef> build_metrics() {
     }
     v.push_back(run_wide("grad.zero_fraction",
                          "share of gradient values exactly zero as the update received them "
-                         "(mean over the applied steps after the first; fp16 underflow shows "
-                         "here)",
+                         "(mean over the applied steps after the first applied one; fp16 "
+                         "underflow shows here)",
                          [](const RunEvidence& e) {
                              return gradient_zero_fraction(e.result.trace.steps);
                          }));

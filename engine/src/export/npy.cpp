@@ -191,27 +191,57 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
                                 {"warmup_steps", 0},
                                 {"lr_at_step", "lr at every update t = 1 .. steps"}};
     manifest["optimizer"] = std::move(optimizer);
-    // Where a bf16-mixed run rounds (bf16(v): round to nearest even, as
-    // torch.Tensor.to(torch.bfloat16)); every product and element-wise op computes in fp32
-    // on its (bf16) inputs. tests/replay/replay_dump.py follows these points.
+    // Where a mixed-precision run rounds (bf16(v) or fp16(v): round to nearest even, as
+    // torch.Tensor.to(torch.bfloat16 / torch.float16)); every product and element-wise op
+    // computes in fp32 on its (16-bit) inputs. tests/replay/replay_dump.py follows these points.
     nlohmann::json precision = {{"name", std::string(name_of(config.precision))}};
-    if (config.precision == Precision::bf16_mixed) {
-        precision["parameters"] = "bf16(master); the fp32 master starts at the init_*.npy values";
-        precision["master_weights"] =
+    if (config.precision != Precision::fp32) {
+        const std::string t(name_of(config.tensor_dtype()));
+        // The rounding points are the same for both 16-bit types: "H16(v)" below is t(v).
+        auto points = [&t](std::string text) {
+            for (std::size_t at; (at = text.find("H16(")) != std::string::npos;)
+                text.replace(at, 3, t);
+            return text;
+        };
+        precision["parameters"] = points("H16(master); the fp32 master starts at the init_*.npy values");
+        precision["master_weights"] = points(
             "fp32, in the optimizer state: the update above is applied to the master with the "
-            "bf16 gradients, then parameters = bf16(master)";
-        precision["forward"] =
-            "x0 = bf16(x); h = bf16(x0 @ w + b) (input); block: pre = bf16(h @ w1 + b1), post = "
-            "bf16(gelu_tanh(pre)), out = bf16(bf16(post @ w2) + b2 + h); head: logits = "
-            "bf16(h @ w + b), loss in fp32 from the bf16 logits";
-        precision["backward"] =
-            "dlogits = bf16((softmax(logits) - onehot) / batch); every linear: dw = bf16(dw + "
-            "x^T dy), db = bf16(db + sum(dy)), dx = bf16(dy @ w^T); block: dpost = bf16(dout @ "
-            "w2^T), dpre = bf16(gelu'(pre) * dpost), dh = bf16(bf16(dpre @ w1^T) + dout)";
-        precision["reductions"] =
-            "gradients (and tensor-parallel partial sums) are reduced in bf16: each partial sum "
-            "is rounded as a ring step or an accumulating receive stores it";
+            "gradients (fp16: unscaled, and clipped where clip_grad_norm is set), then "
+            "parameters = H16(master)");
+        precision["forward"] = points(
+            "x0 = H16(x); h = H16(x0 @ w + b) (input); block: pre = H16(h @ w1 + b1), post = "
+            "H16(gelu_tanh(pre)), out = H16(H16(post @ w2) + b2 + h); head: logits = H16(h @ w + b), "
+            "loss in fp32 from the 16-bit logits");
+        precision["backward"] = points(
+            "dlogits = H16((softmax(logits) - onehot) * (loss_scale / batch)) (loss_scale: 1 "
+            "unless fp16's loss_scaling below sets it); every linear: dw = "
+            "H16(dw + x^T dy), db = H16(db + sum(dy)), dx = H16(dy @ w^T); block: dpost = H16(dout @ "
+            "w2^T), dpre = H16(gelu'(pre) * dpost), dh = H16(H16(dpre @ w1^T) + dout)");
+        precision["reductions"] = points(
+            "gradients (and tensor-parallel partial sums) are reduced in " + t +
+            ": each partial sum is rounded as a ring step or an accumulating receive stores it");
     }
+    if (config.precision == Precision::fp16_mixed) {
+        const LossScaling& ls = config.loss_scaling;
+        precision["loss_scaling"] = {
+            {"dynamic", ls.dynamic},
+            {"init_scale", ls.init},
+            {"growth_interval", ls.growth_interval},
+            {"growth_factor", ls.growth_factor},
+            {"backoff_factor", ls.backoff_factor},
+            {"rule",
+             "torch.amp.GradScaler: loss_scale = the scale (float32) in the backward above; before "
+             "the update the gradients are multiplied by float32(1 / scale) (unscale_); any inf or "
+             "NaN among them skips the update (Adam's step count does not advance) and, when "
+             "dynamic, multiplies the scale by backoff_factor; growth_interval applied steps in a "
+             "row multiply it by growth_factor"}};
+    }
+    if (config.clip_grad_norm > 0)
+        manifest["clip_grad_norm"] = {
+            {"max_norm", config.clip_grad_norm},
+            {"rule",
+             "torch.nn.utils.clip_grad_norm_ over every tensor after unscaling: the gradients "
+             "are multiplied by min(1, max_norm / (total L2 norm + 1e-6))"}};
     // How a data-parallel bf16 run sums its replicas' (bf16) gradients, so a replay can round
     // each partial sum where the engine does: each bucket [begin, end) of the flat gradient
     // (tensors in the order listed below) is split into `replicas` chunks [begin + c * n / R,
@@ -221,7 +251,7 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         config.strategy == StrategyKind::dp || config.strategy == StrategyKind::ps ||
         config.strategy == StrategyKind::zero1 || config.strategy == StrategyKind::zero2 ||
         config.strategy == StrategyKind::zero3;
-    if (config.precision == Precision::bf16_mixed && reduces && config.accumulate == 1 &&
+    if (config.precision != Precision::fp32 && reduces && config.accumulate == 1 &&
         config.data_parallel_replicas() > 1) {
         nlohmann::json buckets = nlohmann::json::array();
         if (config.strategy == StrategyKind::zero3) {

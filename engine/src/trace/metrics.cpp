@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 namespace pd {
 
@@ -306,11 +307,13 @@ std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,
 std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& steps) {
     double sum = 0;
     int n = 0;
-    for (std::size_t i = 1; i < steps.size(); ++i)
-        if (steps[i].grad_zero_fraction >= 0 && !steps[i].skipped) {
-            sum += steps[i].grad_zero_fraction;
-            ++n;
-        }
+    bool first_applied = true;
+    for (const StepRecord& s : steps) {
+        if (s.grad_zero_fraction < 0 || s.skipped) continue;
+        if (std::exchange(first_applied, false)) continue;
+        sum += s.grad_zero_fraction;
+        ++n;
+    }
     if (n == 0) return std::nullopt;
     return sum / n;
 }
