@@ -2,6 +2,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QEvent>
 #include <QFileInfo>
 #include <QIcon>
 #include <QMessageBox>
@@ -220,6 +221,9 @@ int writeClaimsReport(const pd::study::DeckLibrary& library, const QCommandLineP
                               : 0;
         window.claimsPanel()->choose(claim);
         QCoreApplication::processEvents();
+        // Charts rebuilt for each comparison run leave their old axes to deleteLater, which
+        // processEvents does not run: without this the picture would show them.
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
         const QString png = parser.value(QStringLiteral("window-png"));
         if (!window.grab().save(png)) {
             std::fprintf(stderr, "paralleldeck: --window-png: cannot write %s\n", qPrintable(png));

@@ -294,8 +294,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
             const double value = std::strtod(loss_scale->c_str(), &end);
             if (loss_scale->empty() || *end != '\0')
                 throw BadInput("--loss-scale",
-                               "'" + *loss_scale + "' is neither 'dynamic' nor a number",
-                               __FILE__, __LINE__);
+                               "'" + *loss_scale + "' is neither 'dynamic' nor a number", __FILE__,
+                               __LINE__);
             c.loss_scaling.dynamic = false;
             c.loss_scaling.init = value;
         }

@@ -65,8 +65,9 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         }
         const auto zeros = gradient_zero_fraction(steps);
         out << "gradients: "
-            << (zeros ? fmt("%.2f", 100.0 * *zeros) + "% of values exactly zero (mean over "
-                                                       "applied steps after the first applied)"
+            << (zeros ? fmt("%.2f", 100.0 * *zeros) +
+                            "% of values exactly zero (mean over "
+                            "applied steps after the first applied)"
                       : std::string("no applied step after the first to read"));
         if (steps.front().loss_scale > 0)
             out << "; loss scale " << fmt("%g", steps.front().loss_scale) << " -> "

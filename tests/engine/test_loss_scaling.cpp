@@ -75,12 +75,13 @@ class TestLossScaling : public QObject {
     void fp16_rounding_is_round_to_nearest_even() {
         for (std::uint32_t h = 0; h < 0x7c00; ++h) {
             const float v = static_cast<float>(half_value(static_cast<std::uint16_t>(h)));
-            QCOMPARE(std::bit_cast<std::uint32_t>(round_to_fp16(v)), std::bit_cast<std::uint32_t>(v));
+            QCOMPARE(std::bit_cast<std::uint32_t>(round_to_fp16(v)),
+                     std::bit_cast<std::uint32_t>(v));
             QCOMPARE(round_to_fp16(-v), -v);
             if (h + 1 < 0x7c00) {
                 const double next = half_value(static_cast<std::uint16_t>(h + 1));
-                const float mid = static_cast<float>((half_value(static_cast<std::uint16_t>(h)) +
-                                                      next) / 2);
+                const float mid =
+                    static_cast<float>((half_value(static_cast<std::uint16_t>(h)) + next) / 2);
                 const float even = (h & 1) ? static_cast<float>(next) : v;
                 QCOMPARE(round_to_fp16(mid), even);
                 // Just above the midpoint rounds up, just below rounds down.

@@ -1,6 +1,9 @@
 // Loss per step and step time per step of one run (Qt Charts), so a learner sees whether
 // the run learns and what a step costs. Losses are the run's own (Trace::steps); step times
-// are each step's extent in the trace (RunMetrics::steps), never typed in.
+// are each step's extent in the trace (RunMetrics::steps), never typed in. An fp16 run with
+// loss scaling shows its scale per step in place of the step time (on a log2 axis, labelled
+// 2^n: the scale moves by factors of 2), and every step GradScaler skipped is marked on the
+// loss line.
 #pragma once
 
 #include <optional>
@@ -13,6 +16,7 @@
 #include "visualizer/timeline_palette.h"
 
 class QLineSeries;
+class QScatterSeries;
 class QValueAxis;
 
 namespace pd::vis {
@@ -31,6 +35,10 @@ class LossChart : public QChartView {
     // (step, loss) and (step, step time in ms), one point per completed step.
     QLineSeries* lossSeries() const { return loss_; }
     QLineSeries* stepTimeSeries() const { return time_; }
+    // fp16 with loss scaling: (step, log2 of the scale) and the skipped steps (step, loss, or
+    // the loss axis' bottom where the loss is not finite); null for other runs.
+    QLineSeries* lossScaleSeries() const { return scale_; }
+    QScatterSeries* skippedSeries() const { return skipped_; }
     // The chart alone, for exports: same colours and data as on screen.
     void renderChart(QPainter& painter, const QRectF& target, const TimelinePalette& palette);
     QSize sizeHint() const override { return {380, 260}; }
@@ -58,6 +66,7 @@ class LossChart : public QChartView {
 
     std::shared_ptr<const pd::RunResult> result_;
     std::vector<pd::StepMetrics> steps_;
+    std::vector<pd::StepRecord> records_;  // the run's own: loss scale, skipped
     ThemeChoice theme_ = ThemeChoice::follow_palette;
     QString prefix_;
     std::optional<Extents> shared_;
@@ -66,6 +75,9 @@ class LossChart : public QChartView {
     QValueAxis* axis_step_ = nullptr;
     QValueAxis* axis_loss_ = nullptr;
     QValueAxis* axis_time_ = nullptr;
+    QLineSeries* scale_ = nullptr;
+    QScatterSeries* skipped_ = nullptr;
+    QValueAxis* axis_scale_ = nullptr;
 };
 
 }  // namespace pd::vis

@@ -419,6 +419,10 @@ void VisualizerPanel::showRun(int index) {
     r->setVisible(r->hasRingSteps());
     lower_tabs_->setTabVisible(
         ring_tab_, ring_->hasRingSteps() || (runs_[1] && compare_ring_->hasRingSteps()));
+    // An fp16 run's chart shows its loss scale where the step time would be.
+    const bool scaled = loss_->lossScaleSeries() || (runs_[1] && compare_loss_->lossScaleSeries());
+    lower_tabs_->setTabText(loss_tab_,
+                            scaled ? tr("&Loss and loss scale") : tr("&Loss and step time"));
     p->setRun(shown->config, *shown->result, shown->metrics, title);
     shareMemoryScale();
     shareLossScale();
@@ -475,7 +479,8 @@ EvidenceView evidence_view(const pd::ClaimOutcome& c) {
         m == "activations.analytic")
         return EvidenceView::memory;
     if (m == "step_time" || m == "samples_per_s" || starts_with(m, "loss.") ||
-        m == "steps_completed")
+        m == "steps_completed" || starts_with(m, "loss_scale.") || m == "steps.skipped" ||
+        starts_with(m, "grad."))
         return EvidenceView::loss;
     if (m == "ring_steps_per_collective") return EvidenceView::ring;
     if (starts_with(m, "bubble") || starts_with(m, "busy") || m == "idle" || m == "comm" ||

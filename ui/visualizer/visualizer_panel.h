@@ -96,6 +96,7 @@ class VisualizerPanel : public QWidget {
     MemoryBarsView* memoryBars() const { return memory_; }
     MemoryBarsView* comparisonMemoryBars() const { return compare_memory_; }
     LossChart* lossChart() const { return loss_; }
+    LossChart* comparisonLossChart() const { return compare_loss_; }
     QPushButton* resetToCardButton() const { return reset_to_card_; }
     MetricsPanel* metricsPanel() const { return metrics_; }
     QString detailsText() const;  // the hover/click line under the timeline

@@ -14,9 +14,8 @@ namespace {
 }  // namespace
 
 GradientCheck DeviceOps::check_gradients(const float*, std::size_t) {
-    throw Error(
-        "gradient checks (fp16 loss scaling, clip_grad_norm) run on the CPU backend only",
-        __FILE__, __LINE__);
+    throw Error("gradient checks (fp16 loss scaling, clip_grad_norm) run on the CPU backend only",
+                __FILE__, __LINE__);
 }
 void DeviceOps::scale(float*, std::size_t, float) {
     throw Error("in-place scaling (fp16 loss scaling, clip_grad_norm) runs on the CPU backend only",

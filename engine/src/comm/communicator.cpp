@@ -552,7 +552,8 @@ void Communicator::switch_all_reduce(const Ring& ring, float* data, std::size_t 
         } else {
             for (std::size_t i = 0; i < count; ++i) sw.sum[i] += data[i];
         }
-        if (dtype_ != DType::fp32 && count) ring.device.ops().round_to(dtype_, sw.sum.data(), count);
+        if (dtype_ != DType::fp32 && count)
+            ring.device.ops().round_to(dtype_, sw.sum.data(), count);
         sw.ready_ns = std::max(sw.ready_ns, arrival);
         ++sw.contributed;
         sw.cv.notify_all();

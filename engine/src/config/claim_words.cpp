@@ -37,7 +37,7 @@ Unit unit_of(std::string_view m) {
         m == "straggler.wait_per_step" || (starts(m, "tier.") && m.ends_with(".busy_per_step")))
         return Unit::seconds;
     if (starts(m, "tier.") && m.ends_with(".bytes_per_step")) return Unit::bytes;
-    if (m == "straggler.last_fraction") return Unit::fraction;
+    if (m == "straggler.last_fraction" || m == "grad.zero_fraction") return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
         return Unit::fraction;
@@ -101,6 +101,15 @@ std::string metric_words(std::string_view m) {
         {"max_microbatches_alive", "Micro-batches alive at once (most)"},
         {"activations.analytic", "One micro-batch's activations by Korthikanti et al.'s count"},
         {"ring_steps_per_collective", "Ring steps per collective call"},
+        {"loss.nonfinite_steps", "Steps whose loss is inf or NaN"},
+        {"steps.skipped", "Optimizer steps skipped for inf or NaN gradients"},
+        {"loss_scale.first", "Loss scale of the first step"},
+        {"loss_scale.last", "Loss scale of the last step"},
+        {"loss_scale.min", "Smallest loss scale"},
+        {"loss_scale.max", "Largest loss scale"},
+        {"grad.zero_fraction", "Share of gradient values that are exactly zero"},
+        {"grad.clipped_steps", "Steps whose gradient norm was clipped"},
+        {"grad.norm.first", "Gradient norm of the first step (unscaled, before clipping)"},
     };
     for (const Name& n : names)
         if (n.metric == m) return std::string(n.words);

@@ -153,23 +153,20 @@ std::vector<MetricDef> build_metrics() {
                                             : *std::max_element(scales.begin(), scales.end());
                              }));
     }
-    v.push_back(run_wide("grad.zero_fraction",
-                         "share of gradient values exactly zero as the update received them "
-                         "(mean over the applied steps after the first applied one; fp16 "
-                         "underflow shows here)",
-                         [](const RunEvidence& e) {
-                             return gradient_zero_fraction(e.result.trace.steps);
-                         }));
-    v.push_back(run_wide("grad.clipped_steps",
-                         "steps whose unscaled gradient norm exceeded clip_grad_norm",
-                         [](const RunEvidence& e) -> std::optional<double> {
-                             if (!(e.config.clip_grad_norm > 0)) return std::nullopt;
-                             return static_cast<double>(std::count_if(
-                                 e.result.trace.steps.begin(), e.result.trace.steps.end(),
-                                 [&](const StepRecord& s) {
-                                     return s.grad_norm > e.config.clip_grad_norm;
-                                 }));
-                         }));
+    v.push_back(run_wide(
+        "grad.zero_fraction",
+        "share of gradient values exactly zero as the update received them "
+        "(mean over the applied steps after the first applied one; fp16 "
+        "underflow shows here)",
+        [](const RunEvidence& e) { return gradient_zero_fraction(e.result.trace.steps); }));
+    v.push_back(run_wide(
+        "grad.clipped_steps", "steps whose unscaled gradient norm exceeded clip_grad_norm",
+        [](const RunEvidence& e) -> std::optional<double> {
+            if (!(e.config.clip_grad_norm > 0)) return std::nullopt;
+            return static_cast<double>(std::count_if(
+                e.result.trace.steps.begin(), e.result.trace.steps.end(),
+                [&](const StepRecord& s) { return s.grad_norm > e.config.clip_grad_norm; }));
+        }));
     v.push_back(run_wide("grad.norm.first",
                          "global L2 norm of the first step's gradients, after unscaling and "
                          "before clipping",
@@ -607,7 +604,7 @@ class ClaimParser {
 
     void parse_metric(Claim& c) {
         only({"metric", "device", "devices", "relative_to", "between", "at_least", "at_most",
-              "equals", "near", "tolerance", "relative_tolerance", "compare_with"});
+              "equals", "near", "tolerance", "relative_tolerance", "compare_with", "run"});
         c.kind = Claim::Kind::metric;
         c.subject.metric = field("metric").text();
         const MetricDef* def = find_metric(c.subject.metric);
@@ -635,9 +632,20 @@ class ClaimParser {
         } else if (claim_.contains("device") || claim_.contains("devices")) {
             field("metric").fail("'" + c.subject.metric + "' is run-wide and takes no device");
         }
+        // "run": "other": the claim is about the comparison run's own figure.
+        if (claim_.contains("run")) {
+            const std::string run = field("run").text();
+            if (run != "other" && run != "this")
+                field("run").fail("must be \"this\" or \"other\", got \"" + run + "\"");
+            if (run == "other" && variant < 0)
+                field("run").fail("\"other\" needs compare_with (the run to read)");
+            if (run == "other") c.subject.variant = variant;
+        }
         if (claim_.contains("relative_to")) c.relative_to = parse_ref("relative_to", c, variant);
-        if (variant >= 0 && !(c.relative_to && c.relative_to->variant >= 0))
-            field("compare_with").fail("is read only through relative_to {\"run\": \"other\"}");
+        if (variant >= 0 && c.subject.variant < 0 &&
+            !(c.relative_to && c.relative_to->variant >= 0))
+            field("compare_with")
+                .fail("is read through \"run\": \"other\", or relative_to {\"run\": \"other\"}");
 
         int comparisons = 0;
         if (claim_.contains("between")) {
@@ -741,6 +749,9 @@ struct Checker {
     std::string plain_words(const Claim& c, const std::vector<int>& devices,
                             bool per_device) const {
         std::string s = metric_words(c.subject.metric);
+        if (c.subject.variant >= 0)
+            s += " in the comparison run (" +
+                 variant_words(x.variants[static_cast<std::size_t>(c.subject.variant)]) + ")";
         if (per_device) {
             if (c.all_devices) {
                 s += " on every device";
@@ -896,6 +907,8 @@ struct Checker {
         if (!per_device) devices = {-1};
 
         o.description = c.subject.metric;
+        if (c.subject.variant >= 0)
+            o.description += " with " + x.variants[static_cast<std::size_t>(c.subject.variant)];
         if (per_device) {
             if (c.all_devices) {
                 o.description += " on every device";

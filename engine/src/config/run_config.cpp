@@ -592,9 +592,8 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail(sources.count("loss_scale_init") ? "loss_scale_init" : "loss_scale",
              "the loss scale must be more than 0 and at most 2^64");
     if (ls.growth_interval < 1 || ls.growth_interval > 1000000)
-        fail("loss_scale_growth_interval",
-             "must be between 1 and 1000000 steps (got " + std::to_string(ls.growth_interval) +
-                 ")");
+        fail("loss_scale_growth_interval", "must be between 1 and 1000000 steps (got " +
+                                               std::to_string(ls.growth_interval) + ")");
     if (!(c.clip_grad_norm >= 0) || !std::isfinite(c.clip_grad_norm))
         fail("clip_grad_norm", "must be more than 0 (or 0 for no clipping)");
     if (!(c.input_scale > 0) || !std::isfinite(c.input_scale) || c.input_scale > 1e30)

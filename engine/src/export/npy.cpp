@@ -203,19 +203,22 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
                 text.replace(at, 3, t);
             return text;
         };
-        precision["parameters"] = points("H16(master); the fp32 master starts at the init_*.npy values");
+        precision["parameters"] =
+            points("H16(master); the fp32 master starts at the init_*.npy values");
         precision["master_weights"] = points(
             "fp32, in the optimizer state: the update above is applied to the master with the "
             "gradients (fp16: unscaled, and clipped where clip_grad_norm is set), then "
             "parameters = H16(master)");
         precision["forward"] = points(
             "x0 = H16(x); h = H16(x0 @ w + b) (input); block: pre = H16(h @ w1 + b1), post = "
-            "H16(gelu_tanh(pre)), out = H16(H16(post @ w2) + b2 + h); head: logits = H16(h @ w + b), "
+            "H16(gelu_tanh(pre)), out = H16(H16(post @ w2) + b2 + h); head: logits = H16(h @ w + "
+            "b), "
             "loss in fp32 from the 16-bit logits");
         precision["backward"] = points(
             "dlogits = H16((softmax(logits) - onehot) * (loss_scale / batch)) (loss_scale: 1 "
             "unless fp16's loss_scaling below sets it); every linear: dw = "
-            "H16(dw + x^T dy), db = H16(db + sum(dy)), dx = H16(dy @ w^T); block: dpost = H16(dout @ "
+            "H16(dw + x^T dy), db = H16(db + sum(dy)), dx = H16(dy @ w^T); block: dpost = H16(dout "
+            "@ "
             "w2^T), dpre = H16(gelu'(pre) * dpost), dh = H16(H16(dpre @ w1^T) + dout)");
         precision["reductions"] = points(
             "gradients (and tensor-parallel partial sums) are reduced in " + t +

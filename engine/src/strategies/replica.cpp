@@ -63,11 +63,10 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                                activation_ = executor_.upload_input(batch->x);
                            }
                            const float* p = params_.data() + env_.layout.unit_begin(unit);
-                           activation_ =
-                               executor_.forward(unit, p, std::move(activation_), batch->rows,
-                                                 saved_[static_cast<std::size_t>(unit)],
-                                                 batch->labels.data(), grad_scale * loss_scale,
-                                                 loss_.get());
+                           activation_ = executor_.forward(
+                               unit, p, std::move(activation_), batch->rows,
+                               saved_[static_cast<std::size_t>(unit)], batch->labels.data(),
+                               grad_scale * loss_scale, loss_.get());
                        });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
@@ -101,8 +100,8 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
 void Replica::enqueue_optimizer(int step) {
     if (!checks_gradients_) {
         device_.compute().launch(optimizer_event(env_.optimizer, step), [this, step] {
-            device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(),
-                                           grads_.data(), state_.data(), params_.size());
+            device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(),
+                                           state_.data(), params_.size());
         });
         return;
     }
