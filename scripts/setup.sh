@@ -12,10 +12,13 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git file ca-certificates
           libopenblas-dev nlohmann-json3-dev libcli11-dev libminizip-dev zlib1g-dev
           fonts-dejavu-core fontconfig tzdata
           dpkg-dev appstream)
+# The tests alone also need PyTorch (Debian's, CPU): the replay of the engine's numerics
+# (tests/replay/check_replays.sh). The app never does.
+TEST_PACKAGES=(python3-torch)
 
-install_missing() {
+install_missing() {  # install_missing [EXTRA PACKAGES...]
     local missing=()
-    for p in "${PACKAGES[@]}"; do
+    for p in "${PACKAGES[@]}" "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
             missing+=("$p")
     done
@@ -48,7 +51,7 @@ case "${1:-}" in
         exec ./build/app/paralleldeck "$@"
         ;;
     test)
-        install_missing
+        install_missing "${TEST_PACKAGES[@]}"
         build build
         # As many tests at once as there are cores (those that time claims run alone).
         QT_QPA_PLATFORM=offscreen ctest --test-dir build --output-on-failure --timeout 900 \

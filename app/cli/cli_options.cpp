@@ -32,6 +32,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> loss_scale;
     std::optional<int> loss_scale_growth_interval;
     bool sequence_parallel = false, cp_load_balance = false;
+    bool no_master_weights = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
     RunRequest req;
@@ -93,6 +94,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "fp16-mixed, dynamic: clean steps before the scale doubles (2000)");
     app.add_option("--clip-grad-norm", clip_grad_norm,
                    "single, dp: clip the gradients' global L2 norm to this (after unscaling)");
+    app.add_flag("--no-master-weights", no_master_weights,
+                 "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
+                 "16-bit weights");
     app.add_option("--input-scale", input_scale,
                    "Multiply the task's inputs by this (large activations; default 1)");
     app.add_option("--accumulate", accumulate,
@@ -309,6 +313,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     if (clip_grad_norm) {
         c.clip_grad_norm = *clip_grad_norm;
         src["clip_grad_norm"] = "--clip-grad-norm";
+    }
+    if (no_master_weights) {
+        c.master_weights = false;
+        src["master_weights"] = "--no-master-weights";
     }
     if (input_scale) {
         c.input_scale = *input_scale;

@@ -277,6 +277,40 @@ class TestLossScaling : public QObject {
         check_scale_rules(dp.trace.steps, d.loss_scaling);
     }
 
+    // Without an fp32 master copy (master_weights false) an update under half a 16-bit step
+    // is rounded away: SGD with lr 1e-6 leaves every stored weight as it was, while the master
+    // copy of the same run keeps it; and the optimizer state is 4 bytes a parameter smaller.
+    void without_master_weights_small_updates_are_lost() {
+        for (Precision p : {Precision::bf16_mixed, Precision::fp16_mixed}) {
+            RunConfig c = fp16_config();
+            c.precision = p;
+            c.optimizer = OptimizerKind::sgd;
+            c.lr = 1e-6;
+            c.steps = 2;
+            c.master_weights = false;
+            const RunResult lost = run_ok(c);
+            QCOMPARE(lost.status, RunStatus::ok);
+            QVERIFY(lost.final_master_parameters.empty());
+            const std::vector<float> init = initial_parameters(model_shape(c), c.seed);
+            std::size_t moved = 0, nonzero = 0;
+            for (std::size_t i = 0; i < init.size(); ++i) {
+                const float start = round_to(c.tensor_dtype(), init[i]);
+                QCOMPARE(lost.final_parameters[i], round_to(c.tensor_dtype(), lost.final_parameters[i]));
+                nonzero += std::abs(start) > 1e-2f;
+                moved += std::abs(start) > 1e-2f && lost.final_parameters[i] != start;
+            }
+            QVERIFY(nonzero > init.size() / 2);
+            QCOMPARE(moved, std::size_t{0});  // every weight of some size kept its value
+            c.master_weights = true;
+            const RunResult kept = run_ok(c);
+            QVERIFY(kept.final_master_parameters != init);
+            const RunMetrics a = compute_metrics(lost.trace, c);
+            const RunMetrics b = compute_metrics(kept.trace, c);
+            QCOMPARE(a.model_state.front().optimizer_state + 4 * init.size(),
+                     b.model_state.front().optimizer_state);
+        }
+    }
+
     void settings_are_checked() {
         auto refused = [](RunConfig c, const ConfigSources& sources, const char* words) {
             try {

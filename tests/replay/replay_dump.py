@@ -33,6 +33,14 @@ the relative difference reaches a few 1e-2 at absolute 1e-5. A step passes withi
 or 1e-4 absolute (the bf16 defaults). Pipeline, tp and hybrid dumps replay as one device: their
 sharded partial sums are rounded per shard in the engine, not in the replay, so they differ
 more (hybrid 2x2x2: 6e-4 absolute from step 1).
+
+An fp16-mixed dump replays the same way with fp16 casts (torch's float16: inf past 65504) and
+torch.amp.GradScaler's rules as the manifest's loss_scaling states them (the loss scaled,
+unscale_ in float32, the step skipped on inf or NaN, backoff and growth of the float32 scale),
+clip_grad_norm_ after unscaling where the manifest sets it, and without a master copy where it
+says no_master_weights (each update rounded back into the 16-bit weights). Measured on 8-step
+runs (tests/replay/check_replays.sh): at most 1.2e-4 relative, 4e-5 absolute; a run whose
+forward overflows has NaN losses on both sides. The bf16 tolerances apply.
 """
 import argparse
 import ast
@@ -290,6 +298,10 @@ def replay_mixed(dump_dir, manifest):
     names = [t["name"] for t in manifest["tensors"]]
     leaves = [torch.nn.Parameter(read_npy(os.path.join(dump_dir, t["file"])).float())
               for t in manifest["tensors"]]
+    no_master = manifest["precision"].get("no_master_weights", False)
+    if no_master:  # the 16-bit weights are the only copy
+        for leaf in leaves:
+            leaf.data.copy_(store(leaf.data))
     optimizer = make_optimizer(manifest["optimizer"], leaves)
     batch = manifest["batch"]
     reduction = manifest["precision"].get("gradient_reduction")
@@ -332,6 +344,9 @@ def replay_mixed(dump_dir, manifest):
             torch.nn.utils.clip_grad_norm_(leaves, clip["max_norm"])
         if not found_inf:  # scaler.step: optimizer.step() only without inf or NaN
             optimizer.step()
+            if no_master:  # the update is stored back in 16 bits
+                for leaf in leaves:
+                    leaf.data.copy_(store(leaf.data))
         if scaling and scaling["dynamic"]:  # scaler.update (torch._amp_update_scale_)
             if found_inf:
                 scale = scale * torch.tensor(scaling["backoff_factor"], dtype=torch.float32)

@@ -178,6 +178,10 @@ struct RunConfig {
     int max_staleness = 0;
     Precision precision = Precision::fp32;
     LossScaling loss_scaling;  // fp16_mixed only
+    // Mixed precision: the optimizer's fp32 master copy of the weights. Without it the update
+    // is computed in fp32 from the 16-bit weights and rounded back into them, so an update
+    // smaller than half a 16-bit step is lost (what the master copy is for).
+    bool master_weights = true;
     // torch.nn.utils.clip_grad_norm_ before the update (single, dp): when the global L2 norm
     // of the (unscaled) gradients exceeds it, they are multiplied by max / (norm + 1e-6).
     // 0: no clipping.

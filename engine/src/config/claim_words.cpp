@@ -37,7 +37,9 @@ Unit unit_of(std::string_view m) {
         m == "straggler.wait_per_step" || (starts(m, "tier.") && m.ends_with(".busy_per_step")))
         return Unit::seconds;
     if (starts(m, "tier.") && m.ends_with(".bytes_per_step")) return Unit::bytes;
-    if (m == "straggler.last_fraction" || m == "grad.zero_fraction") return Unit::fraction;
+    if (m == "straggler.last_fraction" || m == "grad.zero_fraction" ||
+        m == "params.unchanged_fraction")
+        return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
         return Unit::fraction;
@@ -109,6 +111,7 @@ std::string metric_words(std::string_view m) {
         {"loss_scale.max", "Largest loss scale"},
         {"grad.zero_fraction", "Share of gradient values that are exactly zero"},
         {"grad.clipped_steps", "Steps whose gradient norm was clipped"},
+        {"params.unchanged_fraction", "Share of the weights still at their initial value"},
         {"grad.norm.first", "Gradient norm of the first step (unscaled, before clipping)"},
     };
     for (const Name& n : names)

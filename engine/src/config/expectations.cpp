@@ -160,6 +160,20 @@ std::vector<MetricDef> build_metrics() {
         "underflow shows here)",
         [](const RunEvidence& e) { return gradient_zero_fraction(e.result.trace.steps); }));
     v.push_back(run_wide(
+        "params.unchanged_fraction",
+        "share of the parameters still equal to their initial value (as stored: 16-bit under "
+        "mixed precision) at the end of the run",
+        [](const RunEvidence& e) -> std::optional<double> {
+            const std::vector<float>& end = e.result.final_parameters;
+            if (end.empty()) return std::nullopt;
+            const std::vector<float> init = initial_parameters(model_shape(e.config), e.config.seed);
+            if (init.size() != end.size()) return std::nullopt;
+            const DType t = e.config.tensor_dtype();
+            std::size_t same = 0;
+            for (std::size_t i = 0; i < end.size(); ++i) same += end[i] == round_to(t, init[i]);
+            return static_cast<double>(same) / static_cast<double>(end.size());
+        }));
+    v.push_back(run_wide(
         "grad.clipped_steps", "steps whose unscaled gradient norm exceeded clip_grad_norm",
         [](const RunEvidence& e) -> std::optional<double> {
             if (!(e.config.clip_grad_norm > 0)) return std::nullopt;

@@ -212,6 +212,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return c.precision == Precision::fp16_mixed;
     if (key == "clip_grad_norm")
         return c.strategy == StrategyKind::single || c.strategy == StrategyKind::dp;
+    if (key == "master_weights") return c.precision != Precision::fp32;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
     if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
@@ -237,6 +238,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
     if (key == "clip_grad_norm") return "strategies single and dp";
+    if (key == "master_weights") return "precisions bf16-mixed and fp16-mixed";
     if (key == "cp_load_balance") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")

@@ -294,6 +294,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.loss_scaling.growth_interval = r.integer();
         else if (key == "clip_grad_norm")
             c.clip_grad_norm = r.number();
+        else if (key == "master_weights")
+            c.master_weights = r.boolean();
         else if (key == "input_scale")
             c.input_scale = r.number();
         else if (key == "accumulate")
@@ -329,7 +331,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
-                "clip_grad_norm, input_scale, accumulate, "
+                "clip_grad_norm, master_weights, input_scale, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, repeats, expect)");
     }
@@ -409,6 +411,7 @@ std::string scenario_json(const RunConfig& c) {
         }
     }
     if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
+    if (c.precision != Precision::fp32 && !c.master_weights) j["master_weights"] = false;
     if (c.input_scale != 1.0) j["input_scale"] = c.input_scale;
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;

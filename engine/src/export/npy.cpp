@@ -224,6 +224,16 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "gradients (and tensor-parallel partial sums) are reduced in " + t +
             ": each partial sum is rounded as a ring step or an accumulating receive stores it");
     }
+    if (config.precision != Precision::fp32 && !config.master_weights) {
+        precision["parameters"] =
+            std::string(name_of(config.tensor_dtype())) + "(init_*.npy values), no master copy";
+        precision["master_weights"] =
+            "none: the update above is computed in fp32 on the 16-bit parameters and the "
+            "result rounded back to " +
+            std::string(name_of(config.tensor_dtype())) +
+            " (an update under half a 16-bit step is lost); the optimizer state is fp32";
+        precision["no_master_weights"] = true;
+    }
     if (config.precision == Precision::fp16_mixed) {
         const LossScaling& ls = config.loss_scaling;
         precision["loss_scaling"] = {

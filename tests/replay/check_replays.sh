@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The engine's losses against an independent PyTorch replay of the same dumps
+# (tests/replay/replay_dump.py), for the numerics a plain fp32 replay does not cover: fp16 with
+# GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
+# overflows), bf16 and fp16 without master weights, clipping in fp32. Exit 77 (ctest: skipped)
+# where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
+# Usage: check_replays.sh PARALLELDECK_RUN SOURCE_DIR
+set -euo pipefail
+run=$1
+src=$2
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+if ! "$python" -c "import torch" 2>/dev/null; then
+    echo "SKIP: python3 has no torch (Debian's python3-torch; scripts/setup.sh test installs it)"
+    exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+check() {  # check NAME ARGS...: run, dump, replay; a failed replay fails the script
+    local name=$1
+    shift
+    mkdir -p "$work/$name"
+    "$run" "$@" --steps 8 --dump-dir "$work/$name" --summary "$work/$name/summary.json" \
+        > "$work/$name/run.log" 2>&1
+    if "$python" "$src/tests/replay/replay_dump.py" "$work/$name" "$work/$name/summary.json" \
+        > "$work/$name/replay.log" 2>&1; then
+        echo "ok   $name: $(tail -1 "$work/$name/replay.log")"
+    else
+        echo "FAIL $name:"
+        cat "$work/$name/replay.log"
+        failed=1
+    fi
+}
+check fp32-clip --strategy dp --devices 2 --clip-grad-norm 0.5
+check fp16-dynamic --strategy single --precision fp16-mixed
+check fp16-overflow-growth-clip --strategy dp --devices 2 --precision fp16-mixed \
+    --loss-scale-init 1048576 --loss-scale-growth-interval 2 --clip-grad-norm 0.5
+check fp16-unscaled --strategy single --precision fp16-mixed --loss-scale 1 --input-scale 0.001
+check fp16-forward-overflow --strategy single --precision fp16-mixed --input-scale 10000
+check fp16-no-master --strategy single --precision fp16-mixed --no-master-weights --lr 1e-4
+check bf16-no-master --strategy dp --devices 2 --precision bf16-mixed --no-master-weights --lr 1e-4
+exit $failed
