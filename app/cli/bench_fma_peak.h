@@ -1,23 +1,20 @@
-// The CPU's measured FMA peak: the limit every product and step figure is read against.
+// The CPU's measured FMA peak (pd/fma_peak.h) as the benches read it, and the fma-peak bench.
 #pragma once
 
-#include <string>
+#include "pd/fma_peak.h"
 
 namespace pd::cli {
 
-struct FmaPeak {
-    std::string isa;  // "AVX-512", "AVX2", or "none" where the CPU has neither with FMA
-    int threads = 1;
-    double gflops = 0;  // fp32, a fused multiply-add counted as 2 FLOPs
-};
+using pd::FmaPeak;
 
-// The best instruction set's peak on `threads` threads at once (measured once per count, then
-// remembered): independent chains of fused multiply-adds on registers only, as many as keep
-// every FMA unit busy, timed best of three.
+// The best instruction set's peak on `threads` threads at once, measured with the bench's long
+// tries (0.2 s, best of three) once per count, then remembered.
 FmaPeak fma_peak(int threads);
 // The same, measured afresh (not remembered): for a bench that reads its figure against the
 // peak round by round, as the machine's load changes.
-FmaPeak measure_fma_peak(int threads);
+inline FmaPeak measure_fma_peak(int threads) {
+    return pd::measure_fma_peak(threads, 0.2);
+}
 
 // `paralleldeck-bench fma-peak`: every instruction set the CPU has, at 1 to all threads.
 int bench_fma_peak();

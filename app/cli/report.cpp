@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "bench_fma_peak.h"
+#include "pd/flops.h"
 #include "pd/topology.h"
 #include "pd/units.h"
 
@@ -54,6 +55,24 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
         out << "loss " << fmt("%.4f", m.steps.front().loss) << " -> " << fmt("%.4f", m.final_loss)
             << ", median step " << format_duration_ns(m.median_step_time_s * 1e9) << ", "
             << fmt("%.0f", m.samples_per_s) << " samples/s\n";
+    }
+    // FLOPs counted from the model's products, and the measured FMA peak's share they reach.
+    if (const auto f = step_flops(config); f && !m.steps.empty() && m.median_step_time_s > 0) {
+        const FmaPeak peak = fma_peak(std::max(1, result.trace.intra_op_threads));
+        out << "FLOPs per step: model " << fmt("%.4g", f->model / 1e9) << " GFLOP, ran "
+            << fmt("%.4g", f->hardware / 1e9) << " GFLOP, 6ND " << fmt("%.4g", f->six_nd / 1e9)
+            << " GFLOP";
+        if (peak.gflops > 0)
+            out << "; MFU "
+                << fmt("%.1f", 100 * utilisation(f->model, m.median_step_time_s, config.devices,
+                                                 peak.gflops))
+                << "%, HFU "
+                << fmt("%.1f", 100 * utilisation(f->hardware, m.median_step_time_s, config.devices,
+                                                 peak.gflops))
+                << "% of " << fmt("%.1f", peak.gflops) << " GFLOP/s a device (" << peak.isa
+                << " FMA peak, " << peak.threads << " thread" << (peak.threads == 1 ? "" : "s")
+                << ")";
+        out << "\n";
     }
     // What the updates read from the gradients (mixed precision, clipping).
     const auto& steps = result.trace.steps;

@@ -1,8 +1,10 @@
 #include "visualizer/metrics_text.h"
 
 #include <QStringList>
+
 #include <algorithm>
 #include <cmath>
+#include "pd/flops.h"
 
 #include "pd/topology.h"
 #include "visualizer/format.h"
@@ -359,6 +361,30 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                                 "last backward (it is busy time, so it can lower the bubble), "
                                 "micro-batch 0's cold times, the other micro-batches' spread")});
         }
+    }
+    // FLOPs counted from the model's products; utilisation only where this process has
+    // measured the FMA peak already (a card's MFU claim does), since measuring takes a moment.
+    if (const auto f = pd::step_flops(config); f && !result.trace.origin.imported) {
+        const auto gflop = [](double flops) {
+            return QString::number(flops / 1e9, 'g', 4) + QStringLiteral(" GFLOP");
+        };
+        QString text = QStringLiteral("model %1 · ran %2 · 6ND %3")
+                           .arg(gflop(f->model), gflop(f->hardware), gflop(f->six_nd));
+        const auto peak = pd::known_fma_peak(std::max(1, result.trace.intra_op_threads));
+        if (peak && peak->gflops > 0 && m.median_step_time_s > 0)
+            text +=
+                QStringLiteral(" · MFU %1, HFU %2 of %3 GFLOP/s a device (%4)")
+                    .arg(percent_text(pd::utilisation(f->model, m.median_step_time_s,
+                                                      config.devices, peak->gflops)),
+                         percent_text(pd::utilisation(f->hardware, m.median_step_time_s,
+                                                      config.devices, peak->gflops)),
+                         QString::number(peak->gflops, 'f', 0), QString::fromStdString(peak->isa));
+        out.push_back({QStringLiteral("FLOPs per step"), text,
+                       QStringLiteral("Every matrix product of the step counted (2 per "
+                                      "multiply-add; element-wise work left out, as PaLM does): "
+                                      "model = forward and backward; ran = with recomputation; "
+                                      "6ND = 6 x parameters x tokens. MFU and HFU: those over "
+                                      "the median step time x devices x the measured FMA peak")});
     }
     if (!m.staleness_histogram.empty()) {
         QStringList counts;

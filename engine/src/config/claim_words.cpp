@@ -38,7 +38,7 @@ Unit unit_of(std::string_view m) {
         return Unit::seconds;
     if (starts(m, "tier.") && m.ends_with(".bytes_per_step")) return Unit::bytes;
     if (m == "straggler.last_fraction" || m == "grad.zero_fraction" ||
-        m == "params.unchanged_fraction")
+        m == "params.unchanged_fraction" || m == "mfu" || m == "hfu")
         return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
@@ -112,6 +112,11 @@ std::string metric_words(std::string_view m) {
         {"grad.zero_fraction", "Share of gradient values that are exactly zero"},
         {"grad.clipped_steps", "Steps whose gradient norm was clipped"},
         {"params.unchanged_fraction", "Share of the weights still at their initial value"},
+        {"flops.model_per_step", "Model FLOPs per step (forward and backward products)"},
+        {"flops.hardware_per_step", "FLOPs a step ran (recomputation included)"},
+        {"flops.six_nd_per_step", "6 N D for a step (6 x parameters x tokens)"},
+        {"mfu", "Model FLOPs utilisation (MFU) of the measured FMA peak"},
+        {"hfu", "Hardware FLOPs utilisation (HFU) of the measured FMA peak"},
         {"grad.norm.first", "Gradient norm of the first step (unscaled, before clipping)"},
     };
     for (const Name& n : names)

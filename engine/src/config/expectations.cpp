@@ -10,6 +10,7 @@
 
 #include "config/claim_words.h"
 #include "pd/error.h"
+#include "pd/flops.h"
 #include "pd/scenario.h"
 
 namespace pd {
@@ -166,7 +167,8 @@ std::vector<MetricDef> build_metrics() {
         [](const RunEvidence& e) -> std::optional<double> {
             const std::vector<float>& end = e.result.final_parameters;
             if (end.empty()) return std::nullopt;
-            const std::vector<float> init = initial_parameters(model_shape(e.config), e.config.seed);
+            const std::vector<float> init =
+                initial_parameters(model_shape(e.config), e.config.seed);
             if (init.size() != end.size()) return std::nullopt;
             const DType t = e.config.tensor_dtype();
             std::size_t same = 0;
@@ -190,6 +192,39 @@ std::vector<MetricDef> build_metrics() {
                                  return std::nullopt;
                              return e.result.trace.steps.front().grad_norm;
                          }));
+    // FLOPs of a step, counted from the model's products (pd/flops.h), and the utilisation of
+    // the measured FMA peak they reach.
+    for (const char* which : {"model", "hardware", "six_nd"}) {
+        const std::string w = which;
+        v.push_back(
+            run_wide(intern("flops." + w + "_per_step"),
+                     w == "model"      ? "FLOPs of a step's forward and backward products"
+                     : w == "hardware" ? "FLOPs of the products a step ran, recomputation "
+                                         "included"
+                                       : "6 x parameters x the step's tokens",
+                     [w](const RunEvidence& e) -> std::optional<double> {
+                         const auto f = step_flops(e.config);
+                         if (!f) return std::nullopt;
+                         return w == "model" ? f->model : w == "hardware" ? f->hardware : f->six_nd;
+                     }));
+    }
+    for (const char* which : {"mfu", "hfu"}) {
+        const std::string w = which;
+        v.push_back(run_wide(
+            intern(w),
+            w == "mfu" ? "model FLOPs per step over the median step time x devices x each "
+                         "device's measured FMA peak"
+                       : "the same with the FLOPs that ran (recomputation included)",
+            [w](const RunEvidence& e) -> std::optional<double> {
+                const auto f = step_flops(e.config);
+                if (!f || e.metrics.steps.empty() || !(e.metrics.median_step_time_s > 0))
+                    return std::nullopt;
+                const double peak = fma_peak(std::max(1, e.result.trace.intra_op_threads)).gflops;
+                if (!(peak > 0)) return std::nullopt;
+                return utilisation(w == "mfu" ? f->model : f->hardware,
+                                   e.metrics.median_step_time_s, e.config.devices, peak);
+            }));
+    }
     v.push_back(run_wide("step_time", "median step time, seconds",
                          [](const RunEvidence& e) { return e.metrics.median_step_time_s; }));
     v.push_back(run_wide("samples_per_s", "global batch / median step time",
@@ -1057,7 +1092,7 @@ bool is_timed_metric(std::string_view name) {
     for (std::string_view timed :
          {"step_time", "samples_per_s", "exposed_comm", "overlapped_comm", "bubble",
           "bubble.predicted", "busy_fraction", "busy", "idle", "comm", "exposed_comm.device",
-          "exposed_comm_fraction", "bubble.cause.", "straggler.wait_per_step"})
+          "exposed_comm_fraction", "bubble.cause.", "straggler.wait_per_step", "mfu", "hfu"})
         if (name == timed || (timed.ends_with('.') && name.starts_with(timed))) return true;
     if (name.starts_with("tier.") && name.ends_with(".busy_per_step")) return true;
     return false;

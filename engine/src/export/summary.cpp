@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pd/exports.h"
+#include "pd/flops.h"
 
 namespace pd {
 
@@ -98,6 +99,13 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
     }
     j["steps"] = std::move(steps);
     j["final_loss"] = metrics.steps.empty() ? json(nullptr) : json(metrics.final_loss);
+    // The step's FLOPs counted from the model's products (pd/flops.h).
+    if (const auto f = step_flops(config))
+        j["flops_per_step"] = {{"model", f->model},
+                               {"hardware", f->hardware},
+                               {"six_nd", f->six_nd},
+                               {"tokens", f->tokens},
+                               {"parameters", f->parameters}};
     j["step_time_s"] = {{"median", metrics.median_step_time_s}};
     j["samples_per_s"] = metrics.samples_per_s;
     json devices = json::array();
