@@ -29,7 +29,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout, capacity_factor, aux_loss_weight;
     std::optional<double> loss_scale_init, clip_grad_norm, input_scale;
-    std::optional<std::string> loss_scale;
+    std::optional<std::string> loss_scale, comm_hook;
     std::optional<int> loss_scale_growth_interval;
     bool sequence_parallel = false, cp_load_balance = false;
     bool no_master_weights = false;
@@ -94,6 +94,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "fp16-mixed, dynamic: clean steps before the scale doubles (2000)");
     app.add_option("--clip-grad-norm", clip_grad_norm,
                    "single, dp: clip the gradients' global L2 norm to this (after unscaling)");
+    app.add_option("--comm-hook", comm_hook,
+                   "dp, fp32: DDP's compression hook: none | fp16 | bf16 (gradients all-reduced "
+                   "in 16 bits)");
     app.add_flag("--no-master-weights", no_master_weights,
                  "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
                  "16-bit weights");
@@ -313,6 +316,13 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     if (clip_grad_norm) {
         c.clip_grad_norm = *clip_grad_norm;
         src["clip_grad_norm"] = "--clip-grad-norm";
+    }
+    if (comm_hook) {
+        choose("--comm-hook", *comm_hook, {"none", "fp16", "bf16"});
+        c.comm_hook = *comm_hook == "fp16"   ? DType::fp16
+                      : *comm_hook == "bf16" ? DType::bf16
+                                             : DType::fp32;
+        src["comm_hook"] = "--comm-hook";
     }
     if (no_master_weights) {
         c.master_weights = false;

@@ -48,6 +48,10 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                 ? ", fp16-mixed (fp16 params, activations, grads; fp32 master + state; loss "
                   "scaling)"
                 : "")
+        << (config.comm_hook != DType::fp32
+                ? ", DDP " + std::string(name_of(config.comm_hook)) +
+                      "_compress_hook (gradients all-reduced in 16 bits)"
+                : std::string())
         << "\n";
     out << "status " << name_of(result.status) << ", steps " << result.steps_completed << "/"
         << config.steps << "\n";

@@ -105,6 +105,7 @@ class TestMixedPrecision : public QObject {
             // The same update in fp32 on the master alone.
             OptimizerSettings plain = s;
             plain.master_weights = false;
+            plain.param_dtype = DType::fp32;
             std::vector<float> expected = master_init;
             std::vector<float> plain_state(n *
                                            static_cast<std::size_t>(plain.state_per_parameter()));

@@ -2,7 +2,8 @@
 # The engine's losses against an independent PyTorch replay of the same dumps
 # (tests/replay/replay_dump.py), for the numerics a plain fp32 replay does not cover: fp16 with
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
-# overflows), bf16 and fp16 without master weights, clipping in fp32. Exit 77 (ctest: skipped)
+# overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
+# compression hooks. Exit 77 (ctest: skipped)
 # where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
 # Usage: check_replays.sh PARALLELDECK_RUN SOURCE_DIR
 set -euo pipefail
@@ -39,5 +40,7 @@ check fp16-overflow-growth-clip --strategy dp --devices 2 --precision fp16-mixed
 check fp16-unscaled --strategy single --precision fp16-mixed --loss-scale 1 --input-scale 0.001
 check fp16-forward-overflow --strategy single --precision fp16-mixed --input-scale 10000
 check fp16-no-master --strategy single --precision fp16-mixed --no-master-weights --lr 1e-4
+check ddp-fp16-compress-hook --strategy dp --devices 4 --comm-hook fp16
+check ddp-bf16-compress-hook --strategy dp --devices 2 --comm-hook bf16
 check bf16-no-master --strategy dp --devices 2 --precision bf16-mixed --no-master-weights --lr 1e-4
 exit $failed

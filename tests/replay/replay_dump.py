@@ -214,12 +214,19 @@ PERTURB = None
 STORE_DTYPE = torch.bfloat16
 
 
-def store(t):
+def store(t, dtype=None):
     """A 16-bit store: round to nearest even (torch's cast; fp16 overflows to inf past 65504),
-    held in fp32 as the engine holds it."""
+    held in fp32 as the engine holds it. STORE_DTYPE None (an fp32 run): unchanged."""
+    dtype = dtype or STORE_DTYPE
+    if dtype is None:
+        return t
     if PERTURB is not None:  # fp32-rounding-sized noise: another summation order's result
         t = t * (1 + PERTURB * torch.randn_like(t))
-    return t.to(STORE_DTYPE).to(torch.float32)
+    return t.to(dtype).to(torch.float32)
+
+
+# A DDP compression hook's 16-bit type (fp16_compress_hook, bf16_compress_hook), or None.
+REDUCE_DTYPE = None
 
 
 def gelu_tanh_grad(a):
@@ -277,9 +284,9 @@ def reduce_mixed(flat_grads, reduction):
             lo, hi = begin + c * n // R, begin + (c + 1) * n // R
             order = list(range(R)) if reduction["order"] == "sequential" else \
                 [(c + k) % R for k in range(1, R + 1)]
-            acc = flat_grads[order[0]][lo:hi]
+            acc = store(flat_grads[order[0]][lo:hi], REDUCE_DTYPE)
             for r in order[1:]:
-                acc = store(acc + flat_grads[r][lo:hi])
+                acc = store(acc + store(flat_grads[r][lo:hi], REDUCE_DTYPE), REDUCE_DTYPE)
             out[lo:hi] = acc
     return out
 
@@ -378,9 +385,13 @@ def main():
     args = parser.parse_args()
     with open(os.path.join(args.dump_dir, "manifest.json")) as f:
         precision = json.load(f).get("precision", {}).get("name", "fp32")
-    if precision in ("bf16-mixed", "fp16-mixed"):
-        global STORE_DTYPE
-        STORE_DTYPE = torch.bfloat16 if precision == "bf16-mixed" else torch.float16
+    with open(os.path.join(args.dump_dir, "manifest.json")) as f:
+        hook = json.load(f).get("comm_hook")
+    if precision in ("bf16-mixed", "fp16-mixed") or hook:
+        global STORE_DTYPE, REDUCE_DTYPE
+        STORE_DTYPE = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
+        if hook:  # an fp32 run whose gradients travel in 16 bits: replayed in float32
+            REDUCE_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16}[hook["dtype"]]
         with open(os.path.join(args.dump_dir, "manifest.json")) as f:
             manifest, reference = replay_mixed(args.dump_dir, json.load(f))
         if args.tolerance is None:

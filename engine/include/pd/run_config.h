@@ -189,6 +189,10 @@ struct RunConfig {
     // The synthetic task's inputs multiplied by this (1: as drawn). Large inputs make large
     // activations: a model whose values exceed fp16's range but not bf16's.
     double input_scale = 1.0;
+    // dp, fp32: DDP's default communication hooks fp16_compress_hook and bf16_compress_hook:
+    // each bucket's gradients are cast to the 16-bit type, all-reduced in it (2 bytes an
+    // element, every partial sum rounded) and cast back. fp32: no hook.
+    DType comm_hook = DType::fp32;
     // How many times a card's run is repeated for its figures (scenario key `repeats`): timed
     // figures then cover every repeat's steps, so a card whose effect is small against the
     // machine's noise can show both. One run's trace is what the timeline shows.

@@ -213,6 +213,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "clip_grad_norm")
         return c.strategy == StrategyKind::single || c.strategy == StrategyKind::dp;
     if (key == "master_weights") return c.precision != Precision::fp32;
+    if (key == "comm_hook") return c.strategy == StrategyKind::dp;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
     if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
@@ -239,6 +240,7 @@ std::string where_setting_applies(std::string_view key) {
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
     if (key == "clip_grad_norm") return "strategies single and dp";
     if (key == "master_weights") return "precisions bf16-mixed and fp16-mixed";
+    if (key == "comm_hook") return "strategy 'dp' (DDP's communication hooks)";
     if (key == "cp_load_balance") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
@@ -596,6 +598,11 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (ls.growth_interval < 1 || ls.growth_interval > 1000000)
         fail("loss_scale_growth_interval", "must be between 1 and 1000000 steps (got " +
                                                std::to_string(ls.growth_interval) + ")");
+    if (c.comm_hook != DType::fp32 && c.precision != Precision::fp32)
+        fail("comm_hook", "compresses fp32 gradients; under '" + std::string(name_of(c.precision)) +
+                              "' they are 16-bit already");
+    if (c.comm_hook != DType::fp32 && c.backend != BackendKind::cpu)
+        fail("comm_hook", "runs on the CPU backend only (its 16-bit rounding has no CUDA kernel)");
     if (!(c.clip_grad_norm >= 0) || !std::isfinite(c.clip_grad_norm))
         fail("clip_grad_norm", "must be more than 0 (or 0 for no clipping)");
     if (!(c.input_scale > 0) || !std::isfinite(c.input_scale) || c.input_scale > 1e30)

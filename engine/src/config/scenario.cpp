@@ -296,7 +296,17 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.clip_grad_norm = r.number();
         else if (key == "master_weights")
             c.master_weights = r.boolean();
-        else if (key == "input_scale")
+        else if (key == "comm_hook") {
+            const std::string name = r.text();
+            if (name == "fp16")
+                c.comm_hook = DType::fp16;
+            else if (name == "bf16")
+                c.comm_hook = DType::bf16;
+            else if (name == "none")
+                c.comm_hook = DType::fp32;
+            else
+                r.fail("unknown communication hook '" + name + "' (available: none, fp16, bf16)");
+        } else if (key == "input_scale")
             c.input_scale = r.number();
         else if (key == "accumulate")
             c.accumulate = r.integer();
@@ -331,7 +341,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
-                "clip_grad_norm, master_weights, input_scale, accumulate, "
+                "clip_grad_norm, master_weights, input_scale, comm_hook, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, repeats, expect)");
     }
@@ -412,6 +422,7 @@ std::string scenario_json(const RunConfig& c) {
     }
     if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
     if (c.precision != Precision::fp32 && !c.master_weights) j["master_weights"] = false;
+    if (c.comm_hook != DType::fp32) j["comm_hook"] = std::string(name_of(c.comm_hook));
     if (c.input_scale != 1.0) j["input_scale"] = c.input_scale;
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;

@@ -264,8 +264,8 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         config.strategy == StrategyKind::dp || config.strategy == StrategyKind::ps ||
         config.strategy == StrategyKind::zero1 || config.strategy == StrategyKind::zero2 ||
         config.strategy == StrategyKind::zero3;
-    if (config.precision != Precision::fp32 && reduces && config.accumulate == 1 &&
-        config.data_parallel_replicas() > 1) {
+    if ((config.precision != Precision::fp32 || config.comm_hook != DType::fp32) && reduces &&
+        config.accumulate == 1 && config.data_parallel_replicas() > 1) {
         nlohmann::json buckets = nlohmann::json::array();
         if (config.strategy == StrategyKind::zero3) {
             for (int u = 0; u < layout.units; ++u)
@@ -281,6 +281,19 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             {"buckets", std::move(buckets)}};
     }
     manifest["precision"] = std::move(precision);
+    if (config.comm_hook != DType::fp32) {
+        const std::string t(name_of(config.comm_hook));
+        manifest["comm_hook"] = {
+            {"name", t + "_compress_hook"},
+            {"dtype", t},
+            {"rule",
+             "each replica's fp32 gradients (already divided by the replica count) are "
+             "cast to " +
+                 t +
+                 " (round to nearest even) and summed as "
+                 "precision.gradient_reduction says, each partial sum rounded to " +
+                 t + "; the sum is cast back to fp32 for the update"}};
+    }
     manifest["strategy"] = std::string(name_of(config.strategy));
     manifest["data_parallel_replicas"] = config.data_parallel_replicas();
     nlohmann::json tensors = nlohmann::json::array();

@@ -9,7 +9,11 @@ DataParallel::DataParallel(RunEnvironment& env)
         replicas_.push_back(std::make_unique<Replica>(env, *d));
         members.push_back(d.get());
     }
-    comm_ = std::make_unique<Communicator>(env.transport, members, 1, env.dtype);
+    // A compression hook all-reduces in its 16-bit type; the buckets stay the fp32 gradient's
+    // (DDP forms them before any hook runs).
+    comm_ = std::make_unique<Communicator>(
+        env.transport, members, 1,
+        env.config.comm_hook != DType::fp32 ? env.config.comm_hook : env.dtype);
 }
 
 void DataParallel::enqueue_setup() {
@@ -35,8 +39,11 @@ void DataParallel::enqueue_step(int step) {
         Device& dev = replica.device();
         auto all_reduce_bucket = [this, &replica, &dev, step](const GradBucket& b) {
             dev.comm().enqueue([this, &replica, &dev, b, step] {
-                comm_->all_reduce(dev.id(), replica.grads().data() + b.begin, b.end - b.begin,
-                                  step);
+                float* grads = replica.grads().data() + b.begin;
+                // fp16_compress_hook / bf16_compress_hook: the bucket cast to 16 bits first
+                // (the gradients already carry the 1 / world-size share).
+                dev.ops().round_to(env_.config.comm_hook, grads, b.end - b.begin);
+                comm_->all_reduce(dev.id(), grads, b.end - b.begin, step);
             });
         };
         for (int micro = 0; micro < k; ++micro) {
