@@ -30,7 +30,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<double> lr, latency, timeout, capacity_factor, aux_loss_weight;
     std::optional<double> loss_scale_init, clip_grad_norm, input_scale;
     std::optional<std::string> loss_scale, comm_hook;
-    std::optional<int> loss_scale_growth_interval;
+    std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
+    std::optional<double> powersgd_min_rate;
+    bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
     bool no_master_weights = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
@@ -97,6 +99,16 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--comm-hook", comm_hook,
                    "dp, fp32: DDP's compression hook: none | fp16 | bf16 (gradients all-reduced "
                    "in 16 bits)");
+    app.add_option("--powersgd-rank", powersgd_rank,
+                   "dp, fp32: DDP's powerSGD_hook with this matrix_approximation_rank (0: off)");
+    app.add_option("--powersgd-start-iter", powersgd_start_iter,
+                   "powerSGD: plain all-reduces before this step (torch's default 1000)");
+    app.add_option("--powersgd-min-compression-rate", powersgd_min_rate,
+                   "powerSGD: compress a matrix only if it shrinks this many times (2)");
+    app.add_flag("--powersgd-no-error-feedback", powersgd_no_error_feedback,
+                 "powerSGD: no error feedback (the residual is dropped)");
+    app.add_flag("--powersgd-no-warm-start", powersgd_no_warm_start,
+                 "powerSGD: a fresh random Q every step");
     app.add_flag("--no-master-weights", no_master_weights,
                  "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
                  "16-bit weights");
@@ -323,6 +335,20 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                       : *comm_hook == "bf16" ? DType::bf16
                                              : DType::fp32;
         src["comm_hook"] = "--comm-hook";
+    }
+    set_int(powersgd_rank, c.powersgd.rank, "powersgd_rank");
+    set_int(powersgd_start_iter, c.powersgd.start_iter, "powersgd_start_iter");
+    if (powersgd_min_rate) {
+        c.powersgd.min_compression_rate = *powersgd_min_rate;
+        src["powersgd_min_compression_rate"] = "--powersgd-min-compression-rate";
+    }
+    if (powersgd_no_error_feedback) {
+        c.powersgd.error_feedback = false;
+        src["powersgd_error_feedback"] = "--powersgd-no-error-feedback";
+    }
+    if (powersgd_no_warm_start) {
+        c.powersgd.warm_start = false;
+        src["powersgd_warm_start"] = "--powersgd-no-warm-start";
     }
     if (no_master_weights) {
         c.master_weights = false;

@@ -52,6 +52,12 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                 ? ", DDP " + std::string(name_of(config.comm_hook)) +
                       "_compress_hook (gradients all-reduced in 16 bits)"
                 : std::string())
+        << (config.powersgd.rank > 0
+                ? ", DDP powerSGD_hook rank " + std::to_string(config.powersgd.rank) +
+                      " from step " + std::to_string(config.powersgd.start_iter + 1) +
+                      (config.powersgd.error_feedback ? ", error feedback" : "") +
+                      (config.powersgd.warm_start ? ", warm start" : "")
+                : std::string())
         << "\n";
     out << "status " << name_of(result.status) << ", steps " << result.steps_completed << "/"
         << config.steps << "\n";

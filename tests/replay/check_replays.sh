@@ -3,7 +3,7 @@
 # (tests/replay/replay_dump.py), for the numerics a plain fp32 replay does not cover: fp16 with
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
 # overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
-# compression hooks. Exit 77 (ctest: skipped)
+# compression hooks and powerSGD_hook (its orthogonalisation is torch's own _orthogonalize). Exit 77 (ctest: skipped)
 # where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
 # Usage: check_replays.sh PARALLELDECK_RUN SOURCE_DIR
 set -euo pipefail
@@ -42,5 +42,9 @@ check fp16-forward-overflow --strategy single --precision fp16-mixed --input-sca
 check fp16-no-master --strategy single --precision fp16-mixed --no-master-weights --lr 1e-4
 check ddp-fp16-compress-hook --strategy dp --devices 4 --comm-hook fp16
 check ddp-bf16-compress-hook --strategy dp --devices 2 --comm-hook bf16
+check powersgd-rank2-warm --strategy dp --devices 2 --powersgd-rank 2 --powersgd-start-iter 2
+check powersgd-rank4-4dev --strategy dp --devices 4 --powersgd-rank 4 --powersgd-start-iter 3
+check powersgd-cold-no-ef --strategy dp --devices 2 --powersgd-rank 1 --powersgd-start-iter 2 \
+    --powersgd-no-warm-start --powersgd-no-error-feedback
 check bf16-no-master --strategy dp --devices 2 --precision bf16-mixed --no-master-weights --lr 1e-4
 exit $failed

@@ -291,6 +291,55 @@ def reduce_mixed(flat_grads, reduction):
     return out
 
 
+def powersgd_reduce(flat, ps, state, step, dump_dir):
+    """torch's powerSGD_hook over the replicas' flat gradients (each the engine's: divided by
+    the replica count), bucket by bucket as the manifest's powersgd section lists them; `state`
+    keeps the error feedback and the warm-start Qs between steps. Returns the averaged result
+    every replica ends with."""
+    from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import _orthogonalize
+    R = len(flat)
+    out = torch.empty_like(flat[0])
+    random_q = {(q["step"], q["bucket"], q["tensor"]): q["file"] for q in ps["random_q"]}
+    for bi, b in enumerate(ps["buckets"]):
+        lo, hi = b["begin"], b["end"]
+        inputs = [f[lo:hi] * R for f in flat]  # each replica's own mean gradient, as DDP's
+        if ps["error_feedback"]:
+            if bi in state["error"]:
+                inputs = [x + e for x, e in zip(inputs, state["error"][bi])]
+            copies = [x.clone() for x in inputs]
+        result = inputs[0].clone()
+
+        def part(x, t):
+            return x[t["offset"] - lo:t["offset"] - lo + t["count"]]
+        whole = [t for t in b["tensors"] if not t["compress"]]
+        if whole:
+            total = sum(torch.cat([part(x, t) for t in whole]) for x in inputs) / R
+            at = 0
+            for t in whole:
+                part(result, t).copy_(total[at:at + t["count"]])
+                at += t["count"]
+        for k, t in enumerate(b["tensors"]):
+            if not t["compress"]:
+                continue
+            if not ps["warm_start"] or (bi, k) not in state["q"]:
+                q = read_npy(os.path.join(dump_dir, random_q[(step, bi, k)])).float()
+            else:
+                q = state["q"][(bi, k)].clone()
+            q = q.unsqueeze(0)
+            _orthogonalize(q)
+            # torch's M is the Linear weight [out, in]: the engine's [in, out] transposed.
+            Ms = [part(x, t).view(t["m"], t["n"]).t() for x in inputs]
+            p = sum(M @ q[0] for M in Ms).unsqueeze(0)
+            _orthogonalize(p)
+            qn = sum(M.t() @ p[0] for M in Ms) / R
+            state["q"][(bi, k)] = qn
+            part(result, t).copy_((p[0] @ qn.t()).t().reshape(-1))
+        if ps["error_feedback"]:
+            state["error"][bi] = [c - result for c in copies]
+        out[lo:hi] = result
+    return out
+
+
 def replay_mixed(dump_dir, manifest):
     """The bf16-mixed or fp16-mixed run with explicit casts at the manifest's rounding points:
     16-bit parameters from an fp32 master, 16-bit activations and gradients, fp32 matrix
@@ -316,6 +365,7 @@ def replay_mixed(dump_dir, manifest):
     clip = manifest.get("clip_grad_norm")
     scale = torch.tensor(float(scaling["init_scale"]) if scaling else 1.0, dtype=torch.float32)
     growth_tracker = 0
+    powersgd_state = {"error": {}, "q": {}}
     losses = []
     for step in manifest["batches"]:
         P = {n: store(leaf.detach()) for n, leaf in zip(names, leaves)}
@@ -333,7 +383,11 @@ def replay_mixed(dump_dir, manifest):
                                                 scale.item())
                 loss_sum += part
                 flat.append(torch.cat([g[n].reshape(-1) for n in names]))
-            summed = reduce_mixed(flat, reduction)
+            powersgd = manifest.get("powersgd")
+            if powersgd and step["step"] >= powersgd["start_iter"]:
+                summed = powersgd_reduce(flat, powersgd, powersgd_state, step["step"], dump_dir)
+            else:
+                summed = reduce_mixed(flat, reduction)
             grads, offset = {}, 0
             for n, leaf in zip(names, leaves):
                 grads[n] = summed[offset:offset + leaf.numel()].reshape(leaf.shape)
@@ -386,8 +440,9 @@ def main():
     with open(os.path.join(args.dump_dir, "manifest.json")) as f:
         precision = json.load(f).get("precision", {}).get("name", "fp32")
     with open(os.path.join(args.dump_dir, "manifest.json")) as f:
-        hook = json.load(f).get("comm_hook")
-    if precision in ("bf16-mixed", "fp16-mixed") or hook:
+        whole = json.load(f)
+    hook = whole.get("comm_hook")
+    if precision in ("bf16-mixed", "fp16-mixed") or hook or whole.get("powersgd"):
         global STORE_DTYPE, REDUCE_DTYPE
         STORE_DTYPE = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
         if hook:  # an fp32 run whose gradients travel in 16 bits: replayed in float32

@@ -193,6 +193,19 @@ struct RunConfig {
     // each bucket's gradients are cast to the 16-bit type, all-reduced in it (2 bytes an
     // element, every partial sum rounded) and cast back. fp32: no hook.
     DType comm_hook = DType::fp32;
+    // dp, fp32: DDP's powerSGD_hook (Vogels et al. 2019, torch's PowerSGDState). rank 0: off.
+    // From step start_iter on (plain all-reduces before), each bucket's weight gradients M that
+    // compress at least min_compression_rate times are replaced by P Q^T of rank `rank`: P = M Q
+    // all-reduced and orthogonalised, Q = M^T P all-reduced; the rest (biases) is all-reduced
+    // whole. error_feedback adds each replica's residual M - P Q^T to its next gradient;
+    // warm_start starts each step's Q from the last one (else a fresh random Q each step).
+    struct PowerSgd {
+        int rank = 0;
+        int start_iter = 1000;
+        double min_compression_rate = 2.0;
+        bool error_feedback = true;
+        bool warm_start = true;
+    } powersgd;
     // How many times a card's run is repeated for its figures (scenario key `repeats`): timed
     // figures then cover every repeat's steps, so a card whose effect is small against the
     // machine's noise can show both. One run's trace is what the timeline shows.

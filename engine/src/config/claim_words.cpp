@@ -116,6 +116,7 @@ std::string metric_words(std::string_view m) {
         {"flops.hardware_per_step", "FLOPs a step ran (recomputation included)"},
         {"flops.six_nd_per_step", "6 N D for a step (6 x parameters x tokens)"},
         {"mfu", "Model FLOPs utilisation (MFU) of the measured FMA peak"},
+        {"powersgd.compress_rate", "PowerSGD's compression rate (elements before over after)"},
         {"hfu", "Hardware FLOPs utilisation (HFU) of the measured FMA peak"},
         {"grad.norm.first", "Gradient norm of the first step (unscaled, before clipping)"},
     };

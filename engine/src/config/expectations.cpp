@@ -12,6 +12,7 @@
 #include "pd/error.h"
 #include "pd/flops.h"
 #include "pd/scenario.h"
+#include "strategies/powersgd.h"
 
 namespace pd {
 
@@ -225,6 +226,25 @@ std::vector<MetricDef> build_metrics() {
                                    e.metrics.median_step_time_s, e.config.devices, peak);
             }));
     }
+    v.push_back(run_wide(
+        "powersgd.compress_rate",
+        "PowerSGD: elements before compression over elements all-reduced, every bucket "
+        "(torch's PowerSGDState.compression_stats)",
+        [](const RunEvidence& e) -> std::optional<double> {
+            if (e.config.powersgd.rank <= 0) return std::nullopt;
+            const ParamLayout layout = ParamLayout::build(model_shape(e.config));
+            double before = 0, after = 0;
+            for (const PowerSgdBucket& b : powersgd_buckets(
+                     layout,
+                     make_grad_buckets(layout, e.config.bucket_bytes, e.config.tensor_dtype()),
+                     e.config.powersgd))
+                for (const PowerSgdTensor& t : b.tensors) {
+                    before += static_cast<double>(t.count);
+                    after += t.compress ? static_cast<double>(t.n + t.m) * t.rank
+                                        : static_cast<double>(t.count);
+                }
+            return after > 0 ? before / after : 0.0;
+        }));
     v.push_back(run_wide("step_time", "median step time, seconds",
                          [](const RunEvidence& e) { return e.metrics.median_step_time_s; }));
     v.push_back(run_wide("samples_per_s", "global batch / median step time",

@@ -214,6 +214,11 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return c.strategy == StrategyKind::single || c.strategy == StrategyKind::dp;
     if (key == "master_weights") return c.precision != Precision::fp32;
     if (key == "comm_hook") return c.strategy == StrategyKind::dp;
+    // Every PowerSGD setting applies to dp (a comparison run with powersgd_rank 0 keeps them).
+    if (key == "powersgd_rank" || key == "powersgd_start_iter" ||
+        key == "powersgd_error_feedback" || key == "powersgd_warm_start" ||
+        key == "powersgd_min_compression_rate")
+        return c.strategy == StrategyKind::dp;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
     if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
@@ -240,7 +245,8 @@ std::string where_setting_applies(std::string_view key) {
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
     if (key == "clip_grad_norm") return "strategies single and dp";
     if (key == "master_weights") return "precisions bf16-mixed and fp16-mixed";
-    if (key == "comm_hook") return "strategy 'dp' (DDP's communication hooks)";
+    if (key == "comm_hook" || key.starts_with("powersgd_"))
+        return "strategy 'dp' (DDP's communication hooks)";
     if (key == "cp_load_balance") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
@@ -603,6 +609,28 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                               "' they are 16-bit already");
     if (c.comm_hook != DType::fp32 && c.backend != BackendKind::cpu)
         fail("comm_hook", "runs on the CPU backend only (its 16-bit rounding has no CUDA kernel)");
+    const RunConfig::PowerSgd& ps = c.powersgd;
+    if (ps.rank < 0 || ps.rank > 1024)
+        fail("powersgd_rank",
+             "must be between 1 and 1024 (or 0 for none; got " + std::to_string(ps.rank) + ")");
+    if (ps.rank > 0) {
+        if (c.comm_hook != DType::fp32)
+            fail("powersgd_rank", "PowerSGD is its own communication hook: drop comm_hook");
+        if (c.precision != Precision::fp32)
+            fail("powersgd_rank", "compresses fp32 gradients (precision fp32)");
+        if (c.backend != BackendKind::cpu) fail("powersgd_rank", "runs on the CPU backend only");
+        if (c.accumulate > 1 && c.reduce_every_microstep)
+            fail("powersgd_rank", "compresses once per step: not with reduce_every_microstep");
+        // As torch's PowerSGDState: DDP rebuilds its buckets after the first iteration.
+        if (ps.start_iter < 2 && (ps.error_feedback || ps.warm_start))
+            fail("powersgd_start_iter",
+                 "must be 2 or more with error feedback or warm start (PowerSGD can start only "
+                 "after DDP's first two iterations; got " +
+                     std::to_string(ps.start_iter) + ")");
+        if (ps.start_iter < 0) fail("powersgd_start_iter", "must be 0 or more");
+        if (!(ps.min_compression_rate >= 0) || !std::isfinite(ps.min_compression_rate))
+            fail("powersgd_min_compression_rate", "must be 0 or more");
+    }
     if (!(c.clip_grad_norm >= 0) || !std::isfinite(c.clip_grad_norm))
         fail("clip_grad_norm", "must be more than 0 (or 0 for no clipping)");
     if (!(c.input_scale > 0) || !std::isfinite(c.input_scale) || c.input_scale > 1e30)

@@ -296,6 +296,16 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.clip_grad_norm = r.number();
         else if (key == "master_weights")
             c.master_weights = r.boolean();
+        else if (key == "powersgd_rank")
+            c.powersgd.rank = r.integer();
+        else if (key == "powersgd_start_iter")
+            c.powersgd.start_iter = r.integer();
+        else if (key == "powersgd_error_feedback")
+            c.powersgd.error_feedback = r.boolean();
+        else if (key == "powersgd_warm_start")
+            c.powersgd.warm_start = r.boolean();
+        else if (key == "powersgd_min_compression_rate")
+            c.powersgd.min_compression_rate = r.number();
         else if (key == "comm_hook") {
             const std::string name = r.text();
             if (name == "fp16")
@@ -341,7 +351,9 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
-                "clip_grad_norm, master_weights, input_scale, comm_hook, accumulate, "
+                "clip_grad_norm, master_weights, input_scale, comm_hook, powersgd_rank, "
+                "powersgd_start_iter, powersgd_error_feedback, powersgd_warm_start, "
+                "powersgd_min_compression_rate, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
                 "pp, tp, backend, tf32, native_collectives, repeats, expect)");
     }
@@ -423,6 +435,13 @@ std::string scenario_json(const RunConfig& c) {
     if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
     if (c.precision != Precision::fp32 && !c.master_weights) j["master_weights"] = false;
     if (c.comm_hook != DType::fp32) j["comm_hook"] = std::string(name_of(c.comm_hook));
+    if (c.powersgd.rank > 0) {
+        j["powersgd_rank"] = c.powersgd.rank;
+        j["powersgd_start_iter"] = c.powersgd.start_iter;
+        j["powersgd_error_feedback"] = c.powersgd.error_feedback;
+        j["powersgd_warm_start"] = c.powersgd.warm_start;
+        j["powersgd_min_compression_rate"] = c.powersgd.min_compression_rate;
+    }
     if (c.input_scale != 1.0) j["input_scale"] = c.input_scale;
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;

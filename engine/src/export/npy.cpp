@@ -8,6 +8,7 @@
 #include "pd/exports.h"
 #include "pd/model.h"
 #include "pd/optimizer.h"
+#include "strategies/powersgd.h"
 #include "strategies/replica.h"
 
 namespace pd {
@@ -264,8 +265,9 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         config.strategy == StrategyKind::dp || config.strategy == StrategyKind::ps ||
         config.strategy == StrategyKind::zero1 || config.strategy == StrategyKind::zero2 ||
         config.strategy == StrategyKind::zero3;
-    if ((config.precision != Precision::fp32 || config.comm_hook != DType::fp32) && reduces &&
-        config.accumulate == 1 && config.data_parallel_replicas() > 1) {
+    if ((config.precision != Precision::fp32 || config.comm_hook != DType::fp32 ||
+         config.powersgd.rank > 0) &&
+        reduces && config.accumulate == 1 && config.data_parallel_replicas() > 1) {
         nlohmann::json buckets = nlohmann::json::array();
         if (config.strategy == StrategyKind::zero3) {
             for (int u = 0; u < layout.units; ++u)
@@ -293,6 +295,58 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
                  " (round to nearest even) and summed as "
                  "precision.gradient_reduction says, each partial sum rounded to " +
                  t + "; the sum is cast back to fp32 for the update"}};
+    }
+    if (config.powersgd.rank > 0) {
+        // The hook's buckets and tensors, and the standard normal Qs it drew (before
+        // orthogonalising), so a replay runs the same low-rank all-reduces.
+        const RunConfig::PowerSgd& ps = config.powersgd;
+        const auto plan = powersgd_buckets(
+            layout, make_grad_buckets(layout, config.bucket_bytes, config.tensor_dtype()), ps);
+        nlohmann::json buckets = nlohmann::json::array();
+        nlohmann::json random_q = nlohmann::json::array();
+        for (std::size_t b = 0; b < plan.size(); ++b) {
+            nlohmann::json ts = nlohmann::json::array();
+            for (std::size_t k = 0; k < plan[b].tensors.size(); ++k) {
+                const PowerSgdTensor& t = plan[b].tensors[k];
+                ts.push_back({{"offset", t.offset},
+                              {"count", t.count},
+                              {"n", t.n},
+                              {"m", t.m},
+                              {"rank", t.rank},
+                              {"compress", t.compress}});
+                if (!t.compress) continue;
+                for (int s = ps.start_iter; s < config.steps; ++s) {
+                    if (ps.warm_start && s > ps.start_iter) break;
+                    std::vector<float> q(static_cast<std::size_t>(t.m) * t.rank);
+                    powersgd_random_q(config.seed, s, static_cast<int>(b), static_cast<int>(k),
+                                      q.data(), q.size());
+                    char name[64];
+                    std::snprintf(name, sizeof name, "powersgd_q_step%04d_b%zu_t%zu.npy", s, b, k);
+                    write_npy((fs::path(directory) / name).string(),
+                              {static_cast<std::size_t>(t.m), static_cast<std::size_t>(t.rank)},
+                              q.data());
+                    random_q.push_back({{"step", s}, {"bucket", b}, {"tensor", k}, {"file", name}});
+                }
+            }
+            buckets.push_back({{"begin", plan[b].begin}, {"end", plan[b].end}, {"tensors", ts}});
+        }
+        manifest["powersgd"] = {
+            {"rank", ps.rank},
+            {"start_iter", ps.start_iter},
+            {"min_compression_rate", ps.min_compression_rate},
+            {"error_feedback", ps.error_feedback},
+            {"warm_start", ps.warm_start},
+            {"buckets", std::move(buckets)},
+            {"random_q", std::move(random_q)},
+            {"rule",
+             "torch's powerSGD_hook on each bucket, from step start_iter (plain all-reduces "
+             "before): the bucket's gradient times the replica count (each replica's own mean "
+             "gradient, as DDP's hook sees it) plus its error; tensors not compressed (a tensor "
+             "is M = the weight transposed, n x m; compress when (n + m) x rank x "
+             "min_compression_rate < n x m) all-reduced and divided by the replica count; Q "
+             "(the step's random_q, or the last Q with warm start) orthogonalised, P = M Q "
+             "all-reduced, P orthogonalised, Q = M^T P all-reduced and divided, M = P Q^T; error "
+             "= the input - the result"}};
     }
     manifest["strategy"] = std::string(name_of(config.strategy));
     manifest["data_parallel_replicas"] = config.data_parallel_replicas();

@@ -14,6 +14,12 @@ DataParallel::DataParallel(RunEnvironment& env)
     comm_ = std::make_unique<Communicator>(
         env.transport, members, 1,
         env.config.comm_hook != DType::fp32 ? env.config.comm_hook : env.dtype);
+    if (env.config.powersgd.rank > 0) {
+        powersgd_buckets_ = powersgd_buckets(env.layout, buckets_, env.config.powersgd);
+        for (auto& d : env.devices)
+            powersgd_.push_back(
+                std::make_unique<PowerSgdReplica>(env.config, powersgd_buckets_, *d));
+    }
 }
 
 void DataParallel::enqueue_setup() {
@@ -37,8 +43,14 @@ void DataParallel::enqueue_step(int step) {
     for (int r = 0; r < n; ++r) {
         Replica& replica = *replicas_[static_cast<std::size_t>(r)];
         Device& dev = replica.device();
-        auto all_reduce_bucket = [this, &replica, &dev, step](const GradBucket& b) {
-            dev.comm().enqueue([this, &replica, &dev, b, step] {
+        auto all_reduce_bucket = [this, &replica, &dev, step, r](const GradBucket& b) {
+            const int index = static_cast<int>(&b - buckets_.data());
+            dev.comm().enqueue([this, &replica, &dev, b, step, r, index] {
+                if (!powersgd_.empty()) {  // powerSGD_hook in place of the plain all-reduce
+                    powersgd_[static_cast<std::size_t>(r)]->reduce(*comm_, index,
+                                                                   replica.grads().data(), step);
+                    return;
+                }
                 float* grads = replica.grads().data() + b.begin;
                 // fp16_compress_hook / bf16_compress_hook: the bucket cast to 16 bits first
                 // (the gradients already carry the 1 / world-size share).

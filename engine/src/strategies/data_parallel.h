@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "strategies/powersgd.h"
 #include "strategies/replica.h"
 
 namespace pd {
@@ -25,6 +26,8 @@ class DataParallel : public Strategy {
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::unique_ptr<Communicator> comm_;
     std::vector<GradBucket> buckets_;
+    std::vector<PowerSgdBucket> powersgd_buckets_;            // powersgd_rank > 0 only
+    std::vector<std::unique_ptr<PowerSgdReplica>> powersgd_;  // one per replica
 };
 
 }  // namespace pd
