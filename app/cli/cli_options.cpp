@@ -139,7 +139,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "device clock uses 1)");
     app.add_option("--backend", backend,
                    "cpu | cuda (CUDA: one device per GPU, or virtual devices sharing one)");
-    app.add_flag("--tf32", tf32, "cuda: TF32 matrix products (faster, no longer match the CPU)");
+    app.add_flag("--tf32", tf32,
+                 "TF32 matrix products (torch's allow_tf32): cuda runs them on tensor cores; the "
+                 "cpu rounds every product's inputs to 10 mantissa bits (MLP model)");
     app.add_flag("--native-collectives", native_collectives,
                  "cuda, one GPU per device: whole NCCL collectives (phases not shown)");
     app.add_option("--trace", req.trace_path, "Write Chrome Trace Event JSON (Perfetto)");

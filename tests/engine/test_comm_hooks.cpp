@@ -95,9 +95,9 @@ class TestCommHooks : public QObject {
         const int buckets = plain_calls / plain.steps;
         const ParamLayout layout = ParamLayout::build(model_shape(c));
         int per_step = 0;
-        for (const PowerSgdBucket& b :
+        for (const PowerSgdBucket& bucket :
              powersgd_buckets(layout, make_grad_buckets(layout, c.bucket_bytes), c.powersgd))
-            per_step += (b.uncompressed_count > 0 ? 1 : 0) + (b.p_count > 0 ? 2 : 0);
+            per_step += (bucket.uncompressed_count > 0 ? 1 : 0) + (bucket.p_count > 0 ? 2 : 0);
         QVERIFY(per_step > buckets);
         QCOMPARE(hooked_calls, 2 * buckets + (plain.steps - 2) * per_step);
     }

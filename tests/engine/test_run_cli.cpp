@@ -212,8 +212,10 @@ class TestRunCli : public QObject {
         QTest::addRow("unknown backend")
             << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")}
             << "--backend: unknown value 'tpu' (available: cpu, cuda)";
-        QTest::addRow("tf32 on the cpu")
-            << QStringList{QStringLiteral("--tf32")} << "--tf32: applies to the CUDA backend only";
+        QTest::addRow("tf32 with bf16-mixed")
+            << QStringList{QStringLiteral("--tf32"), QStringLiteral("--precision"),
+                           QStringLiteral("bf16-mixed")}
+            << "--tf32: rounds float32 products; under 'bf16-mixed'";
         QTest::addRow("device clock on cuda")
             << QStringList{QStringLiteral("--backend"), QStringLiteral("cuda"),
                            QStringLiteral("--clock"), QStringLiteral("device")}

@@ -3,7 +3,7 @@
 # (tests/replay/replay_dump.py), for the numerics a plain fp32 replay does not cover: fp16 with
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
 # overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
-# compression hooks and powerSGD_hook (its orthogonalisation is torch's own _orthogonalize). Exit 77 (ctest: skipped)
+# compression hooks, TF32 products, and powerSGD_hook (its orthogonalisation is torch's own _orthogonalize). Exit 77 (ctest: skipped)
 # where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
 # Usage: check_replays.sh PARALLELDECK_RUN SOURCE_DIR
 set -euo pipefail
@@ -46,5 +46,6 @@ check powersgd-rank2-warm --strategy dp --devices 2 --powersgd-rank 2 --powersgd
 check powersgd-rank4-4dev --strategy dp --devices 4 --powersgd-rank 4 --powersgd-start-iter 3
 check powersgd-cold-no-ef --strategy dp --devices 2 --powersgd-rank 1 --powersgd-start-iter 2 \
     --powersgd-no-warm-start --powersgd-no-error-feedback
+check tf32-products --strategy dp --devices 2 --tf32
 check bf16-no-master --strategy dp --devices 2 --precision bf16-mixed --no-master-weights --lr 1e-4
 exit $failed

@@ -237,38 +237,56 @@ def gelu_tanh_grad(a):
     return (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)).float()
 
 
+# --tf32: every matrix product's inputs rounded to TF32 (10 mantissa bits, to nearest even).
+TF32 = False
+
+
+def tf32(t):
+    """float32 rounded to TF32 by its bits, as the engine's round_to_tf32."""
+    u = t.contiguous().view(torch.int32).to(torch.int64) & 0xffffffff
+    r = ((u + 0xfff + ((u >> 13) & 1)) & 0xffffe000)
+    r = torch.where((u & 0x7fffffff) > 0x7f800000, torch.full_like(u, 0x7fc00000), r)
+    r = r - ((r >> 31) & 1) * (1 << 32)  # back to a signed 32-bit pattern
+    return r.to(torch.int32).view(torch.float32)
+
+
+def mm(a, b):
+    """A matrix product in float32; with TF32 its inputs rounded first, the sum in fp32."""
+    return tf32(a) @ tf32(b) if TF32 else a @ b
+
+
 def forward_backward_mixed(P, x, y, layers, batch, loss_scale=1.0):
     """One forward and backward of rows x (bf16 inputs) with the bf16 parameters P: the summed
     loss (fp32 from bf16 logits, summed in float64 as the engine does) and the bf16 gradients
     of the mean over the global `batch`."""
-    h = store(x @ P["input.w"] + P["input.b"])
+    h = store(mm(x, P["input.w"]) + P["input.b"])
     saved = []
     for l in range(layers):
         p = "block%d." % l
-        pre = store(h @ P[p + "w1"] + P[p + "b1"])
+        pre = store(mm(h, P[p + "w1"]) + P[p + "b1"])
         post = store(F.gelu(pre, approximate="tanh"))
-        partial = store(post @ P[p + "w2"])
+        partial = store(mm(post, P[p + "w2"]))
         saved.append((h, pre, post))
         h = store(partial + (P[p + "b2"] + h))
-    logits = store(h @ P["head.w"] + P["head.b"])
+    logits = store(mm(h, P["head.w"]) + P["head.b"])
     loss_sum = F.cross_entropy(logits.double(), y, reduction="sum").item()
     probs = torch.softmax(logits.double(), dim=1).float()
     onehot = F.one_hot(y, probs.shape[1]).float()
     dlogits = store((probs - onehot) * (1.0 / batch) * loss_scale)
-    grads = {"head.w": store(h.t() @ dlogits), "head.b": store(dlogits.sum(0))}
-    dh = store(dlogits @ P["head.w"].t())
+    grads = {"head.w": store(mm(h.t(), dlogits)), "head.b": store(dlogits.sum(0))}
+    dh = store(mm(dlogits, P["head.w"].t()))
     for l in reversed(range(layers)):
         p = "block%d." % l
         h_in, pre, post = saved[l]
         dout = dh
-        grads[p + "w2"] = store(post.t() @ dout)
+        grads[p + "w2"] = store(mm(post.t(), dout))
         grads[p + "b2"] = store(dout.sum(0))
-        dpost = store(dout @ P[p + "w2"].t())
+        dpost = store(mm(dout, P[p + "w2"].t()))
         dpre = store(gelu_tanh_grad(pre) * dpost)
-        grads[p + "w1"] = store(h_in.t() @ dpre)
+        grads[p + "w1"] = store(mm(h_in.t(), dpre))
         grads[p + "b1"] = store(dpre.sum(0))
-        dh = store(store(dpre @ P[p + "w1"].t()) + dout)
-    grads["input.w"] = store(x.t() @ dh)
+        dh = store(store(mm(dpre, P[p + "w1"].t())) + dout)
+    grads["input.w"] = store(mm(x.t(), dh))
     grads["input.b"] = store(dh.sum(0))
     return loss_sum, grads
 
@@ -442,7 +460,9 @@ def main():
     with open(os.path.join(args.dump_dir, "manifest.json")) as f:
         whole = json.load(f)
     hook = whole.get("comm_hook")
-    if precision in ("bf16-mixed", "fp16-mixed") or hook or whole.get("powersgd"):
+    global TF32
+    TF32 = bool(whole["precision"].get("tf32_products"))
+    if precision in ("bf16-mixed", "fp16-mixed") or hook or whole.get("powersgd") or TF32:
         global STORE_DTYPE, REDUCE_DTYPE
         STORE_DTYPE = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
         if hook:  # an fp32 run whose gradients travel in 16 bits: replayed in float32

@@ -33,8 +33,23 @@ QString run_title(const pd::RunConfig& config) {
                       ? QStringLiteral("%1 micro-steps, reduced every one")
                       : QStringLiteral("%1 micro-steps (no_sync)"))
                      .arg(config.accumulate);
-    if (config.precision == pd::Precision::bf16_mixed)
-        parts << QStringLiteral("bf16-mixed (fp32 master weights)");
+    if (config.precision != pd::Precision::fp32)
+        parts << (config.master_weights ? QStringLiteral("%1 (fp32 master weights)")
+                                        : QStringLiteral("%1 (no master weights)"))
+                     .arg(qs(pd::name_of(config.precision)));
+    if (config.precision == pd::Precision::fp16_mixed)
+        parts << (config.loss_scaling.dynamic ? QStringLiteral("dynamic loss scale from %1")
+                                              : QStringLiteral("loss scale %1"))
+                     .arg(config.loss_scaling.init, 0, 'g', 6);
+    if (config.clip_grad_norm > 0)
+        parts << QStringLiteral("clip norm %1").arg(config.clip_grad_norm, 0, 'g', 4);
+    if (config.tf32) parts << QStringLiteral("TF32 products");
+    if (config.comm_hook != pd::DType::fp32)
+        parts << QStringLiteral("%1_compress_hook").arg(qs(pd::name_of(config.comm_hook)));
+    if (config.powersgd.rank > 0)
+        parts << QStringLiteral("PowerSGD rank %1 from step %2")
+                     .arg(config.powersgd.rank)
+                     .arg(config.powersgd.start_iter + 1);
     if (config.recompute != pd::RecomputeMode::none)
         parts << QStringLiteral("%1 recompute").arg(qs(pd::name_of(config.recompute)));
     if (config.strategy == pd::StrategyKind::ps && config.async_updates)

@@ -64,6 +64,14 @@ constexpr bool is_fp16_representable(float x) {
     return std::bit_cast<std::uint32_t>(r) == std::bit_cast<std::uint32_t>(x) || (r != r && x != x);
 }
 
+// TF32, the tensor-core input format of float32 matrix products (torch's allow_tf32): fp32's
+// 8 exponent bits and 10 of its 23 mantissa bits, rounded to nearest even; NaN stays NaN.
+constexpr float round_to_tf32(float x) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return std::bit_cast<float>(0x7fc00000u);
+    return std::bit_cast<float>((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
+}
+
 // A stored value of type `t` (fp32: unchanged).
 constexpr float round_to(DType t, float x) {
     return t == DType::bf16 ? round_to_bf16(x) : t == DType::fp16 ? round_to_fp16(x) : x;

@@ -86,7 +86,9 @@ class RunBackend {
 
 std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx);
 // A CPU device whose kernels use `intra_op_threads` threads (the stream's own and helpers).
-std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads = 1);
+// `tf32`: every matrix product's inputs rounded to TF32 first (pd::round_to_tf32), as tensor
+// cores take float32 products under torch's allow_tf32; the sums stay fp32.
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads = 1, bool tf32 = false);
 // The CPU's kernels and host memory; stateless, so one serves every host-memory tracker.
 DeviceOps& shared_cpu_ops();
 

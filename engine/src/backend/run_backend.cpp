@@ -15,13 +15,14 @@ namespace pd {
 namespace {
 class CpuRunBackend final : public RunBackend {
   public:
-    explicit CpuRunBackend(int threads) : threads_(threads) {}
+    CpuRunBackend(int threads, bool tf32) : threads_(threads), tf32_(tf32) {}
     std::unique_ptr<DeviceBackend> make_device(int) override {
-        return make_cpu_device_backend(threads_);
+        return make_cpu_device_backend(threads_, tf32_);
     }
 
   private:
     int threads_;
+    bool tf32_;
 };
 }  // namespace
 
@@ -38,7 +39,8 @@ std::string backend_unavailable_reason(BackendKind backend) {
 std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx) {
     if (config.backend == BackendKind::cpu)
         return std::make_unique<CpuRunBackend>(
-            resolve_intra_op_threads(config, ctx.clock(), std::thread::hardware_concurrency()));
+            resolve_intra_op_threads(config, ctx.clock(), std::thread::hardware_concurrency()),
+            config.tf32);
 #if PD_HAVE_CUDA_TOOLKIT
     return make_cuda_run_backend(config, ctx);
 #else

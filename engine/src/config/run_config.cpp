@@ -585,7 +585,14 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("clock",
              "'device' times CPU threads; a CUDA run is timed by CUDA events on each stream "
              "(use wall or auto)");
-    if (c.tf32 && c.backend != BackendKind::cuda) fail("tf32", "applies to the CUDA backend only");
+    // On the CPU, TF32 is emulated: every product's inputs rounded to 10 mantissa bits.
+    if (c.tf32 && c.backend == BackendKind::cpu && c.model == ModelKind::transformer)
+        fail("tf32",
+             "the CPU backend rounds the MLP's products to TF32; the transformer's attention "
+             "kernels have no TF32 rounding yet");
+    if (c.tf32 && c.precision != Precision::fp32)
+        fail("tf32", "rounds float32 products; under '" + std::string(name_of(c.precision)) +
+                         "' their inputs are 16-bit already");
     if (c.precision != Precision::fp32 && c.backend != BackendKind::cpu)
         fail("precision", "'" + std::string(name_of(c.precision)) +
                               "' runs on the CPU backend only (its 16-bit rounding and fp32 "

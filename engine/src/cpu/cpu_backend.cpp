@@ -1,10 +1,12 @@
 // The CPU backend: device memory is host memory, each stream's worker thread is the device,
 // and every kernel runs right away on the calling stream's thread.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "backend/device_backend.h"
 #include "cpu/elementwise.h"
@@ -25,7 +27,9 @@ constexpr std::size_t kAddGrain = 128 * 1024;
 
 class CpuOps final : public DeviceOps {
   public:
-    explicit CpuOps(int threads) : pool_(threads) { cpu::init_blas_threads(); }
+    explicit CpuOps(int threads, bool tf32 = false) : pool_(threads), tf32_(tf32) {
+        cpu::init_blas_threads();
+    }
 
     // 64-byte aligned (a cache line, and whole vectors for the element-wise loops).
     float* allocate(std::size_t count) override {
@@ -70,14 +74,39 @@ class CpuOps final : public DeviceOps {
     }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) override {
+        if (tf32_) {
+            a = tf32_copy(0, a, static_cast<std::size_t>(m) * k);
+            b = tf32_copy(1, b, static_cast<std::size_t>(k) * n);
+        }
         cpu::gemm(pool_, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
     }
     void linear_forward(const float* x, const float* w, const float* bias, int rows, int in,
                         int out, float* y) override {
+        if (tf32_) {
+            x = tf32_copy(0, x, static_cast<std::size_t>(rows) * in);
+            w = tf32_copy(1, w, static_cast<std::size_t>(in) * out);
+        }
         cpu::linear_forward(pool_, x, w, bias, rows, in, out, y);
     }
     void linear_backward(const float* x, const float* w, const float* dy, int rows, int in, int out,
                          float* dw, float* dbias, float* dx, GradWrite write) override {
+        // Both products (dw = x^T dy, dx = dy w^T) take TF32 inputs; the bias gradient is a sum.
+        if (tf32_) {
+            const bool add = write == GradWrite::add;
+            const float* xr = tf32_copy(0, x, static_cast<std::size_t>(rows) * in);
+            const float* dyr = tf32_copy(2, dy, static_cast<std::size_t>(rows) * out);
+            cpu::gemm(pool_, true, false, in, out, rows, 1.0f, xr, dyr, add ? 1.0f : 0.0f, dw);
+            // The bias gradient is a sum, not a product: the fp32 dy's column sums.
+            for (int j = 0; j < out; ++j) {
+                float sum = add ? dbias[j] : 0.0f;
+                for (int r = 0; r < rows; ++r) sum += dy[static_cast<std::size_t>(r) * out + j];
+                dbias[j] = sum;
+            }
+            if (dx)
+                cpu::gemm(pool_, false, true, rows, in, out, 1.0f, dyr,
+                          tf32_copy(1, w, static_cast<std::size_t>(in) * out), 0.0f, dx);
+            return;
+        }
         cpu::linear_backward(pool_, x, w, dy, rows, in, out, dw, dbias, dx,
                              write == GradWrite::add);
     }
@@ -206,12 +235,22 @@ class CpuOps final : public DeviceOps {
     void wait_event(const DeviceEvent&) override {}
 
   private:
+    // An operand rounded to TF32 in scratch slot `slot` (one per operand of a call; each
+    // stream's calls are ordered, and a device's two streams never run products at once).
+    const float* tf32_copy(int slot, const float* src, std::size_t count) {
+        std::vector<float>& dst = tf32_scratch_[static_cast<std::size_t>(slot)];
+        dst.resize(count);
+        for (std::size_t i = 0; i < count; ++i) dst[i] = round_to_tf32(src[i]);
+        return dst.data();
+    }
     cpu::IntraOpPool pool_;
+    bool tf32_ = false;
+    std::array<std::vector<float>, 3> tf32_scratch_;
 };
 
 class CpuDeviceBackend final : public DeviceBackend {
   public:
-    explicit CpuDeviceBackend(int threads) : ops_(threads) {}
+    CpuDeviceBackend(int threads, bool tf32) : ops_(threads, tf32) {}
     std::string name() const override { return "cpu"; }
     DeviceOps& ops() override { return ops_; }
     std::unique_ptr<StreamBackend> make_stream() override { return nullptr; }
@@ -227,8 +266,8 @@ DeviceOps& shared_cpu_ops() {
     return ops;
 }
 
-std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads) {
-    return std::make_unique<CpuDeviceBackend>(intra_op_threads);
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads, bool tf32) {
+    return std::make_unique<CpuDeviceBackend>(intra_op_threads, tf32);
 }
 
 }  // namespace pd

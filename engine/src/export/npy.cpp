@@ -282,6 +282,11 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             {"order", config.strategy == StrategyKind::ps ? "sequential" : "ring"},
             {"buckets", std::move(buckets)}};
     }
+    if (config.tf32 && config.backend == BackendKind::cpu)
+        precision["tf32_products"] =
+            "every matrix product's two inputs rounded to TF32 (fp32 with 10 of its 23 mantissa "
+            "bits, to nearest even) before the product, which sums in fp32; bias gradients are "
+            "sums of the fp32 output gradient";
     manifest["precision"] = std::move(precision);
     if (config.comm_hook != DType::fp32) {
         const std::string t(name_of(config.comm_hook));
@@ -320,7 +325,7 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
                     std::vector<float> q(static_cast<std::size_t>(t.m) * t.rank);
                     powersgd_random_q(config.seed, s, static_cast<int>(b), static_cast<int>(k),
                                       q.data(), q.size());
-                    char name[64];
+                    char name[128];
                     std::snprintf(name, sizeof name, "powersgd_q_step%04d_b%zu_t%zu.npy", s, b, k);
                     write_npy((fs::path(directory) / name).string(),
                               {static_cast<std::size_t>(t.m), static_cast<std::size_t>(t.rank)},
