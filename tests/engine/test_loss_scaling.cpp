@@ -154,6 +154,14 @@ class TestLossScaling : public QObject {
         QVERIFY(skipped < c.steps);  // and it did train afterwards
         check_scale_rules(r.trace.steps, c.loss_scaling);
         QVERIFY(r.trace.steps.back().loss < r.trace.steps.front().loss);
+        // The timeline names every skipped update, after the check that found the inf.
+        int named = 0, checks = 0;
+        for (const auto& e : r.trace.events) {
+            named += e.label == "AdamW skipped (inf/NaN gradients)";
+            checks += e.label == "GradScaler: unscale_, inf/NaN check";
+        }
+        QCOMPARE(named, skipped);
+        QCOMPARE(checks, c.steps);
         // A skipped step leaves the weights: one step, skipped, ends at the initial weights.
         RunConfig one = c;
         one.steps = 1;
@@ -295,7 +303,8 @@ class TestLossScaling : public QObject {
             std::size_t moved = 0, nonzero = 0;
             for (std::size_t i = 0; i < init.size(); ++i) {
                 const float start = round_to(c.tensor_dtype(), init[i]);
-                QCOMPARE(lost.final_parameters[i], round_to(c.tensor_dtype(), lost.final_parameters[i]));
+                QCOMPARE(lost.final_parameters[i],
+                         round_to(c.tensor_dtype(), lost.final_parameters[i]));
                 nonzero += std::abs(start) > 1e-2f;
                 moved += std::abs(start) > 1e-2f && lost.final_parameters[i] != start;
             }

@@ -105,35 +105,53 @@ void Replica::enqueue_optimizer(int step) {
         });
         return;
     }
-    device_.compute().launch(optimizer_event(env_.optimizer, step), [this, step] {
+    // Two traced ops on the compute stream: the check (unscale_, inf/NaN, norm, clipping),
+    // then the update, named as skipped on the timeline when GradScaler skips it.
+    device_.compute().enqueue([this, step] {
+        Stream& stream = *Stream::current();
         DeviceOps& ops = device_.ops();
         float* grads = grads_.data();
         const std::size_t n = params_.size();
         StepRecord record;
-        // GradScaler.unscale_: the (fp16, scaled) gradients become fp32 ones, multiplied by
-        // 1 / scale, before anything reads their values (clipping included).
-        if (scaler_) {
-            record.loss_scale = scaler_->scale();
-            ops.scale(grads, n, scaler_->inverse_scale());
-        }
-        const GradientCheck check = ops.check_gradients(grads, n);
-        const bool found_inf = check.nonfinite > 0;
-        record.grad_zero_fraction =
-            n ? static_cast<double>(check.zeros) / static_cast<double>(n) : 0.0;
-        record.grad_norm =
-            found_inf ? std::numeric_limits<double>::quiet_NaN() : std::sqrt(check.sum_squares);
-        // torch.nn.utils.clip_grad_norm_: the factor max / (norm + 1e-6), at most 1.
-        const double clip = env_.config.clip_grad_norm;
-        if (clip > 0 && !found_inf) {
-            const float factor = static_cast<float>(clip / (record.grad_norm + 1e-6));
-            if (factor < 1.0f) ops.scale(grads, n, factor);
-        }
+        bool found_inf = false;
+        TraceEvent check_event = optimizer_event(env_.optimizer, step);
+        check_event.label = scaler_ ? "GradScaler: unscale_, inf/NaN check" : "gradient check";
+        if (env_.config.clip_grad_norm > 0) check_event.label += ", clip_grad_norm_";
+        check_event.device = device_.id();
+        check_event.stream = StreamKind::compute;
+        stream.timed(std::move(check_event), [&] {
+            // GradScaler.unscale_: the (fp16, scaled) gradients become fp32 ones, multiplied
+            // by 1 / scale, before anything reads their values (clipping included).
+            if (scaler_) {
+                record.loss_scale = scaler_->scale();
+                ops.scale(grads, n, scaler_->inverse_scale());
+            }
+            const GradientCheck check = ops.check_gradients(grads, n);
+            found_inf = check.nonfinite > 0;
+            record.grad_zero_fraction =
+                n ? static_cast<double>(check.zeros) / static_cast<double>(n) : 0.0;
+            record.grad_norm =
+                found_inf ? std::numeric_limits<double>::quiet_NaN() : std::sqrt(check.sum_squares);
+            // torch.nn.utils.clip_grad_norm_: the factor max / (norm + 1e-6), at most 1.
+            const double clip = env_.config.clip_grad_norm;
+            if (clip > 0 && !found_inf) {
+                const float factor = static_cast<float>(clip / (record.grad_norm + 1e-6));
+                if (factor < 1.0f) ops.scale(grads, n, factor);
+            }
+        });
         // Without a scaler nothing skips a step (as a plain PyTorch loop: inf reaches the
         // weights); with one, the step is skipped on inf or NaN and the scale updated.
         const bool apply = scaler_ ? scaler_->update(found_inf) : true;
         record.skipped = !apply;
         const int t = scaler_ ? scaler_->applied_steps() : step + 1;
-        if (apply) ops.optimizer_update(env_.optimizer, t, params_.data(), grads, state_.data(), n);
+        TraceEvent update = optimizer_event(env_.optimizer, step,
+                                            apply ? std::string() : " skipped (inf/NaN gradients)");
+        update.device = device_.id();
+        update.stream = StreamKind::compute;
+        stream.timed(std::move(update), [&] {
+            if (apply)
+                ops.optimizer_update(env_.optimizer, t, params_.data(), grads, state_.data(), n);
+        });
         numerics_ = record;
     });
 }
