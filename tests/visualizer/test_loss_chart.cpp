@@ -63,6 +63,7 @@ class TestLossChart : public QObject {
         LossChart chart;
         chart.setRun(r, pd::compute_metrics(r->trace, config));
         QVERIFY(chart.lossScaleSeries() && chart.skippedSeries());
+        QVERIFY(!chart.stepTimeSeries());  // the right axis is the scale's
         QCOMPARE(chart.lossScaleSeries()->count(), qsizetype{6});
         int skipped = 0;
         for (std::size_t i = 0; i < r->trace.steps.size(); ++i) {

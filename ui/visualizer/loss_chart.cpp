@@ -134,11 +134,15 @@ void LossChart::rebuild() {
     loss_ = new QLineSeries();
     loss_->setName(tr("loss"));
     loss_->setPointsVisible(true);
-    time_ = new QLineSeries();
-    time_->setName(tr("step time (ms)"));
-    time_->setPointsVisible(true);
-    // fp16's loss scale takes the right axis when the run has one.
+    // fp16's loss scale takes the right axis when the run has one (and the step time none:
+    // every series made here is the chart's, deleted by the next removeAllSeries).
     const bool scaled = !records_.empty() && records_.front().loss_scale > 0;
+    time_ = nullptr;
+    if (!scaled) {
+        time_ = new QLineSeries();
+        time_->setName(tr("step time (ms)"));
+        time_->setPointsVisible(true);
+    }
     scale_ = nullptr;
     skipped_ = nullptr;
     axis_scale_ = nullptr;

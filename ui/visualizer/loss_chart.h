@@ -32,7 +32,8 @@ class LossChart : public QChartView {
     void setTheme(ThemeChoice theme);
     // Put before the chart title ("A: ") in compare mode.
     void setTitlePrefix(const QString& prefix);
-    // (step, loss) and (step, step time in ms), one point per completed step.
+    // (step, loss) and (step, step time in ms), one point per completed step; the step time
+    // is null where the chart shows a loss scale instead.
     QLineSeries* lossSeries() const { return loss_; }
     QLineSeries* stepTimeSeries() const { return time_; }
     // fp16 with loss scaling: (step, log2 of the scale) and the skipped steps (step, loss, or
