@@ -31,6 +31,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<double> loss_scale_init, clip_grad_norm, input_scale;
     std::optional<std::string> loss_scale, comm_hook;
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
+    std::optional<int> optimizer_blocksize, min_8bit_size;
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
@@ -67,7 +68,14 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--batch", batch, "Global batch per step (transformer: sequences)");
     app.add_option("--steps", steps, "Training steps");
     app.add_option("--seed", seed, "Seed for weights and data");
-    app.add_option("--optimizer", optimizer, "sgd | adamw");
+    app.add_option("--optimizer", optimizer,
+                   "sgd | adamw | lamb | adamw8bit (LAMB's layer-wise trust ratio; "
+                   "bitsandbytes' AdamW8bit: both states in 8 bits, block-wise)");
+    app.add_option("--optimizer-blocksize", optimizer_blocksize,
+                   "adamw8bit: elements per quantisation block (default 2048; bitsandbytes "
+                   "0.44+ uses 256)");
+    app.add_option("--min-8bit-size", min_8bit_size,
+                   "adamw8bit: smaller tensors keep fp32 states (default 4096)");
     app.add_option("--lr", lr,
                    "Learning rate, constant over the run (default: sgd 0.01, adamw 0.128 / width)");
     app.add_option("--bucket-bytes", bucket, "Gradient bucket size, e.g. 256KiB");
@@ -362,9 +370,12 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     }
     if (seed) c.seed = *seed;
     if (optimizer) {
-        choose("--optimizer", *optimizer, {"sgd", "adamw"});
-        c.optimizer = *optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+        choose("--optimizer", *optimizer, {"sgd", "adamw", "lamb", "adamw8bit"});
+        c.optimizer = *optimizer_from_name(*optimizer);
+        src["optimizer"] = "--optimizer";
     }
+    set_int(optimizer_blocksize, c.optimizer_blocksize, "optimizer_blocksize");
+    set_int(min_8bit_size, c.min_8bit_size, "min_8bit_size");
     if (lr) {
         c.lr = *lr;
         src["lr"] = "--lr";

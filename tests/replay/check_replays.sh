@@ -3,7 +3,8 @@
 # (tests/replay/replay_dump.py), for the numerics a plain fp32 replay does not cover: fp16 with
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
 # overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
-# compression hooks, TF32 products, and powerSGD_hook (its orthogonalisation is torch's own _orthogonalize). Exit 77 (ctest: skipped)
+# compression hooks, TF32 products, powerSGD_hook (its orthogonalisation is torch's own _orthogonalize),
+# LAMB and bitsandbytes' AdamW8bit (the replay's own classes). Exit 77 (ctest: skipped)
 # where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
 # Usage: check_replays.sh PARALLELDECK_RUN SOURCE_DIR
 set -euo pipefail
@@ -22,10 +23,21 @@ check() {  # check NAME ARGS...: run, dump, replay; a failed replay fails the sc
     local name=$1
     shift
     mkdir -p "$work/$name"
-    "$run" "$@" --steps 8 --dump-dir "$work/$name" --summary "$work/$name/summary.json" \
+    local replay_args=()
+    local args=()
+    while (($#)); do  # --tolerance X goes to the replay, the rest to the run
+        if [[ $1 == --tolerance ]]; then
+            replay_args+=("$1" "$2")
+            shift 2
+        else
+            args+=("$1")
+            shift
+        fi
+    done
+    "$run" "${args[@]}" --steps 8 --dump-dir "$work/$name" --summary "$work/$name/summary.json" \
         > "$work/$name/run.log" 2>&1
     if "$python" "$src/tests/replay/replay_dump.py" "$work/$name" "$work/$name/summary.json" \
-        > "$work/$name/replay.log" 2>&1; then
+        "${replay_args[@]}" > "$work/$name/replay.log" 2>&1; then
         echo "ok   $name: $(tail -1 "$work/$name/replay.log")"
     else
         echo "FAIL $name:"
@@ -48,4 +60,11 @@ check powersgd-cold-no-ef --strategy dp --devices 2 --powersgd-rank 1 --powersgd
     --powersgd-no-warm-start --powersgd-no-error-feedback
 check tf32-products --strategy dp --devices 2 --tf32
 check bf16-no-master --strategy dp --devices 2 --precision bf16-mixed --no-master-weights --lr 1e-4
+check lamb-dp --strategy dp --devices 2 --optimizer lamb --lr 0.01
+check lamb-bf16 --strategy single --optimizer lamb --precision bf16-mixed --lr 0.01
+# A quantised state amplifies the replay's double-precision gradients' last-bit differences
+# (a flipped code is a ~1% change of one moment): 1e-4 relative (measured 1.7e-5).
+check adamw8bit-dp --strategy dp --devices 2 --optimizer adamw8bit --tolerance 1e-4
+check adamw8bit-block256 --strategy single --optimizer adamw8bit --optimizer-blocksize 256 \
+    --min-8bit-size 1024 --tolerance 1e-4
 exit $failed

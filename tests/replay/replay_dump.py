@@ -41,6 +41,14 @@ clip_grad_norm_ after unscaling where the manifest sets it, and without a master
 says no_master_weights (each update rounded back into the 16-bit weights). Measured on 8-step
 runs (tests/replay/check_replays.sh): at most 1.2e-4 relative, 4e-5 absolute; a run whose
 forward overflows has NaN losses on both sides. The bf16 tolerances apply.
+
+LAMB and bitsandbytes' AdamW8bit have no torch.optim class: the replay has its own (Lamb,
+AdamW8bit below), written from the paper's Algorithm 2 and from bitsandbytes' pure-PyTorch
+reference and CUDA kernel. AdamW8bit builds its dynamic maps as create_dynamic_map does (float32
+linspace) and prints how far they are from the engine's (one float32 ulp in about 90 of 256
+codes: the engine rounds exact midpoints once). Its losses are within 2e-5 relative over 8
+steps (a flipped 8-bit code, ~1% of one moment, amplifies the last-bit differences of the
+replay's double-precision gradients); LAMB's within 2e-7.
 """
 import argparse
 import ast
@@ -82,6 +90,119 @@ def read_npy(path):
     return tensor.reshape(header["shape"]).clone()
 
 
+class Lamb(torch.optim.Optimizer):
+    """LAMB as You et al. 2019 write it (Algorithm 2, one tensor = one layer): AdamW's
+    bias-corrected direction plus decay, scaled by ||w|| / ||u|| (1 where a norm is 0)."""
+
+    def __init__(self, params, lr, betas, eps, weight_decay):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            for p in group["params"]:
+                st = self.state[p]
+                if not st:
+                    st["t"], st["m"], st["v"] = 0, torch.zeros_like(p), torch.zeros_like(p)
+                st["t"] += 1
+                t, m, v = st["t"], st["m"], st["v"]
+                m.mul_(b1).add_(p.grad, alpha=1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                u = (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() + group["eps"])
+                u = u + group["weight_decay"] * p
+                w_norm, u_norm = p.norm(), u.norm()
+                trust = (w_norm / u_norm).item() if w_norm > 0 and u_norm > 0 else 1.0
+                p.sub_(group["lr"] * trust * u)
+
+
+def bnb_dynamic_map(signed):
+    """bitsandbytes.functional.create_dynamic_map(signed, 7, 8), as written there (float32
+    linspace), independent of the engine's own construction of the map."""
+    data = []
+    for i in range(7):
+        items = 2 ** i + 1 if signed else 2 ** (i + 1) + 1
+        boundaries = torch.linspace(0.1, 1, items, dtype=torch.float32)
+        means = (boundaries[:-1] + boundaries[1:]) / 2.0
+        data += ((10 ** (-6 + i)) * means).tolist()
+        if signed:
+            data += (-(10 ** (-6 + i)) * means).tolist()
+    data += [0, 1.0]
+    data.sort()
+    return torch.tensor(data, dtype=torch.float32)
+
+
+class AdamW8bit(torch.optim.Optimizer):
+    """bitsandbytes' AdamW8bit in float32 (its pure-PyTorch reference and CUDA kernel rules):
+    m and v stored as 8-bit codes of the dynamic maps, blocks of `blocksize` with an fp32
+    absmax each, dequantized for the update and quantized to the nearest code of state /
+    new absmax (torch.bucketize on the codes' midpoints, m's sign kept); Adam's step
+    -lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps sqrt(1 - b2^t)), then p *= 1 - lr wd.
+    Tensors under min_8bit_size keep float32 states."""
+
+    def __init__(self, params, lr, betas, eps, weight_decay, blocksize, min_8bit_size):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        self.blocksize, self.min_8bit_size = blocksize, min_8bit_size
+        self.code1, self.code2 = bnb_dynamic_map(True), bnb_dynamic_map(False)
+
+    def quantize(self, x, code, signed):
+        n, b = x.numel(), self.blocksize
+        pad = (-n) % b
+        blocks = F.pad(x, (0, pad)).reshape(-1, b)
+        absmax = blocks.abs().max(dim=1).values  # padding (0) never raises it
+        safe = torch.where(absmax > 0, absmax, torch.ones_like(absmax))
+        scaled = (blocks / safe[:, None]).reshape(-1)[:n]
+        q = torch.bucketize(scaled, (code[:-1] + code[1:]) / 2)
+        if signed:  # the kernel's sign rule: a code of the wrong sign moves one step over
+            wrong = torch.signbit(code[q]) != torch.signbit(x)
+            q = torch.where(wrong, q + torch.where(x > 0, 1, -1), q)
+        return q, absmax
+
+    def dequantize(self, q, absmax, code):
+        n, b = q.numel(), self.blocksize
+        return code[q] * absmax.repeat_interleave(b)[:n]
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                g = p.grad.reshape(-1).float()
+                st = self.state[p]
+                eight = p.numel() >= self.min_8bit_size
+                if not st:
+                    st["t"] = 0
+                    if eight:
+                        blocks = -(-p.numel() // self.blocksize)
+                        st["q1"] = torch.zeros(p.numel(), dtype=torch.long)
+                        st["q2"] = torch.zeros(p.numel(), dtype=torch.long)
+                        st["a1"], st["a2"] = torch.zeros(blocks), torch.zeros(blocks)
+                    else:
+                        st["m"], st["v"] = torch.zeros_like(g), torch.zeros_like(g)
+                st["t"] += 1
+                t = st["t"]
+                c1 = torch.tensor(1 - b1 ** t, dtype=torch.float32)
+                c2 = torch.tensor(1 - b2 ** t, dtype=torch.float32).sqrt()
+                step_size = -lr * c2 / c1
+                if eight:
+                    m = self.dequantize(st["q1"], st["a1"], self.code1) * b1 + (1 - b1) * g
+                    v = self.dequantize(st["q2"], st["a2"], self.code2) * b2 + (1 - b2) * g * g
+                else:
+                    m = st["m"] * b1 + (1 - b1) * g
+                    v = st["v"] * b2 + (1 - b2) * (g * g)
+                w = p.reshape(-1).float()
+                w = w + step_size * (m / (v.sqrt() + eps * c2))
+                if wd > 0:
+                    w = w * (1 - lr * wd)
+                p.copy_(w.reshape(p.shape).to(p.dtype))
+                if eight:
+                    st["q1"], st["a1"] = self.quantize(m, self.code1, True)
+                    st["q2"], st["a2"] = self.quantize(v, self.code2, False)
+                else:
+                    st["m"], st["v"] = m, v
+
+
 def make_optimizer(spec, params):
     schedule = spec.get("lr_schedule", {"kind": "constant"})
     if schedule.get("kind") != "constant" or schedule.get("warmup_steps", 0) != 0:
@@ -95,6 +216,18 @@ def make_optimizer(spec, params):
                                dampening=spec.get("dampening", 0.0),
                                nesterov=spec.get("nesterov", False),
                                weight_decay=spec.get("weight_decay", 0.0))
+    if spec["name"] == "lamb":
+        return Lamb(params, lr=spec["lr"], betas=tuple(spec["betas"]), eps=spec["eps"],
+                    weight_decay=spec["weight_decay"])
+    if spec["name"] == "adamw8bit":
+        opt = AdamW8bit(params, lr=spec["lr"], betas=tuple(spec["betas"]), eps=spec["eps"],
+                        weight_decay=spec["weight_decay"], blocksize=spec["blocksize"],
+                        min_8bit_size=spec["min_8bit_size"])
+        for mine, theirs in ((opt.code1, spec["code_signed"]), (opt.code2, spec["code_unsigned"])):
+            diff = (mine - torch.tensor(theirs, dtype=torch.float32)).abs().max().item()
+            print("dynamic map: bitsandbytes' construction vs the engine's, largest difference "
+                  "%.3e" % diff)
+        return opt
     raise ValueError("unknown optimizer " + spec["name"])
 
 

@@ -36,7 +36,10 @@ enum class Precision { fp32, bf16_mixed, fp16_mixed };
 // pre-LayerNorm transformer blocks (causal multi-head self-attention, then an MLP) on sequences.
 enum class ModelKind { mlp, transformer };
 enum class ClockMode { wall, device, automatic };
-enum class OptimizerKind { sgd, adamw };
+// sgd and adamw as torch.optim; lamb: You et al. 2019's Algorithm 2 (AdamW's step scaled per
+// tensor by the trust ratio ||w|| / ||update||); adamw8bit: bitsandbytes' AdamW8bit (both
+// states stored in 8 bits, block-wise dynamic quantisation). See pd/optimizer.h.
+enum class OptimizerKind { sgd, adamw, lamb, adamw8bit };
 enum class BackendKind { cpu, cuda };
 
 std::string_view name_of(StrategyKind s);
@@ -51,6 +54,8 @@ std::optional<ModelKind> model_from_name(std::string_view name);
 std::optional<Precision> precision_from_name(std::string_view name);
 std::optional<RecomputeMode> recompute_from_name(std::string_view name);
 std::optional<BackendKind> backend_from_name(std::string_view name);
+std::optional<OptimizerKind> optimizer_from_name(std::string_view name);
+inline constexpr const char* kOptimizerNames = "sgd, adamw, lamb, adamw8bit";
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
 inline constexpr const char* kStrategyNames =
@@ -129,6 +134,11 @@ struct RunConfig {
     std::uint64_t seed = 42;
     OptimizerKind optimizer = OptimizerKind::adamw;
     double lr = 0.0;  // 0 = the optimizer's default (see effective_lr); constant, no schedule
+    // adamw8bit: elements per quantisation block of each state (2048 in Dettmers et al. 2022
+    // and bitsandbytes before 0.44; 256 since its commit aa57bd89), and the smallest tensor
+    // whose states are 8-bit (bitsandbytes' min_8bit_size; smaller ones keep fp32 states).
+    int optimizer_blocksize = 2048;
+    int min_8bit_size = 4096;
     std::size_t bucket_bytes = 256 * 1024;
     bool overlap = true;
     std::size_t capacity_bytes = std::size_t{4} << 30;

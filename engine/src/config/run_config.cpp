@@ -108,7 +108,17 @@ std::string_view name_of(ClockMode c) {
 }
 
 std::string_view name_of(OptimizerKind o) {
-    return o == OptimizerKind::sgd ? "sgd" : "adamw";
+    switch (o) {
+        case OptimizerKind::sgd:
+            return "sgd";
+        case OptimizerKind::adamw:
+            return "adamw";
+        case OptimizerKind::lamb:
+            return "lamb";
+        case OptimizerKind::adamw8bit:
+            return "adamw8bit";
+    }
+    return "adamw";
 }
 
 std::string_view name_of(BackendKind b) {
@@ -118,6 +128,13 @@ std::string_view name_of(BackendKind b) {
 std::optional<BackendKind> backend_from_name(std::string_view name) {
     if (name == "cpu") return BackendKind::cpu;
     if (name == "cuda") return BackendKind::cuda;
+    return std::nullopt;
+}
+
+std::optional<OptimizerKind> optimizer_from_name(std::string_view name) {
+    for (OptimizerKind o :
+         {OptimizerKind::sgd, OptimizerKind::adamw, OptimizerKind::lamb, OptimizerKind::adamw8bit})
+        if (name == name_of(o)) return o;
     return std::nullopt;
 }
 
@@ -604,6 +621,27 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
              "'fp16-mixed' runs under strategies single and dp so far (their replicas hold whole "
              "gradients, so each finds the same inf or NaN; a sharded or model-parallel run "
              "needs ShardedGradScaler's all-reduce of that finding, not built yet)");
+    if (c.optimizer == OptimizerKind::lamb || c.optimizer == OptimizerKind::adamw8bit) {
+        const std::string name(name_of(c.optimizer));
+        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp)
+            fail("optimizer",
+                 "'" + name +
+                     "' runs under strategies single and dp so far (it works tensor by tensor: "
+                     "LAMB's trust ratio needs each tensor's norm, 8-bit blocks restart at each "
+                     "tensor; a sharded or model-parallel run would need those across devices)");
+        if (c.backend != BackendKind::cpu)
+            fail("optimizer", "'" + name + "' runs on the CPU backend only (no CUDA kernel yet)");
+    }
+    if (c.optimizer == OptimizerKind::adamw8bit && c.precision != Precision::fp32)
+        fail("optimizer", "'adamw8bit' updates fp32 parameters (precision fp32; got '" +
+                              std::string(name_of(c.precision)) + "')");
+    if (c.optimizer_blocksize < 64 || c.optimizer_blocksize > 4096 ||
+        (c.optimizer_blocksize & (c.optimizer_blocksize - 1)) != 0)
+        fail("optimizer_blocksize", "must be a power of two from 64 to 4096 (got " +
+                                        std::to_string(c.optimizer_blocksize) + ")");
+    if (c.min_8bit_size < 1)
+        fail("min_8bit_size",
+             "must be at least 1 element (got " + std::to_string(c.min_8bit_size) + ")");
     const LossScaling& ls = c.loss_scaling;
     if (!(ls.init > 0) || !std::isfinite(ls.init) || ls.init > 0x1p64)
         fail(sources.count("loss_scale_init") ? "loss_scale_init" : "loss_scale",

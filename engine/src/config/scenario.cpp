@@ -155,13 +155,14 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.seed = value.get<std::uint64_t>();
         } else if (key == "optimizer") {
             const std::string s = r.text();
-            if (s == "sgd")
-                c.optimizer = OptimizerKind::sgd;
-            else if (s == "adamw")
-                c.optimizer = OptimizerKind::adamw;
-            else
-                r.fail("unknown optimizer '" + s + "' (available: sgd, adamw)");
-        } else if (key == "lr")
+            const auto kind = optimizer_from_name(s);
+            if (!kind) r.fail("unknown optimizer '" + s + "' (available: " + kOptimizerNames + ")");
+            c.optimizer = *kind;
+        } else if (key == "optimizer_blocksize")
+            c.optimizer_blocksize = r.integer();
+        else if (key == "min_8bit_size")
+            c.min_8bit_size = r.integer();
+        else if (key == "lr")
             c.lr = r.number();
         else if (key == "bucket_bytes")
             c.bucket_bytes = r.bytes();
@@ -345,7 +346,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "is not a known setting (known: strategy, devices, model, layers, width, heads, "
                 "seq_len, sequence_parallel, cp_load_balance, experts, top_k, capacity_factor, "
                 "aux_loss_weight, batch, "
-                "steps, seed, optimizer, lr, bucket_bytes, no_overlap, capacity, clock, "
+                "steps, seed, optimizer, optimizer_blocksize, min_8bit_size, lr, bucket_bytes, "
+                "no_overlap, capacity, clock, "
                 "link_latency_us, link_gbps, cluster, nodes, devices_per_node, intra_link, "
                 "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
@@ -390,6 +392,10 @@ std::string scenario_json(const RunConfig& c) {
     j["steps"] = c.steps;
     j["seed"] = c.seed;
     j["optimizer"] = std::string(name_of(c.optimizer));
+    if (c.optimizer == OptimizerKind::adamw8bit) {
+        j["optimizer_blocksize"] = c.optimizer_blocksize;
+        j["min_8bit_size"] = c.min_8bit_size;
+    }
     j["lr"] = c.effective_lr();
     j["capacity"] = c.capacity_bytes;
     j["clock"] = std::string(name_of(c.clock));

@@ -203,6 +203,12 @@ class CpuOps final : public DeviceOps {
     }
     void optimizer_update(const OptimizerSettings& settings, int t, float* params,
                           const float* grads, float* state, std::size_t count) override {
+        if (settings.per_tensor()) {  // LAMB's norms, 8-bit blocks: each thread whole tensors
+            pool_.parallel_for(settings.tensors.size(), 1, [&](std::size_t lo, std::size_t hi) {
+                pd::optimizer_update_tensors(settings, t, params, grads, state, count, lo, hi);
+            });
+            return;
+        }
         pool_.parallel_for(count, kUpdateGrain, [&](std::size_t lo, std::size_t hi) {
             // The state is laid out [m..., v...]: each part takes its slice of both.
             pd::optimizer_update_range(settings, t, params, grads, state, count, lo, hi);

@@ -305,6 +305,10 @@ class CudaOps final : public DeviceOps {
                 "master weights (precision 'bf16-mixed') are implemented on the CPU "
                 "backend only",
                 __FILE__, __LINE__);
+        if (st.per_tensor())
+            throw Error("optimizer '" + std::string(name_of(st.kind)) +
+                            "' is implemented on the CPU backend only",
+                        __FILE__, __LINE__);
         cudaStream_t s = on_stream("optimizer").stream();
         if (st.kind == OptimizerKind::sgd) {
             cuda::sgd_momentum(s, params, grads, state, count, st.lr, st.momentum);

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model/dynamic_quantization.h"
 #include "pd/atomic_file.h"
 #include "pd/error.h"
 #include "pd/exports.h"
@@ -183,9 +184,29 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         optimizer["eps"] = opt.eps;
         optimizer["weight_decay"] = opt.weight_decay;
         optimizer["amsgrad"] = false;
-        optimizer["rule"] =
-            "torch.optim.AdamW: p -= lr * weight_decay * p; m = b1 m + (1 - b1) g; v = b2 v + "
-            "(1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)";
+        if (opt.kind == OptimizerKind::lamb)
+            optimizer["rule"] =
+                "LAMB (You et al. 2019, Algorithm 2), per tensor: m = b1 m + (1 - b1) g; v = b2 v "
+                "+ (1 - b2) g^2; u = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + "
+                "weight_decay * p; p -= lr * (||p|| / ||u||) * u (ratio 1 where a norm is 0)";
+        else if (opt.kind == OptimizerKind::adamw8bit) {
+            optimizer["rule"] =
+                "bitsandbytes AdamW8bit (kOptimizerStatic8bit2StateBlockwise), per tensor of at "
+                "least min_8bit_size elements: m, v dequantized (code[q] * absmax of the block), "
+                "m = m b1 + (1 - b1) g; v = v b2 + (1 - b2) g g; p += -lr sqrt(1 - b2^t) / (1 - "
+                "b1^t) * m / (sqrt(v) + eps sqrt(1 - b2^t)); p *= 1 - lr weight_decay; each "
+                "block's absmax = max |state|; codes = nearest code of state / absmax (m's code "
+                "keeps m's sign); smaller tensors: the same update on fp32 states";
+            optimizer["blocksize"] = opt.blocksize;
+            optimizer["min_8bit_size"] = opt.min_8bit_size;
+            const QuantCode& m = dynamic_map(true);
+            const QuantCode& v = dynamic_map(false);
+            optimizer["code_signed"] = std::vector<float>(m.begin(), m.end());
+            optimizer["code_unsigned"] = std::vector<float>(v.begin(), v.end());
+        } else
+            optimizer["rule"] =
+                "torch.optim.AdamW: p -= lr * weight_decay * p; m = b1 m + (1 - b1) g; v = b2 v + "
+                "(1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)";
     }
     optimizer["applies_to"] = "every tensor, biases included (one parameter group)";
     optimizer["lr_schedule"] = {{"kind", "constant"},

@@ -21,8 +21,12 @@ std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config) {
     const double P = static_cast<double>(layout.total) * element;
     // Optimizer state bytes per parameter over the parameter's own bytes (K = 12 for
     // mixed-precision Adam, 8 for SGD momentum; 8 and 4 in fp32).
-    const OptimizerSettings optimizer = OptimizerSettings::from(config);
-    const double k = optimizer.state_per_parameter() * static_cast<double>(sizeof(float)) / element;
+    OptimizerSettings optimizer = OptimizerSettings::from(config);
+    optimizer.set_tensors(layout);
+    // (adamw8bit, single or dp only: its packed codes, absmaxes and small tensors' fp32 states.)
+    const double k = static_cast<double>(optimizer.state_floats(layout.total)) *
+                     static_cast<double>(sizeof(float)) /
+                     (static_cast<double>(layout.total) * element);
     // Sharded over every device, or (hybrid sharding) over the devices of one node.
     const double N = config.hybrid_shard
                          ? config.devices / std::max(1, config.cluster.node_count(config.devices))

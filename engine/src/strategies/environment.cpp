@@ -23,7 +23,21 @@ TraceEvent optimizer_event(const OptimizerSettings& optimizer, int step,
     TraceEvent ev;
     ev.kind = EventKind::optimizer;
     ev.step = step;
-    ev.label = (optimizer.kind == OptimizerKind::sgd ? "SGD momentum" : "AdamW") + suffix;
+    const char* name = "AdamW";
+    switch (optimizer.kind) {
+        case OptimizerKind::sgd:
+            name = "SGD momentum";
+            break;
+        case OptimizerKind::adamw:
+            break;
+        case OptimizerKind::lamb:
+            name = "LAMB";
+            break;
+        case OptimizerKind::adamw8bit:
+            name = "AdamW 8-bit";
+            break;
+    }
+    ev.label = name + suffix;
     return ev;
 }
 
@@ -38,6 +52,7 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
       dtype(cfg.tensor_dtype()),
       transport(context),
       backend(make_run_backend(cfg, context)) {
+    optimizer.set_tensors(layout);
     for (int d = 0; d < cfg.devices; ++d)
         devices.push_back(
             std::make_unique<Device>(d, cfg.capacity_bytes, context, backend->make_device(d)));

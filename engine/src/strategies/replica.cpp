@@ -28,8 +28,8 @@ void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
         grads_ = Buffer(mem, MemoryCategory::gradients, total, Fill::zero, env_.dtype);
         // fp32 always: the moments, and under mixed precision the master weights.
         if (with_optimizer_state)
-            state_ = Buffer(mem, MemoryCategory::optimizer_state,
-                            total * static_cast<std::size_t>(env_.optimizer.state_per_parameter()));
+            state_ =
+                Buffer(mem, MemoryCategory::optimizer_state, env_.optimizer.state_floats(total));
         // The master copy starts from the fp32 initialisation, also on a replica that gets
         // its (bf16) parameters from a broadcast.
         if (initialise)
