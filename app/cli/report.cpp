@@ -107,6 +107,13 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                 << clipped << " of " << steps.size() << " steps";
         out << "\n";
     }
+    // 8-bit optimizer states: what their quantisation loses.
+    const auto m_error = state_quantization_error(steps, true);
+    const auto v_error = state_quantization_error(steps, false);
+    if (m_error && v_error)
+        out << "8-bit optimizer states (blocks of " << config.optimizer_blocksize
+            << "): stored m within " << fmt("%.2f", 100 * *m_error) << "%, v within "
+            << fmt("%.2f", 100 * *v_error) << "% RMS of their fp32 values (mean over updates)\n";
     // Peak memory: live bytes (what tensors hold, the memory bars), and reserved (what the
     // device's caching allocator held at most, live or cached, as PyTorch reports it).
     out << "\n  device   busy    idle   comm exposed/overlapped   peak live   reserved\n";

@@ -283,6 +283,43 @@ class TestMetricsModels : public QObject {
         panel.clear();
         QCOMPARE(panel.deviceModel()->rowCount(), 0);
     }
+
+    void highlightFindsTheFigure() {
+        // A claim's metric brings its own figure into view: calls and bytes of a collective the
+        // collectives table, FLOPs and tier figures per step the lines above it.
+        MetricsPanel panel;
+        panel.resize(900, 700);
+        panel.setRun(config_, *result_, metrics_, QStringLiteral("dp"));
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        const QRect table = panel.highlight("all_reduce_per_step", -1);
+        QCOMPARE(panel.highlight("comm_bytes_per_step.all_reduce", -1), table);
+        for (const char* line : {"flops.model_per_step", "tier.intra_node.bytes_per_step",
+                                 "straggler.wait_per_step", "optimizer.state_error_m"})
+            QVERIFY2(panel.highlight(line, -1) != table, line);
+    }
+
+    void eightBitStatesLine() {
+        pd::RunConfig c = config_;
+        c.optimizer = pd::OptimizerKind::adamw8bit;
+        c.width = 96;  // 96 x 96 weights: 9216 elements, 8-bit states
+        const auto r = test::run_engine(c);
+        QCOMPARE(r->status, pd::RunStatus::ok);
+        const pd::RunMetrics m = pd::compute_metrics(r->trace, c);
+        bool found = false;
+        for (const auto& line : summary_lines(c, *r, m))
+            if (line.label == QStringLiteral("8-bit states")) {
+                found = true;
+                QVERIFY2(line.value.contains(QStringLiteral("blocks of 2048")),
+                         qPrintable(line.value));
+                QVERIFY(line.value.contains(QLatin1Char('%')));
+            }
+        QVERIFY(found);
+        bool plain = false;  // and no such line for fp32 states
+        for (const auto& line : summary_lines(config_, *result_, metrics_))
+            plain |= line.label == QStringLiteral("8-bit states");
+        QVERIFY(!plain);
+    }
 };
 
 QTEST_MAIN(TestMetricsModels)

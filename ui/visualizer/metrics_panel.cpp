@@ -101,8 +101,11 @@ void MetricsPanel::clearHighlight() {
 QRect MetricsPanel::highlight(const std::string& metric, int device) {
     clearHighlight();
     const auto starts = [&metric](const char* prefix) { return metric.rfind(prefix, 0) == 0; };
+    // A collective's bytes, or its calls per step ("all_reduce_per_step": no dot); FLOPs,
+    // tier, algorithm and straggler figures per step are lines of the box.
     const bool collective =
-        starts("comm_bytes_per_step.") || (metric.size() > 9 && metric.ends_with("_per_step"));
+        starts("comm_bytes_per_step.") || (metric.size() > 9 && metric.ends_with("_per_step") &&
+                                           metric.find('.') == std::string::npos);
     if (collective && collective_table_->isVisible()) return collective_table_->geometry();
     if (device >= 0 && device < devices_->rowCount()) {
         // Selection by code: the table's NoSelection mode only stops the mouse.

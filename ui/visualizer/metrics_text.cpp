@@ -401,6 +401,19 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                                       "6ND = 6 x parameters x tokens. MFU and HFU: those over "
                                       "the median step time x devices x the measured FMA peak")});
     }
+    // 8-bit optimizer states: what their quantisation loses, measured at every update.
+    const auto m_error = pd::state_quantization_error(result.trace.steps, true);
+    const auto v_error = pd::state_quantization_error(result.trace.steps, false);
+    if (m_error && v_error)
+        out.push_back(
+            {QStringLiteral("8-bit states"),
+             QStringLiteral("m stored within %1 · v within %2 (RMS) · blocks of %3")
+                 .arg(percent_text(*m_error), percent_text(*v_error))
+                 .arg(config.optimizer_blocksize),
+             QStringLiteral("AdamW8bit: each update's new m and v, quantized to 8-bit codes of "
+                            "bitsandbytes' dynamic maps with one fp32 absmax per block, against "
+                            "their fp32 values: ||dequantized − fp32|| / ||fp32|| over the 8-bit "
+                            "tensors, mean over the updates")});
     if (!m.staleness_histogram.empty()) {
         QStringList counts;
         int most = 0;

@@ -220,6 +220,10 @@ StepRange figure_steps(const Trace& trace);
 // over the applied steps after the first applied one (whose body gradients are all zero: the
 // classifier head starts at zero); none where the run did not measure it or had no such step.
 std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& steps);
+// adamw8bit: the relative RMS error of the stored 8-bit state (m when `first_moment`, else v)
+// against the fp32 values it quantizes, mean over the run's updates; none without 8-bit state.
+std::optional<double> state_quantization_error(const std::vector<StepRecord>& steps,
+                                               bool first_moment);
 // Collective calls grouped by operation, bytes and group size, counted per device: over the
 // whole run, or over the calls tagged with one of `steps`.
 std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,

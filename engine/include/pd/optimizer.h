@@ -10,6 +10,12 @@
 
 namespace pd {
 
+// adamw8bit: one tensor's quantisation error at its last update (sums of squares of the
+// dequantized state minus the fp32 state, and of the fp32 state), for m and v.
+struct StateQuantError {
+    double m_error = 0, m_norm = 0, v_error = 0, v_norm = 0;
+};
+
 // One parameter tensor's place in the flat parameter range.
 struct OptimizerTensor {
     std::size_t offset = 0, count = 0;
@@ -46,6 +52,9 @@ struct OptimizerSettings {
     int blocksize = 2048;                  // adamw8bit
     std::size_t min_8bit_size = 4096;      // adamw8bit
     std::vector<OptimizerTensor> tensors;  // lamb, adamw8bit: the model's tensors in order
+    // adamw8bit: where each update writes each tensor's quantisation error (one slot a
+    // tensor, so threads updating different tensors never share one); null: not measured.
+    std::vector<StateQuantError>* quant_errors = nullptr;
 
     static OptimizerSettings from(const RunConfig& config);
     // The parameter tensors (needed by lamb and adamw8bit; harmless for the others).

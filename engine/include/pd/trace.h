@@ -125,6 +125,11 @@ struct StepRecord {
     bool skipped = false;
     double grad_norm = -1.0;
     double grad_zero_fraction = -1.0;
+    // adamw8bit: how far the 8-bit states stored by this step's update are from the fp32
+    // values they quantize (relative RMS error over the 8-bit tensors: ||deq(q) - s|| / ||s||)
+    // for m and v; < 0: no 8-bit state.
+    double state_error_m = -1.0;
+    double state_error_v = -1.0;
 };
 
 // ps: one gradient the server applied. Its staleness is the server's version when applying it

@@ -38,7 +38,8 @@ Unit unit_of(std::string_view m) {
         return Unit::seconds;
     if (starts(m, "tier.") && m.ends_with(".bytes_per_step")) return Unit::bytes;
     if (m == "straggler.last_fraction" || m == "grad.zero_fraction" ||
-        m == "params.unchanged_fraction" || m == "mfu" || m == "hfu")
+        m == "params.unchanged_fraction" || m == "mfu" || m == "hfu" ||
+        starts(m, "optimizer.state_error_"))
         return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
@@ -111,6 +112,8 @@ std::string metric_words(std::string_view m) {
         {"loss_scale.max", "Largest loss scale"},
         {"grad.zero_fraction", "Share of gradient values that are exactly zero"},
         {"grad.clipped_steps", "Steps whose gradient norm was clipped"},
+        {"optimizer.state_error_m", "8-bit Adam: error of the stored first moment"},
+        {"optimizer.state_error_v", "8-bit Adam: error of the stored second moment"},
         {"params.unchanged_fraction", "Share of the weights still at their initial value"},
         {"flops.model_per_step", "Model FLOPs per step (forward and backward products)"},
         {"flops.hardware_per_step", "FLOPs a step ran (recomputation included)"},

@@ -161,6 +161,16 @@ std::vector<MetricDef> build_metrics() {
         "(mean over the applied steps after the first applied one; fp16 "
         "underflow shows here)",
         [](const RunEvidence& e) { return gradient_zero_fraction(e.result.trace.steps); }));
+    for (const bool m : {true, false})
+        v.push_back(run_wide(
+            m ? "optimizer.state_error_m" : "optimizer.state_error_v",
+            m ? "adamw8bit: relative RMS error of the stored 8-bit first moment m against the fp32 "
+                "values it quantizes (mean over the updates)"
+              : "adamw8bit: relative RMS error of the stored 8-bit second moment v against the "
+                "fp32 values it quantizes (mean over the updates)",
+            [m](const RunEvidence& e) {
+                return state_quantization_error(e.result.trace.steps, m);
+            }));
     v.push_back(run_wide(
         "params.unchanged_fraction",
         "share of the parameters still equal to their initial value (as stored: 16-bit under "

@@ -635,10 +635,14 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.optimizer == OptimizerKind::adamw8bit && c.precision != Precision::fp32)
         fail("optimizer", "'adamw8bit' updates fp32 parameters (precision fp32; got '" +
                               std::string(name_of(c.precision)) + "')");
-    if (c.optimizer_blocksize < 64 || c.optimizer_blocksize > 4096 ||
+    // Above 4096 bitsandbytes has no kernel; a block as large as the tensor is Dettmers et
+    // al.'s baseline, one absmax for the whole tensor.
+    if (c.optimizer_blocksize < 64 || c.optimizer_blocksize > (1 << 24) ||
         (c.optimizer_blocksize & (c.optimizer_blocksize - 1)) != 0)
-        fail("optimizer_blocksize", "must be a power of two from 64 to 4096 (got " +
-                                        std::to_string(c.optimizer_blocksize) + ")");
+        fail("optimizer_blocksize",
+             "must be a power of two from 64 to 2^24 (bitsandbytes: 256 or 2048; one larger "
+             "than a tensor quantizes it with one absmax; got " +
+                 std::to_string(c.optimizer_blocksize) + ")");
     if (c.min_8bit_size < 1)
         fail("min_8bit_size",
              "must be at least 1 element (got " + std::to_string(c.min_8bit_size) + ")");

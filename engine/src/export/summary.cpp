@@ -94,6 +94,8 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
                 step["grad_norm"] = std::isfinite(r.grad_norm) ? json(r.grad_norm) : json(nullptr);
                 step["grad_zero_fraction"] = r.grad_zero_fraction;
             }
+            if (r.state_error_m >= 0) step["state_error_m"] = r.state_error_m;
+            if (r.state_error_v >= 0) step["state_error_v"] = r.state_error_v;
         }
         steps.push_back(std::move(step));
     }

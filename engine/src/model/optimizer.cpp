@@ -113,7 +113,8 @@ void bnb_adam32_tensor(const BnbAdamStep& a, float* w, const float* g, float* m,
 
 // kOptimizerStatic8bit2StateBlockwise on one tensor: codes q1 (m), q2 (v), absmaxes a1, a2.
 void bnb_adam8bit_tensor(const BnbAdamStep& a, std::size_t block, float* w, const float* g,
-                         std::uint8_t* q1, std::uint8_t* q2, float* a1, float* a2, std::size_t n) {
+                         std::uint8_t* q1, std::uint8_t* q2, float* a1, float* a2, std::size_t n,
+                         StateQuantError* error) {
     const QuantCode& code1 = dynamic_map(true);
     const QuantCode& code2 = dynamic_map(false);
     std::vector<float> s1(block), s2(block), x1(block), x2(block);
@@ -152,6 +153,15 @@ void bnb_adam8bit_tensor(const BnbAdamStep& a, std::size_t block, float* w, cons
             std::uint8_t& c1 = q1[begin + j];
             if (std::signbit(code1[c1]) != std::signbit(s1[j])) c1 += s1[j] > 0.0f ? 1 : -1;
         }
+        if (error)
+            for (std::size_t j = 0; j < len; ++j) {
+                const double d1 = double(code1[q1[begin + j]]) * max1 - s1[j];
+                const double d2 = double(code2[q2[begin + j]]) * max2 - s2[j];
+                error->m_error += d1 * d1;
+                error->m_norm += double(s1[j]) * s1[j];
+                error->v_error += d2 * d2;
+                error->v_norm += double(s2[j]) * s2[j];
+            }
     }
 }
 
@@ -188,7 +198,13 @@ void optimizer_update_tensors(const OptimizerSettings& s, int t, float* params, 
             float* at = state + s.state_offset(k);
             auto* codes = reinterpret_cast<std::uint8_t*>(at);
             float* absmax = at + (2 * n + 3) / 4;
-            bnb_adam8bit_tensor(bnb, block, w, g, codes, codes + n, absmax, absmax + blocks, n);
+            StateQuantError* error = nullptr;
+            if (s.quant_errors) {
+                error = &s.quant_errors->at(k);
+                *error = {};
+            }
+            bnb_adam8bit_tensor(bnb, block, w, g, codes, codes + n, absmax, absmax + blocks, n,
+                                error);
         }
         if (s.param_dtype != DType::fp32)
             for (std::size_t i = 0; i < n; ++i) w[i] = round_to(s.param_dtype, w[i]);

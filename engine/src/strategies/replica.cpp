@@ -12,7 +12,12 @@ Replica::Replica(RunEnvironment& env, Device& device)
       executor_(env.shape, layout_, device.memory(), env.config.recompute, env.dtype, false,
                 env.routing_of(device.id())),
       loss_(device.ops()),
-      checks_gradients_(env.config.precision != Precision::fp32 || env.config.clip_grad_norm > 0) {
+      checks_gradients_(env.config.precision != Precision::fp32 || env.config.clip_grad_norm > 0),
+      optimizer_(env.optimizer) {
+    if (optimizer_.kind == OptimizerKind::adamw8bit) {
+        quant_errors_.resize(optimizer_.tensors.size());
+        optimizer_.quant_errors = &quant_errors_;
+    }
     saved_.resize(static_cast<std::size_t>(env.layout.units));
     if (env.config.precision == Precision::fp16_mixed) scaler_.emplace(env.config.loss_scaling);
 }
@@ -100,7 +105,7 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
 void Replica::enqueue_optimizer(int step) {
     if (!checks_gradients_) {
         device_.compute().launch(optimizer_event(env_.optimizer, step), [this, step] {
-            device_.ops().optimizer_update(env_.optimizer, step + 1, params_.data(), grads_.data(),
+            device_.ops().optimizer_update(optimizer_, step + 1, params_.data(), grads_.data(),
                                            state_.data(), params_.size());
         });
         return;
@@ -149,15 +154,25 @@ void Replica::enqueue_optimizer(int step) {
         update.device = device_.id();
         update.stream = StreamKind::compute;
         stream.timed(std::move(update), [&] {
-            if (apply)
-                ops.optimizer_update(env_.optimizer, t, params_.data(), grads, state_.data(), n);
+            if (apply) ops.optimizer_update(optimizer_, t, params_.data(), grads, state_.data(), n);
         });
         numerics_ = record;
     });
 }
 
 bool Replica::numerics(StepRecord& record) const {
-    if (!checks_gradients_) return false;
+    if (!quant_errors_.empty()) {
+        StateQuantError sum;
+        for (const StateQuantError& e : quant_errors_) {
+            sum.m_error += e.m_error;
+            sum.m_norm += e.m_norm;
+            sum.v_error += e.v_error;
+            sum.v_norm += e.v_norm;
+        }
+        if (sum.m_norm > 0) record.state_error_m = std::sqrt(sum.m_error / sum.m_norm);
+        if (sum.v_norm > 0) record.state_error_v = std::sqrt(sum.v_error / sum.v_norm);
+    }
+    if (!checks_gradients_) return !quant_errors_.empty();
     record.loss_scale = numerics_.loss_scale;
     record.skipped = numerics_.skipped;
     record.grad_norm = numerics_.grad_norm;

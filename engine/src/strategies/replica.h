@@ -52,6 +52,10 @@ class Replica {
     Buffer activation_;  // the residual stream between units (or its gradient in backward)
     DeviceScalar loss_;  // the step's summed loss, on the device
     bool checks_gradients_;
+    // The run's optimizer settings, with this replica's own quantisation-error slots
+    // (adamw8bit).
+    OptimizerSettings optimizer_;
+    std::vector<StateQuantError> quant_errors_;
     std::optional<GradScaler> scaler_;  // fp16-mixed only
     StepRecord numerics_;               // written by the update, read after synchronize
 };

@@ -318,4 +318,18 @@ std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& step
     return sum / n;
 }
 
+std::optional<double> state_quantization_error(const std::vector<StepRecord>& steps,
+                                               bool first_moment) {
+    double sum = 0;
+    int n = 0;
+    for (const StepRecord& s : steps) {
+        const double e = first_moment ? s.state_error_m : s.state_error_v;
+        if (e < 0) continue;
+        sum += e;
+        ++n;
+    }
+    if (n == 0) return std::nullopt;
+    return sum / n;
+}
+
 }  // namespace pd
