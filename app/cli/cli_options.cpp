@@ -35,7 +35,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
-    bool no_master_weights = false;
+    bool no_master_weights = false, no_reshard_after_forward = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
     RunRequest req;
@@ -117,6 +117,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                  "powerSGD: no error feedback (the residual is dropped)");
     app.add_flag("--powersgd-no-warm-start", powersgd_no_warm_start,
                  "powerSGD: a fresh random Q every step");
+    app.add_flag("--no-reshard-after-forward", no_reshard_after_forward,
+                 "zero3: keep each unit's gathered parameters from forward to backward (FSDP2's "
+                 "reshard_after_forward=False): no second all-gather, more memory");
     app.add_flag("--no-master-weights", no_master_weights,
                  "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
                  "16-bit weights");
@@ -359,6 +362,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     if (powersgd_no_warm_start) {
         c.powersgd.warm_start = false;
         src["powersgd_warm_start"] = "--powersgd-no-warm-start";
+    }
+    if (no_reshard_after_forward) {
+        c.reshard_after_forward = false;
+        src["reshard_after_forward"] = "--no-reshard-after-forward";
     }
     if (no_master_weights) {
         c.master_weights = false;

@@ -111,10 +111,17 @@ class TestShowMeClaims : public QObject {
         // Claims 3 and 4 compare with seq_len 8 and batch 4: choosing each shows its run.
         window.claimsPanel()->choose(3);
         QCOMPARE(window.comparedVariant(), 1);
+        // The status line names the run B now shows.
+        QVERIFY2(window.status().endsWith(QStringLiteral("B below is the comparison run with "
+                                                         "batch 4.")),
+                 qPrintable(window.status()));
         QVERIFY(window.visualizer()->hasComparison());
         QVERIFY(window.visualizer()->comparisonTimeline()->isVisible());
         window.claimsPanel()->choose(2);
         QCOMPARE(window.comparedVariant(), 0);
+        QVERIFY2(window.status().contains(QStringLiteral("B below is the comparison run with "
+                                                         "seq_len 8")),
+                 qPrintable(window.status()));
         // Memory evidence: the memory tab, both runs' bars on one axis.
         QCOMPARE(window.visualizer()->lowerTabs()->currentIndex(), 0);
         // The claim's category stands out on its device; the other categories fade.

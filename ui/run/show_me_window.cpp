@@ -316,6 +316,7 @@ void ShowMeWindow::run(const pd::RunConfig& config) {
     follow_ups_.clear();
     running_follow_up_.reset();
     claims_checked_ = false;
+    claims_held_.clear();
     evidence_rect_ = {};
     if (expectations_.empty())
         claims_->setWaiting(tr("This card makes no claims about its run."));
@@ -406,14 +407,12 @@ void ShowMeWindow::checkClaims() {
     visualizer_->setRepeats(card.repeats);  // the figures on screen cover what the claims read
     // The comparison the claims read is on screen without being asked for (a pinned run
     // stays the learner's choice).
-    if (!pinned_ && !variant_runs_.empty()) showVariant(0);
     int held = 0;
     for (const auto& o : claims_->outcomes()) held += o.passed ? 1 : 0;
-    setStatus(tr("%1 %2 of %3 claims hold%4.")
-                  .arg(status(), QString::number(held), QString::number(claims_->count()),
-                       variant_runs_.empty() ? QString()
-                                             : tr("; B below is the %1").arg(variantLabel(0))),
-              false);
+    claims_held_ = tr("%1 %2 of %3 claims hold")
+                       .arg(status(), QString::number(held), QString::number(claims_->count()));
+    setStatus(claims_held_ + QLatin1Char('.'), false);
+    if (!pinned_ && !variant_runs_.empty()) showVariant(0);
     emit claimsReady();
 }
 
@@ -425,6 +424,9 @@ void ShowMeWindow::showVariant(int variant) {
     const Shown& v = *variant_runs_[static_cast<std::size_t>(variant)];
     visualizer_->setComparison(v.config, v.result, variantLabel(variant));
     compared_variant_ = variant;
+    // The status names the run B shows (a claim about another comparison switches it).
+    if (claims_checked_ && !claims_held_.isEmpty())
+        setStatus(tr("%1; B below is the %2.").arg(claims_held_, variantLabel(variant)), false);
 }
 
 void ShowMeWindow::showClaimEvidence(int index) {

@@ -162,6 +162,7 @@ class ShowMeWindow : public QMainWindow {
     std::vector<std::optional<Shown>> variant_runs_;  // by compare_with variant
     int compared_variant_ = -1;
     bool claims_checked_ = false;
+    QString claims_held_;  // "… N of M claims hold", the status before naming run B
     QRect evidence_rect_;
     pd::RunConfig card_config_;       // what showScenario() was given
     bool running_is_card_ = true;     // the run last started has the card's settings

@@ -50,6 +50,11 @@ QString run_title(const pd::RunConfig& config) {
         parts << QStringLiteral("PowerSGD rank %1 from step %2")
                      .arg(config.powersgd.rank)
                      .arg(config.powersgd.start_iter + 1);
+    if (config.optimizer == pd::OptimizerKind::lamb) parts << QStringLiteral("LAMB");
+    if (config.optimizer == pd::OptimizerKind::adamw8bit)
+        parts << QStringLiteral("AdamW8bit, blocks of %1").arg(config.optimizer_blocksize);
+    if (config.strategy == pd::StrategyKind::zero3 && !config.reshard_after_forward)
+        parts << QStringLiteral("no reshard after forward");
     if (config.recompute != pd::RecomputeMode::none)
         parts << QStringLiteral("%1 recompute").arg(qs(pd::name_of(config.recompute)));
     if (config.strategy == pd::StrategyKind::ps && config.async_updates)

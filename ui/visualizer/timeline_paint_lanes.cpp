@@ -417,6 +417,11 @@ TimelinePaintStats paint_labels(const TimelineFrame& f, const DrawnBoxes& drawn)
             // An imported collective says which it was ("all_reduce"), where it fits.
             texts << QString::fromStdString(events[static_cast<std::size_t>(b.first_event)].label)
                   << box_label(b, false);
+        else if (b.kind == pd::EventKind::optimizer && b.event_count == 1 && r.width() > 70)
+            // Which update ran ("AdamW", "LAMB", "AdamW 8-bit", "AdamW skipped (inf/NaN
+            // gradients)", GradScaler's check), where it fits.
+            texts << QString::fromStdString(events[static_cast<std::size_t>(b.first_event)].label)
+                  << box_label(b, true) << box_label(b, false);
         else if (r.width() > 70)
             texts << box_label(b, true) << box_label(b, false);
         else

@@ -154,6 +154,10 @@ struct RunConfig {
     // MiCS): shards within each node, replicas across nodes; each shard's gradients are
     // reduce-scattered inside the node, then all-reduced with the same shard on the other nodes.
     bool hybrid_shard = false;
+    // zero3: FSDP2's fully_shard(reshard_after_forward): true frees each unit's gathered
+    // parameters after its forward and all-gathers them again for backward; false keeps them
+    // from forward to backward (one all-gather per unit per micro-step, more memory).
+    bool reshard_after_forward = true;
     // How all-reduces move their data (CPU backend; a CUDA run's library picks its own).
     CollectiveAlgorithm allreduce_algorithm = CollectiveAlgorithm::ring;
     Straggler straggler;

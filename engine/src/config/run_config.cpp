@@ -224,6 +224,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     if (key == "hybrid_shard")
         return c.strategy == StrategyKind::zero2 || c.strategy == StrategyKind::zero3;
+    if (key == "reshard_after_forward") return c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return c.precision == Precision::fp16_mixed;
@@ -257,6 +258,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "hybrid_shard") return "strategies zero2 and zero3";
+    if (key == "reshard_after_forward") return "strategy 'zero3' (FSDP's full sharding)";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";

@@ -243,6 +243,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
     const int k = env_.config.accumulate;
     const bool every = env_.config.reduce_every_microstep;
     const int rows = env_.config.batch / (n_ * replicas_ * k);
+    const bool reshard = env_.config.reshard_after_forward;
     MemoryTracker& mem = dev.memory();
 
     // Materialise one unit's parameters: own chunk from the shard, the rest from the peers.
@@ -280,7 +281,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             if (u >= 2) dev.comm().wait(forward_done[static_cast<std::size_t>(u) - 2], step);
             dev.compute().wait(gather(u, "forward"), step);
             dev.compute().launch(unit_event(EventKind::forward, u, env_.shape, step, micro),
-                                 [this, &rank, u, rows, batch, micro] {
+                                 [this, &rank, u, rows, batch, micro, reshard] {
                                      if (u == 0) {
                                          if (micro == 0) rank.loss.zero();
                                          rank.carry = rank.executor->upload_input(batch->x);
@@ -290,15 +291,15 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                                          u, full.data(), std::move(rank.carry), rows,
                                          rank.saved[static_cast<std::size_t>(u)],
                                          batch->labels.data(), env_.grad_scale(), rank.loss.get());
-                                     full.reset();
+                                     if (reshard) full.reset();  // else kept for backward
                                  });
             forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
         }
 
         // The head's forward copy must be freed before its backward copy lands in the same
-        // slot.
+        // slot. Without resharding, every unit's forward copy is its backward's: no gather.
         dev.comm().wait(forward_done.back(), step);
-        EventPtr gathered = gather(units - 1, "backward");
+        EventPtr gathered = reshard ? gather(units - 1, "backward") : dev.comm().record();
         for (int u = units - 1; u >= 0; --u) {
             dev.compute().wait(gathered, step);
             if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
@@ -322,7 +323,8 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                     full.reset();
                 });
             EventPtr backward_done = dev.compute().record();
-            if (u > 0) gathered = gather(u - 1, "backward");  // prefetch during this backward
+            if (u > 0 && reshard)
+                gathered = gather(u - 1, "backward");  // prefetch during this backward
             // The next prefetch waits for this backward, so at most two units are whole.
             dev.comm().wait(backward_done, step);
             if (!reduce) continue;
