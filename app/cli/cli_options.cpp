@@ -32,6 +32,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> loss_scale, comm_hook;
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
+    std::optional<std::string> reduce_dtype;
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
@@ -117,6 +118,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                  "powerSGD: no error feedback (the residual is dropped)");
     app.add_flag("--powersgd-no-warm-start", powersgd_no_warm_start,
                  "powerSGD: a fresh random Q every step");
+    app.add_option("--reduce-dtype", reduce_dtype,
+                   "zero3, bf16-mixed: fp32 is FSDP2's MixedPrecisionPolicy(param_dtype=bf16, "
+                   "reduce_dtype=fp32): fp32 sharded parameters (no separate master), "
+                   "gradients reduce-scattered in fp32 (default bf16)");
     app.add_flag("--no-reshard-after-forward", no_reshard_after_forward,
                  "zero3: keep each unit's gathered parameters from forward to backward (FSDP2's "
                  "reshard_after_forward=False): no second all-gather, more memory");
@@ -362,6 +367,11 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     if (powersgd_no_warm_start) {
         c.powersgd.warm_start = false;
         src["powersgd_warm_start"] = "--powersgd-no-warm-start";
+    }
+    if (reduce_dtype) {
+        choose("--reduce-dtype", *reduce_dtype, {"bf16", "fp32"});
+        c.fp32_reduce = *reduce_dtype == "fp32";
+        src["reduce_dtype"] = "--reduce-dtype";
     }
     if (no_reshard_after_forward) {
         c.reshard_after_forward = false;

@@ -42,7 +42,10 @@ void print_report(std::ostream& out, const RunConfig& config, const RunResult& r
                                                                            : "");
     out << ", batch " << config.batch << ", " << name_of(config.optimizer) << " lr "
         << config.effective_lr()
-        << (config.precision == Precision::bf16_mixed
+        << (config.precision == Precision::bf16_mixed && config.fp32_reduce
+                ? ", bf16-mixed as FSDP2's MixedPrecisionPolicy (fp32 sharded params and "
+                  "state, gathered and computed in bf16, gradients reduce-scattered in fp32)"
+            : config.precision == Precision::bf16_mixed
                 ? ", bf16-mixed (bf16 params, activations, grads; fp32 master + state)"
             : config.precision == Precision::fp16_mixed
                 ? ", fp16-mixed (fp16 params, activations, grads; fp32 master + state; loss "

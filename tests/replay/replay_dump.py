@@ -600,6 +600,8 @@ def main():
         STORE_DTYPE = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
         if hook:  # an fp32 run whose gradients travel in 16 bits: replayed in float32
             REDUCE_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16}[hook["dtype"]]
+        if whole["precision"].get("reduce_dtype") == "fp32":  # FSDP2's MixedPrecisionPolicy
+            REDUCE_DTYPE = torch.float32
         with open(os.path.join(args.dump_dir, "manifest.json")) as f:
             manifest, reference = replay_mixed(args.dump_dir, json.load(f))
         if args.tolerance is None:

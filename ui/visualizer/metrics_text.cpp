@@ -33,7 +33,10 @@ QString run_title(const pd::RunConfig& config) {
                       ? QStringLiteral("%1 micro-steps, reduced every one")
                       : QStringLiteral("%1 micro-steps (no_sync)"))
                      .arg(config.accumulate);
-    if (config.precision != pd::Precision::fp32)
+    if (config.precision == pd::Precision::bf16_mixed && config.fp32_reduce &&
+        config.strategy == pd::StrategyKind::zero3)
+        parts << QStringLiteral("MixedPrecisionPolicy (bf16 params, fp32 reduce and shards)");
+    else if (config.precision != pd::Precision::fp32)
         parts << (config.master_weights ? QStringLiteral("%1 (fp32 master weights)")
                                         : QStringLiteral("%1 (no master weights)"))
                      .arg(qs(pd::name_of(config.precision)));

@@ -158,6 +158,13 @@ struct RunConfig {
     // parameters after its forward and all-gathers them again for backward; false keeps them
     // from forward to backward (one all-gather per unit per micro-step, more memory).
     bool reshard_after_forward = true;
+    // zero3 under bf16-mixed: FSDP2's MixedPrecisionPolicy(param_dtype=bf16,
+    // reduce_dtype=fp32) (scenario key reduce_dtype "fp32"): the sharded parameters stay fp32
+    // and are the optimizer's own (no separate master copy), gathered and computed in bf16,
+    // and the gradients are reduce-scattered in fp32 into fp32 gradient shards. Else (bf16)
+    // the shards are bf16 with an fp32 master in the optimizer state (DeepSpeed's layout) and
+    // gradients are reduced in bf16.
+    bool fp32_reduce = false;
     // How all-reduces move their data (CPU backend; a CUDA run's library picks its own).
     CollectiveAlgorithm allreduce_algorithm = CollectiveAlgorithm::ring;
     Straggler straggler;

@@ -224,7 +224,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     if (key == "hybrid_shard")
         return c.strategy == StrategyKind::zero2 || c.strategy == StrategyKind::zero3;
-    if (key == "reshard_after_forward") return c.strategy == StrategyKind::zero3;
+    if (key == "reshard_after_forward" || key == "reduce_dtype")
+        return c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return c.precision == Precision::fp16_mixed;
@@ -258,7 +259,8 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "hybrid_shard") return "strategies zero2 and zero3";
-    if (key == "reshard_after_forward") return "strategy 'zero3' (FSDP's full sharding)";
+    if (key == "reshard_after_forward" || key == "reduce_dtype")
+        return "strategy 'zero3' (FSDP's full sharding)";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
@@ -648,6 +650,15 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.min_8bit_size < 1)
         fail("min_8bit_size",
              "must be at least 1 element (got " + std::to_string(c.min_8bit_size) + ")");
+    if (c.fp32_reduce && c.precision != Precision::bf16_mixed)
+        fail("reduce_dtype",
+             "'fp32' is MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): it needs "
+             "precision 'bf16-mixed' (got '" +
+                 std::string(name_of(c.precision)) + "')");
+    if (c.fp32_reduce && !c.master_weights)
+        fail("master_weights",
+             "under reduce_dtype fp32 the fp32 sharded parameters are the optimizer's copy; "
+             "there is no separate master to drop");
     const LossScaling& ls = c.loss_scaling;
     if (!(ls.init > 0) || !std::isfinite(ls.init) || ls.init > 0x1p64)
         fail(sources.count("loss_scale_init") ? "loss_scale_init" : "loss_scale",

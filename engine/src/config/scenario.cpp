@@ -220,7 +220,12 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.hybrid_shard = r.boolean();
         else if (key == "reshard_after_forward")
             c.reshard_after_forward = r.boolean();
-        else if (key == "devices_per_nic")
+        else if (key == "reduce_dtype") {
+            const std::string name = r.text();
+            if (name != "fp32" && name != "bf16")
+                r.fail("unknown reduce dtype '" + name + "' (available: bf16, fp32)");
+            c.fp32_reduce = name == "fp32";
+        } else if (key == "devices_per_nic")
             c.cluster.devices_per_nic = r.integer();
         else if (key == "nvls")
             c.cluster.nvls = r.boolean();
@@ -353,7 +358,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "link_latency_us, link_gbps, cluster, nodes, devices_per_node, intra_link, "
                 "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
-                "reshard_after_forward, "
+                "reshard_after_forward, reduce_dtype, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, master_weights, input_scale, comm_hook, powersgd_rank, "
@@ -423,6 +428,7 @@ std::string scenario_json(const RunConfig& c) {
     }
     if (c.hybrid_shard) j["hybrid_shard"] = true;
     if (!c.reshard_after_forward) j["reshard_after_forward"] = false;
+    if (c.fp32_reduce) j["reduce_dtype"] = "fp32";
     if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
         j["allreduce_algorithm"] = std::string(name_of(c.allreduce_algorithm));
     if (c.straggler.active())

@@ -246,6 +246,18 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "gradients (and tensor-parallel partial sums) are reduced in " + t +
             ": each partial sum is rounded as a ring step or an accumulating receive stores it");
     }
+    if (config.fp32_reduce && config.strategy == StrategyKind::zero3) {
+        precision["reduce_dtype"] = "fp32";
+        precision["parameters"] =
+            "bf16(fp32 sharded parameters), cast before each all-gather; the shards start at "
+            "the init_*.npy values";
+        precision["master_weights"] =
+            "the fp32 sharded parameters themselves (FSDP2's MixedPrecisionPolicy: the update "
+            "above is applied to them; no separate master copy)";
+        precision["reductions"] =
+            "each replica's bf16 gradients are cast to fp32 and reduce-scattered in fp32: each "
+            "partial sum is an fp32 add";
+    }
     if (config.precision != Precision::fp32 && !config.master_weights) {
         precision["parameters"] =
             std::string(name_of(config.tensor_dtype())) + "(init_*.npy values), no master copy";

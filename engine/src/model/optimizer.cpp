@@ -19,6 +19,11 @@ OptimizerSettings OptimizerSettings::from(const RunConfig& config) {
     if (s.kind == OptimizerKind::sgd) s.weight_decay = 0.0f;
     s.master_weights = config.precision != Precision::fp32 && config.master_weights;
     s.param_dtype = config.tensor_dtype();
+    // FSDP2's MixedPrecisionPolicy: the optimizer steps on the fp32 sharded parameters.
+    if (config.strategy == StrategyKind::zero3 && config.fp32_reduce) {
+        s.master_weights = false;
+        s.param_dtype = DType::fp32;
+    }
     s.blocksize = config.optimizer_blocksize;
     s.min_8bit_size = static_cast<std::size_t>(config.min_8bit_size);
     return s;

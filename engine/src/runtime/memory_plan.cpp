@@ -55,6 +55,8 @@ std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config) {
             case StrategyKind::zero3:
                 params = grads = P / N;
                 state = k * P / N;
+                // MixedPrecisionPolicy: fp32 parameter and gradient shards (twice bf16's).
+                if (config.fp32_reduce) params = grads = 2 * P / N;
                 break;
             case StrategyKind::pipeline:
             case StrategyKind::tp:

@@ -7,10 +7,11 @@
 namespace pd {
 
 struct Zero::Rank {
-    int r = 0;                       // index within its shard group (the chunk it owns)
-    int g = 0;                       // index among all devices (its slice of the batch)
-    Communicator* shard = nullptr;   // the devices it shards with
-    Communicator* across = nullptr;  // hybrid sharding: the same shard on the other nodes
+    int r = 0;                           // index within its shard group (the chunk it owns)
+    int g = 0;                           // index among all devices (its slice of the batch)
+    Communicator* shard = nullptr;       // the devices it shards with
+    Communicator* across = nullptr;      // hybrid sharding: the same shard on the other nodes
+    Communicator* fp32_shard = nullptr;  // fp32_reduce: the shard group's fp32 reductions
     Device* device = nullptr;
     std::unique_ptr<Replica> replica;  // zero1/2: full parameters (and gradients in backward)
     Buffer shard_params;               // zero3
@@ -33,7 +34,8 @@ Zero::Zero(RunEnvironment& env, int level)
       replicas_(env.config.hybrid_shard
                     ? std::max(1, env.config.cluster.node_count(env.config.devices))
                     : 1),
-      n_(env.config.devices / replicas_) {
+      n_(env.config.devices / replicas_),
+      shard_dtype_(level == 3 && env.config.fp32_reduce ? DType::fp32 : env.dtype) {
     if (level_ == 3) {
         // One bucket per unit: each is gathered before, and reduce-scattered after, its use.
         for (int u = 0; u < env.layout.units; ++u)
@@ -52,6 +54,9 @@ Zero::Zero(RunEnvironment& env, int level)
         for (Device* d : group) shard_ids[static_cast<std::size_t>(i)].push_back(d->id());
         shards_.push_back(std::make_unique<Communicator>(
             env.transport, group, 3 + static_cast<std::uint32_t>(i), env.dtype));
+        if (shard_dtype_ != env.dtype)
+            fp32_shards_.push_back(std::make_unique<Communicator>(
+                env.transport, group, 0x2000u + static_cast<std::uint32_t>(i), DType::fp32));
     }
     if (replicas_ > 1)
         for (int j = 0; j < n_; ++j) {
@@ -64,6 +69,7 @@ Zero::Zero(RunEnvironment& env, int level)
                 env.transport, group, 0x1000u + static_cast<std::uint32_t>(j), env.dtype));
         }
     for (auto& c : shards_) c->set_concurrent_groups(shard_ids);
+    for (auto& c : fp32_shards_) c->set_concurrent_groups(shard_ids);
     for (auto& c : across_) c->set_concurrent_groups(across_ids);
     shard_offset_.resize(buckets_.size() * static_cast<std::size_t>(n_));
     for (int g = 0; g < n_ * replicas_; ++g) {
@@ -72,6 +78,8 @@ Zero::Zero(RunEnvironment& env, int level)
         rank->r = r;
         rank->g = g;
         rank->shard = shards_[static_cast<std::size_t>(g / n_)].get();
+        if (!fp32_shards_.empty())
+            rank->fp32_shard = fp32_shards_[static_cast<std::size_t>(g / n_)].get();
         if (replicas_ > 1) rank->across = across_[static_cast<std::size_t>(r)].get();
         rank->device = members[static_cast<std::size_t>(g)];
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -118,13 +126,13 @@ void Zero::enqueue_setup() {
             const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
             rank.state = Buffer(mem, MemoryCategory::optimizer_state, k * rank.shard_size);
             if (level_ >= 2) {
-                rank.shard_grads =
-                    Buffer(mem, MemoryCategory::gradients, rank.shard_size, Fill::zero, env_.dtype);
+                rank.shard_grads = Buffer(mem, MemoryCategory::gradients, rank.shard_size,
+                                          Fill::zero, shard_dtype_);
                 if (rank.replica) rank.replica->grads().reset();  // only live during backward
             }
             if (level_ == 3)
                 rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size,
-                                           Fill::zero, env_.dtype);
+                                           Fill::zero, shard_dtype_);
             // Each owned chunk's state is [moments..., master...] at k * its shard offset; the
             // master (mixed precision) starts from the fp32 initialisation.
             for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -133,7 +141,10 @@ void Zero::enqueue_setup() {
                 const std::size_t off = shard_offset_[b * static_cast<std::size_t>(n_) +
                                                       static_cast<std::size_t>(rank.r)];
                 float* state = rank.state.data() + k * off;
-                if (level_ == 3)
+                if (level_ == 3 && shard_dtype_ == DType::fp32)  // the fp32 initialisation
+                    mem.ops().upload(rank.shard_params.data() + off, env_.initial.data() + begin,
+                                     count);
+                else if (level_ == 3)
                     env_.upload_parameters(*rank.device, rank.shard_params.data() + off,
                                            env_.initial.data() + begin, count, state);
                 else if (float* master = env_.optimizer.master(state, count))
@@ -260,6 +271,10 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                               static_cast<std::size_t>(rank.r)];
             dev.ops().copy(full.data() + (begin - bucket.begin), rank.shard_params.data() + off,
                            own_end(bucket, rank.r) - begin);
+            // MixedPrecisionPolicy: the fp32 shard is cast to param_dtype before the gather.
+            if (shard_dtype_ != env_.dtype)
+                dev.ops().round_to(env_.dtype, full.data() + (begin - bucket.begin),
+                                   own_end(bucket, rank.r) - begin);
             rank.shard->all_gather(dev.id(), full.data(), full.size(), step,
                                    std::string(why) + " unit " + std::to_string(u));
         });
@@ -331,8 +346,20 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             dev.comm().enqueue([this, &rank, &dev, u, step, micro, every] {
                 const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
                 Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
-                rank.shard->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
-                                           "gradients unit " + std::to_string(u));
+                if (rank.fp32_shard) {
+                    // MixedPrecisionPolicy(reduce_dtype=fp32): the bf16 gradients cast up and
+                    // summed in fp32 (the cast buffer replaces them until the shard is taken).
+                    Buffer wide(dev.memory(), MemoryCategory::communication, grads.size(),
+                                Fill::none, DType::fp32);
+                    dev.ops().copy(wide.data(), grads.data(), grads.size());
+                    grads = std::move(wide);
+                    rank.fp32_shard->reduce_scatter(
+                        dev.id(), grads.data(), grads.size(), step,
+                        "gradients unit " + std::to_string(u) + " (fp32)");
+                } else {
+                    rank.shard->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
+                                               "gradients unit " + std::to_string(u));
+                }
                 const std::size_t begin = own_begin(bucket, rank.r);
                 if (rank.across)  // the same shard's sum over the other nodes
                     rank.across->all_reduce(
@@ -348,7 +375,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                     dev.ops().copy(shard, grads.data() + (begin - bucket.begin), own);
                 } else {
                     dev.ops().add(shard, grads.data() + (begin - bucket.begin), own);
-                    dev.ops().round_to(env_.dtype, shard, own);
+                    dev.ops().round_to(shard_dtype_, shard, own);
                 }
                 grads.reset();
             });

@@ -45,6 +45,9 @@ class Zero : public Strategy {
     std::vector<std::size_t> shard_offset_;  // per bucket, per rank: where its chunk sits
     std::vector<std::unique_ptr<Communicator>> shards_;  // one per shard group
     std::vector<std::unique_ptr<Communicator>> across_;  // hybrid: one per shard position
+    // zero3 with fp32_reduce (MixedPrecisionPolicy): the shard groups again, moving fp32.
+    std::vector<std::unique_ptr<Communicator>> fp32_shards_;
+    DType shard_dtype_;  // the parameter and gradient shards' type
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
 
