@@ -42,6 +42,10 @@ says no_master_weights (each update rounded back into the 16-bit weights). Measu
 runs (tests/replay/check_replays.sh): at most 1.2e-4 relative, 4e-5 absolute; a run whose
 forward overflows has NaN losses on both sides. The bf16 tolerances apply.
 
+A zero3 dump under FSDP2's MixedPrecisionPolicy (precision.reduce_dtype "fp32") replays as the
+bf16 one with every partial sum of the gradient reduction in float32 (the fp32 master is then
+the sharded parameters themselves: the same arithmetic); within the bf16 tolerances.
+
 LAMB and bitsandbytes' AdamW8bit have no torch.optim class: the replay has its own (Lamb,
 AdamW8bit below), written from the paper's Algorithm 2 and from bitsandbytes' pure-PyTorch
 reference and CUDA kernel. AdamW8bit builds its dynamic maps as create_dynamic_map does (float32

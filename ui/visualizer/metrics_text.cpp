@@ -472,10 +472,12 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     }
     for (int t = 1; t < pd::kLinkTierCount; ++t) {
         const pd::TierMetrics& tm = m.cluster.tiers[static_cast<std::size_t>(t)];
-        if (tm.transfers == 0 || (nodes < 2 && !config.cluster.nvls)) continue;
+        if (tm.transfers == 0) continue;
+        // On one node every transfer is inside it: the line is then what the devices sent.
+        const bool one_node = nodes < 2 && !config.cluster.nvls;
         static const char* const names[] = {"", "Inside nodes", "Between nodes", "Through NVLS",
                                             "Through SHARP"};
-        out.push_back({QString::fromLatin1(names[t]),
+        out.push_back({one_node ? QStringLiteral("Bytes sent") : QString::fromLatin1(names[t]),
                        QStringLiteral("%1 a step · transfers %2 a step (all devices)")
                            .arg(bytes_text(tm.bytes_per_step))
                            .arg(duration_text(tm.busy_s_per_step * 1e9)),
