@@ -221,6 +221,21 @@ class TestWhatIfPanel : public QObject {
         QCOMPARE(changed.last().first().value<pd::RunConfig>().strategy, pd::StrategyKind::zero3);
     }
 
+    // A card's LAMB or 8-bit optimizer shows as itself and comes back unchanged (it used to
+    // read back as AdamW, so a what-if run silently changed the optimizer).
+    void every_optimizer_round_trips() {
+        for (pd::OptimizerKind kind : {pd::OptimizerKind::sgd, pd::OptimizerKind::adamw,
+                                       pd::OptimizerKind::lamb, pd::OptimizerKind::adamw8bit}) {
+            WhatIfPanel panel;
+            pd::RunConfig c = pipeline_scenario();
+            c.strategy = pd::StrategyKind::dp;
+            c.optimizer = kind;
+            panel.setConfig(c);
+            QCOMPARE(panel.config().optimizer, kind);
+            QVERIFY(!panel.differsFromCard());
+        }
+    }
+
     // Recompute, accumulation and the asynchronous server: each knob is live only where its
     // strategy reads it, and a knob left behind by another strategy does not leak into a run.
     void memory_savers_and_async_knobs_apply() {

@@ -189,7 +189,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     optimizer_ = new QComboBox(this);
     optimizer_->addItem(tr("AdamW"), QStringLiteral("adamw"));
     optimizer_->addItem(tr("SGD with momentum"), QStringLiteral("sgd"));
-    optimizer_->setToolTip(tr("AdamW keeps two state values per parameter, SGD one"));
+    optimizer_->addItem(tr("LAMB"), QStringLiteral("lamb"));
+    optimizer_->addItem(tr("AdamW 8-bit"), QStringLiteral("adamw8bit"));
+    optimizer_->setToolTip(
+        tr("AdamW keeps two state values per parameter, SGD one; LAMB scales each layer's step "
+           "by its trust ratio; AdamW 8-bit stores both states in 8 bits (single and dp)"));
     recompute_ = new QComboBox(this);
     recompute_->addItem(tr("None"), QStringLiteral("none"));
     recompute_->addItem(tr("Selective (GELU outputs)"), QStringLiteral("selective"));
@@ -465,9 +469,8 @@ pd::RunConfig WhatIfPanel::config() const {
     // A card's run longer than the knob's range keeps its length until the knob is moved.
     if (steps_->value() != std::clamp(base_.steps, steps_->minimum(), steps_->maximum()))
         c.steps = steps_->value();
-    c.optimizer = optimizer_->currentData().toString() == QStringLiteral("sgd")
-                      ? pd::OptimizerKind::sgd
-                      : pd::OptimizerKind::adamw;
+    c.optimizer = pd::optimizer_from_name(optimizer_->currentData().toString().toStdString())
+                      .value_or(pd::OptimizerKind::adamw);
     c.recompute = pd::recompute_from_name(recompute_->currentData().toString().toStdString())
                       .value_or(pd::RecomputeMode::none);
     c.precision = pd::precision_from_name(precision_->currentData().toString().toStdString())
