@@ -33,6 +33,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
     std::optional<std::string> reduce_dtype;
+    std::optional<int> reshard_to;
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
@@ -122,6 +123,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "zero3, bf16-mixed: fp32 is FSDP2's MixedPrecisionPolicy(param_dtype=bf16, "
                    "reduce_dtype=fp32): fp32 sharded parameters (no separate master), "
                    "gradients reduce-scattered in fp32 (default bf16)");
+    app.add_option("--reshard-after-forward", reshard_to,
+                   "zero3: after forward keep parameters sharded over groups of this many "
+                   "devices, so the backward all-gathers within a group (FSDP2's int, ZeRO++'s "
+                   "hpZ)");
     app.add_flag("--no-reshard-after-forward", no_reshard_after_forward,
                  "zero3: keep each unit's gathered parameters from forward to backward (FSDP2's "
                  "reshard_after_forward=False): no second all-gather, more memory");
@@ -372,6 +377,10 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         choose("--reduce-dtype", *reduce_dtype, {"bf16", "fp32"});
         c.fp32_reduce = *reduce_dtype == "fp32";
         src["reduce_dtype"] = "--reduce-dtype";
+    }
+    if (reshard_to) {
+        c.reshard_to = *reshard_to;
+        src["reshard_after_forward"] = "--reshard-after-forward";
     }
     if (no_reshard_after_forward) {
         c.reshard_after_forward = false;

@@ -66,6 +66,46 @@ class TestFsdpPolicies : public QObject {
         }
     }
 
+    void resharding_to_a_node_keeps_the_backward_gathers_inside_it() {
+        // 8 devices on 2 nodes: resharding after forward to groups of 4 (FSDP2's int, ZeRO++'s
+        // hpZ) keeps a quarter of each unit per device, and the backward all-gathers it within
+        // the node: no backward gather crosses nodes, at a quarter of keeping whole units.
+        auto config = [](bool reshard, int to) {
+            RunConfig c = fsdp_config(reshard);
+            c.devices = 8;
+            c.cluster.nodes = 2;
+            c.reshard_to = to;
+            return c;
+        };
+        const RunConfig cr = config(true, 0), ch = config(true, 4), ck = config(false, 0);
+        const RunResult resharded = run_config(cr), hpz = run_config(ch), kept = run_config(ck);
+        QCOMPARE(hpz.status, RunStatus::ok);
+        QCOMPARE(hpz.final_parameters, resharded.final_parameters);
+        int within = 0;
+        for (const auto& c : hpz.trace.collectives)
+            if (c.label.find("backward") != std::string::npos) {
+                QVERIFY2(c.label.find("(within 4 devices)") != std::string::npos, c.label.c_str());
+                ++within;
+            }
+        QVERIFY(within > 0);
+        auto inter = [](const RunResult& r, const RunConfig& c) {
+            return compute_metrics(r.trace, c)
+                .cluster.tiers[static_cast<std::size_t>(LinkTier::inter_node)]
+                .bytes_per_step;
+        };
+        QVERIFY(inter(hpz, ch) < inter(resharded, cr));
+        QCOMPARE(inter(hpz, ch), inter(kept, ck));  // only the forward's gathers cross
+        const std::size_t peak_r = peak_bytes(resharded, 0, MemoryCategory::gathered_parameters);
+        const std::size_t peak_h = peak_bytes(hpz, 0, MemoryCategory::gathered_parameters);
+        const std::size_t peak_k = peak_bytes(kept, 0, MemoryCategory::gathered_parameters);
+        QVERIFY(peak_r < peak_h);
+        QVERIFY(peak_h < peak_k);
+        for (int bad : {1, 3, 8}) {
+            RunConfig c = config(true, bad);
+            QVERIFY_THROWS_EXCEPTION(BadInput, validate(c, {}));
+        }
+    }
+
     void mixed_precision_policy_keeps_fp32_shards_and_reduces_in_fp32() {
         // MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) against ZeRO-3's bf16
         // shards with an fp32 master (DeepSpeed's layout): the same 16 bytes of model state a

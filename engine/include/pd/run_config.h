@@ -158,6 +158,11 @@ struct RunConfig {
     // parameters after its forward and all-gathers them again for backward; false keeps them
     // from forward to backward (one all-gather per unit per micro-step, more memory).
     bool reshard_after_forward = true;
+    // ... or, as an integer k (FSDP2's reshard_after_forward=int, ZeRO++'s hpZ): after each
+    // unit's forward every device keeps a 1/k slice of the gathered parameters, sharded over
+    // groups of k consecutive devices (a node's), and the backward all-gathers within its
+    // group only. 0: not used (reshard_after_forward decides).
+    int reshard_to = 0;
     // zero3 under bf16-mixed: FSDP2's MixedPrecisionPolicy(param_dtype=bf16,
     // reduce_dtype=fp32) (scenario key reduce_dtype "fp32"): the sharded parameters stay fp32
     // and are the optimizer's own (no separate master copy), gathered and computed in bf16,

@@ -650,6 +650,20 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.min_8bit_size < 1)
         fail("min_8bit_size",
              "must be at least 1 element (got " + std::to_string(c.min_8bit_size) + ")");
+    if (c.reshard_to != 0 && !c.reshard_after_forward)
+        fail("reshard_after_forward", "is either false or a group size, not both");
+    if (c.reshard_to != 0) {
+        if (c.reshard_to < 2 || c.reshard_to >= c.devices || c.devices % c.reshard_to != 0)
+            fail("reshard_after_forward",
+                 "as an integer, the group size to reshard to: a divisor of the " +
+                     std::to_string(c.devices) + " devices other than 1 and " +
+                     std::to_string(c.devices) + " (FSDP2's rule; got " +
+                     std::to_string(c.reshard_to) + ")");
+        if (c.hybrid_shard)
+            fail("reshard_after_forward",
+                 "an integer group size needs one shard group over every device (not "
+                 "hybrid_shard)");
+    }
     if (c.fp32_reduce && c.precision != Precision::bf16_mixed)
         fail("reduce_dtype",
              "'fp32' is MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): it needs "

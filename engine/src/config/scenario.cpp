@@ -218,9 +218,16 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.cluster.reducer.set_gbit_per_s(r.link_speed_gbit());
         else if (key == "hybrid_shard")
             c.hybrid_shard = r.boolean();
-        else if (key == "reshard_after_forward")
-            c.reshard_after_forward = r.boolean();
-        else if (key == "reduce_dtype") {
+        else if (key == "reshard_after_forward") {
+            // true, false, or the group size to reshard to (FSDP2's int)
+            if (value.is_number_integer()) {
+                c.reshard_to = r.integer();
+                c.reshard_after_forward = true;
+            } else {
+                c.reshard_after_forward = r.boolean();
+                c.reshard_to = 0;
+            }
+        } else if (key == "reduce_dtype") {
             const std::string name = r.text();
             if (name != "fp32" && name != "bf16")
                 r.fail("unknown reduce dtype '" + name + "' (available: bf16, fp32)");
@@ -428,6 +435,7 @@ std::string scenario_json(const RunConfig& c) {
     }
     if (c.hybrid_shard) j["hybrid_shard"] = true;
     if (!c.reshard_after_forward) j["reshard_after_forward"] = false;
+    if (c.reshard_to > 0) j["reshard_after_forward"] = c.reshard_to;
     if (c.fp32_reduce) j["reduce_dtype"] = "fp32";
     if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
         j["allreduce_algorithm"] = std::string(name_of(c.allreduce_algorithm));

@@ -7,11 +7,14 @@
 namespace pd {
 
 struct Zero::Rank {
-    int r = 0;                           // index within its shard group (the chunk it owns)
-    int g = 0;                           // index among all devices (its slice of the batch)
-    Communicator* shard = nullptr;       // the devices it shards with
-    Communicator* across = nullptr;      // hybrid sharding: the same shard on the other nodes
-    Communicator* fp32_shard = nullptr;  // fp32_reduce: the shard group's fp32 reductions
+    int r = 0;                              // index within its shard group (the chunk it owns)
+    int g = 0;                              // index among all devices (its slice of the batch)
+    Communicator* shard = nullptr;          // the devices it shards with
+    Communicator* across = nullptr;         // hybrid sharding: the same shard on the other nodes
+    Communicator* fp32_shard = nullptr;     // fp32_reduce: the shard group's fp32 reductions
+    Communicator* reshard_group = nullptr;  // reshard_to: the devices its backward gathers from
+    int group_rank = 0;
+    std::vector<Buffer> secondary;  // reshard_to: each unit's 1/k slice kept after forward
     Device* device = nullptr;
     std::unique_ptr<Replica> replica;  // zero1/2: full parameters (and gradients in backward)
     Buffer shard_params;               // zero3
@@ -70,6 +73,17 @@ Zero::Zero(RunEnvironment& env, int level)
         }
     for (auto& c : shards_) c->set_concurrent_groups(shard_ids);
     for (auto& c : fp32_shards_) c->set_concurrent_groups(shard_ids);
+    const int k = env.config.reshard_to;
+    if (level_ == 3 && k > 0) {
+        std::vector<std::vector<int>> group_ids(static_cast<std::size_t>(n_ / k));
+        for (int i = 0; i < n_ / k; ++i) {
+            std::vector<Device*> group(members.begin() + i * k, members.begin() + (i + 1) * k);
+            for (Device* d : group) group_ids[static_cast<std::size_t>(i)].push_back(d->id());
+            reshard_groups_.push_back(std::make_unique<Communicator>(
+                env.transport, group, 0x3000u + static_cast<std::uint32_t>(i), env.dtype));
+        }
+        for (auto& c : reshard_groups_) c->set_concurrent_groups(group_ids);
+    }
     for (auto& c : across_) c->set_concurrent_groups(across_ids);
     shard_offset_.resize(buckets_.size() * static_cast<std::size_t>(n_));
     for (int g = 0; g < n_ * replicas_; ++g) {
@@ -80,6 +94,11 @@ Zero::Zero(RunEnvironment& env, int level)
         rank->shard = shards_[static_cast<std::size_t>(g / n_)].get();
         if (!fp32_shards_.empty())
             rank->fp32_shard = fp32_shards_[static_cast<std::size_t>(g / n_)].get();
+        if (!reshard_groups_.empty()) {
+            rank->reshard_group = reshard_groups_[static_cast<std::size_t>(g / k)].get();
+            rank->group_rank = g % k;
+            rank->secondary.resize(static_cast<std::size_t>(env.layout.units));
+        }
         if (replicas_ > 1) rank->across = across_[static_cast<std::size_t>(r)].get();
         rank->device = members[static_cast<std::size_t>(g)];
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -105,6 +124,17 @@ Zero::Zero(RunEnvironment& env, int level)
 }
 
 Zero::~Zero() = default;
+
+void Zero::keep_secondary(Rank& rank, int u) {
+    const Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+    const int k = env_.config.reshard_to;
+    const std::size_t begin = Communicator::chunk_begin(full.size(), k, rank.group_rank);
+    const std::size_t end = Communicator::chunk_end(full.size(), k, rank.group_rank);
+    Buffer& slice = rank.secondary[static_cast<std::size_t>(u)];
+    slice = Buffer(rank.device->memory(), MemoryCategory::gathered_parameters, end - begin,
+                   Fill::none, env_.dtype);
+    rank.device->ops().copy(slice.data(), full.data() + begin, end - begin);
+}
 
 std::size_t Zero::own_begin(const GradBucket& b, int r) const {
     return b.begin + Communicator::chunk_begin(b.end - b.begin, n_, r);
@@ -280,6 +310,27 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         });
         return dev.comm().record();
     };
+    // reshard_to: the backward's gather, from the group's slices only.
+    auto regather = [this, &rank, &dev, &mem, step](int u) {
+        dev.comm().enqueue([this, &rank, &dev, &mem, u, step] {
+            const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
+            const std::size_t size = bucket.end - bucket.begin;
+            const int group = env_.config.reshard_to;
+            Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
+            full = Buffer(mem, MemoryCategory::gathered_parameters, size, Fill::none, env_.dtype);
+            Buffer& slice = rank.secondary[static_cast<std::size_t>(u)];
+            dev.ops().copy(full.data() + Communicator::chunk_begin(size, group, rank.group_rank),
+                           slice.data(), slice.size());
+            slice.reset();
+            rank.reshard_group->all_gather(dev.id(), full.data(), size, step,
+                                           "backward unit " + std::to_string(u) + " (within " +
+                                               std::to_string(group) + " devices)");
+        });
+        return dev.comm().record();
+    };
+    auto backward_gather = [&](int u) {
+        return rank.reshard_group ? regather(u) : gather(u, "backward");
+    };
 
     // Gradient accumulation re-gathers the parameters in every micro-step (only the shards
     // persist). Under no_sync each unit's full gradient stays allocated and adds up until the
@@ -306,6 +357,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                                          u, full.data(), std::move(rank.carry), rows,
                                          rank.saved[static_cast<std::size_t>(u)],
                                          batch->labels.data(), env_.grad_scale(), rank.loss.get());
+                                     if (rank.reshard_group) keep_secondary(rank, u);
                                      if (reshard) full.reset();  // else kept for backward
                                  });
             forward_done[static_cast<std::size_t>(u)] = dev.compute().record();
@@ -314,7 +366,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         // The head's forward copy must be freed before its backward copy lands in the same
         // slot. Without resharding, every unit's forward copy is its backward's: no gather.
         dev.comm().wait(forward_done.back(), step);
-        EventPtr gathered = reshard ? gather(units - 1, "backward") : dev.comm().record();
+        EventPtr gathered = reshard ? backward_gather(units - 1) : dev.comm().record();
         for (int u = units - 1; u >= 0; --u) {
             dev.compute().wait(gathered, step);
             if (rank.executor->needs_recompute(u))  // with the unit's gathered parameters
@@ -339,7 +391,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                 });
             EventPtr backward_done = dev.compute().record();
             if (u > 0 && reshard)
-                gathered = gather(u - 1, "backward");  // prefetch during this backward
+                gathered = backward_gather(u - 1);  // prefetch during this backward
             // The next prefetch waits for this backward, so at most two units are whole.
             dev.comm().wait(backward_done, step);
             if (!reduce) continue;

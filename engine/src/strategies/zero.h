@@ -34,6 +34,8 @@ class Zero : public Strategy {
     void enqueue_step_stage12(Rank& rank, int step);
     void enqueue_step_stage3(Rank& rank, int step);
     void enqueue_shard_update(Rank& rank, int step, bool full_grads);
+    // reshard_to: after unit u's forward, this rank's slice of its gathered parameters.
+    void keep_secondary(Rank& rank, int u);
     std::size_t own_begin(const GradBucket& b, int r) const;
     std::size_t own_end(const GradBucket& b, int r) const;
 
@@ -47,6 +49,8 @@ class Zero : public Strategy {
     std::vector<std::unique_ptr<Communicator>> across_;  // hybrid: one per shard position
     // zero3 with fp32_reduce (MixedPrecisionPolicy): the shard groups again, moving fp32.
     std::vector<std::unique_ptr<Communicator>> fp32_shards_;
+    // zero3 with reshard_to k: groups of k consecutive devices for the backward all-gathers.
+    std::vector<std::unique_ptr<Communicator>> reshard_groups_;
     DType shard_dtype_;  // the parameter and gradient shards' type
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
