@@ -37,7 +37,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
-    bool no_master_weights = false, no_reshard_after_forward = false;
+    bool no_master_weights = false, no_reshard_after_forward = false, quantized_weights = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
     RunRequest req;
@@ -127,6 +127,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "zero3: after forward keep parameters sharded over groups of this many "
                    "devices, so the backward all-gathers within a group (FSDP2's int, ZeRO++'s "
                    "hpZ)");
+    app.add_flag("--quantized-weights", quantized_weights,
+                 "zero3: ZeRO++'s qwZ: parameter all-gathers send int8, quantized in groups of "
+                 "2048 (1 byte an element)");
     app.add_flag("--no-reshard-after-forward", no_reshard_after_forward,
                  "zero3: keep each unit's gathered parameters from forward to backward (FSDP2's "
                  "reshard_after_forward=False): no second all-gather, more memory");
@@ -378,6 +381,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.fp32_reduce = *reduce_dtype == "fp32";
         src["reduce_dtype"] = "--reduce-dtype";
     }
+    set_flag(quantized_weights, c.quantized_weights, true, "quantized_weights");
     if (reshard_to) {
         c.reshard_to = *reshard_to;
         src["reshard_after_forward"] = "--reshard-after-forward";

@@ -2,8 +2,11 @@
 // backward's second all-gather for keeping every unit's parameters whole from forward to
 // backward; the arithmetic, and so every number the run computes, is the same.
 #include <QtTest>
+#include <cmath>
+#include <set>
 
 #include "engine_test_support.h"
+#include "model/weight_quantization.h"
 #include "pd/dtype.h"
 #include "pd/error.h"
 #include "pd/metrics.h"
@@ -151,6 +154,50 @@ class TestFsdpPolicies : public QObject {
             QVERIFY2(QString::fromStdString(e.what()).contains(QLatin1String("bf16-mixed")),
                      e.what());
         }
+    }
+
+    void quantized_weights_are_int8_codes_per_group() {
+        std::vector<float> v(5000);
+        for (std::size_t i = 0; i < v.size(); ++i)
+            v[i] = std::sin(0.37f * static_cast<float>(i)) * (i < 2048 ? 1.0f : 1e-3f);
+        v[3000] = 0.5f;  // an outlier in the second group only
+        std::fill(v.begin() + 4096, v.end(), 0.0f);
+        std::vector<float> q = v;
+        quantize_dequantize_int8(q.data(), q.size(), 2048, DType::fp32);
+        for (std::size_t g = 0; g < 2; ++g) {
+            float absmax = 0;
+            for (std::size_t i = g * 2048; i < (g + 1) * 2048; ++i)
+                absmax = std::max(absmax, std::fabs(v[i]));
+            const float scale = absmax / 127.0f;
+            std::set<float> codes;
+            for (std::size_t i = g * 2048; i < (g + 1) * 2048; ++i) {
+                QVERIFY(std::fabs(q[i] - v[i]) <= 0.5f * scale * 1.0001f);
+                codes.insert(std::nearbyint(q[i] / scale));
+            }
+            QVERIFY(codes.size() <= 255);  // -127 .. 127
+        }
+        for (std::size_t i = 4096; i < v.size(); ++i) QCOMPARE(q[i], 0.0f);  // zeros stay
+        // The outlier's group loses its small values; the first group keeps its own scale.
+        int lost = 0;
+        for (std::size_t i = 2048; i < 4096; ++i) lost += q[i] == 0.0f && v[i] != 0.0f;
+        QVERIFY(lost > 1000);
+    }
+
+    void qwz_gathers_one_byte_an_element() {
+        RunConfig plain = fsdp_config(true);
+        RunConfig qwz = plain;
+        qwz.quantized_weights = true;
+        const RunResult a = run_config(plain), b = run_config(qwz);
+        QCOMPARE(b.status, RunStatus::ok);
+        QCOMPARE(gather_bytes(b, qwz), gather_bytes(a, plain) / 4);  // int8 against fp32
+        // Forward and backward use the dequantized weights: the numbers change a little.
+        QVERIFY(b.final_parameters != a.final_parameters);
+        for (std::size_t k = 0; k < a.trace.steps.size(); ++k)
+            QVERIFY(std::fabs(a.trace.steps[k].loss - b.trace.steps[k].loss) <
+                    1e-2 * a.trace.steps[k].loss);
+        int int8_gathers = 0;
+        for (const auto& c : b.trace.collectives) int8_gathers += c.label.ends_with("(int8)");
+        QVERIFY(int8_gathers > 0);
     }
 
     void applies_to_zero3_only() {

@@ -309,6 +309,36 @@ def moe_forward(params, model, p, m):
     return out, aux
 
 
+def quantized_weights(params, manifest):
+    """ZeRO++'s qwZ as the manifest's quantized_weights says: each unit's flat parameters split
+    into the ranks' chunks, each chunk quantized to int8 in groups (float32: scale = absmax /
+    127, code = round-half-even(x / scale) clamped to +-127), dequantized; the gradient passes
+    straight through to the exact parameters (the engine applies it to the unquantized shard)."""
+    qw = manifest["quantized_weights"]
+    names = [t["name"] for t in manifest["tensors"]]
+    flat = torch.cat([params[n].detach().reshape(-1) for n in names]).float()
+    out = flat.clone()
+    R, group = qw["ranks"], qw["group"]
+    for begin, end in qw["units"]:
+        n = end - begin
+        for r in range(R):
+            lo, hi = begin + n * r // R, begin + n * (r + 1) // R
+            for g in range(lo, hi, group):
+                chunk = flat[g:min(hi, g + group)]
+                absmax = chunk.abs().max()
+                if absmax == 0:
+                    continue
+                scale = absmax / torch.tensor(127.0, dtype=torch.float32)
+                out[g:min(hi, g + group)] = torch.clamp(torch.round(chunk / scale), -127, 127) * scale
+    used, at = {}, 0
+    for n in names:
+        k = params[n].numel()
+        q = out[at:at + k].double().reshape(params[n].shape)
+        used[n] = params[n] + (q - params[n]).detach()
+        at += k
+    return used
+
+
 def replay(dump_dir):
     with open(os.path.join(dump_dir, "manifest.json")) as f:
         manifest = json.load(f)
@@ -322,16 +352,17 @@ def replay(dump_dir):
         x = read_npy(os.path.join(dump_dir, batch["x"])).double()
         y = read_npy(os.path.join(dump_dir, batch["y"])).long()
         aux = 0.0
+        P = quantized_weights(params, manifest) if manifest.get("quantized_weights") else params
         if model.get("kind", "mlp") == "transformer":
-            logits, aux = transformer_forward(params, model, x)
+            logits, aux = transformer_forward(P, model, x)
             y = y.reshape(-1)
         else:
-            h = x @ params["input.w"] + params["input.b"]
+            h = x @ P["input.w"] + P["input.b"]
             for l in range(layers):
                 p = "block%d." % l
-                inner = F.gelu(h @ params[p + "w1"] + params[p + "b1"], approximate="tanh")
-                h = h + (inner @ params[p + "w2"] + params[p + "b2"])
-            logits = h @ params["head.w"] + params["head.b"]
+                inner = F.gelu(h @ P[p + "w1"] + P[p + "b1"], approximate="tanh")
+                h = h + (inner @ P[p + "w2"] + P[p + "b2"])
+            logits = h @ P["head.w"] + P["head.b"]
         loss = F.cross_entropy(logits, y)  # mean over the global batch (every token)
         losses.append(loss.item())
         optimizer.zero_grad()
@@ -505,6 +536,8 @@ def replay_mixed(dump_dir, manifest):
     once. fp16: torch.amp.GradScaler's rules as the manifest's loss_scaling states them (scale
     the loss, unscale_, skip the step on inf or NaN, back off or grow the float32 scale), and
     clip_grad_norm_ after unscaling where the manifest sets it."""
+    if manifest.get("quantized_weights"):
+        raise ValueError("this replay applies qwZ's quantized weights to fp32 runs only")
     layers = manifest["model"]["layers"]
     names = [t["name"] for t in manifest["tensors"]]
     leaves = [torch.nn.Parameter(read_npy(os.path.join(dump_dir, t["file"])).float())

@@ -58,6 +58,8 @@ QString run_title(const pd::RunConfig& config) {
         parts << QStringLiteral("AdamW8bit, blocks of %1").arg(config.optimizer_blocksize);
     if (config.strategy == pd::StrategyKind::zero3 && !config.reshard_after_forward)
         parts << QStringLiteral("no reshard after forward");
+    if (config.strategy == pd::StrategyKind::zero3 && config.quantized_weights)
+        parts << QStringLiteral("int8 weight all-gathers (qwZ)");
     if (config.strategy == pd::StrategyKind::zero3 && config.reshard_to > 0)
         parts << QStringLiteral("reshard to %1 devices after forward (hpZ)").arg(config.reshard_to);
     if (config.recompute != pd::RecomputeMode::none)

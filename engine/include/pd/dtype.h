@@ -14,14 +14,19 @@
 
 namespace pd {
 
-enum class DType : std::uint8_t { fp32, bf16, fp16 };
+// int8: block-quantized values (ZeRO++'s qwZ weight all-gather): each is an int8 code times
+// its block's scale, quantized before it is sent, so a collective moves 1 byte an element.
+enum class DType : std::uint8_t { fp32, bf16, fp16, int8 };
 
 constexpr std::size_t bytes_of(DType t) {
-    return t == DType::fp32 ? 4 : 2;
+    return t == DType::fp32 ? 4 : t == DType::int8 ? 1 : 2;
 }
 
 constexpr std::string_view name_of(DType t) {
-    return t == DType::bf16 ? "bf16" : t == DType::fp16 ? "fp16" : "fp32";
+    return t == DType::bf16   ? "bf16"
+           : t == DType::fp16 ? "fp16"
+           : t == DType::int8 ? "int8"
+                              : "fp32";
 }
 
 // Round to nearest even, as c10::BFloat16's round_to_nearest_even: the bf16 value in the
@@ -72,7 +77,8 @@ constexpr float round_to_tf32(float x) {
     return std::bit_cast<float>((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
 }
 
-// A stored value of type `t` (fp32: unchanged).
+// A stored value of type `t` (fp32 and int8, whose values are quantized by their sender:
+// unchanged).
 constexpr float round_to(DType t, float x) {
     return t == DType::bf16 ? round_to_bf16(x) : t == DType::fp16 ? round_to_fp16(x) : x;
 }

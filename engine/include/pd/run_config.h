@@ -163,6 +163,10 @@ struct RunConfig {
     // groups of k consecutive devices (a node's), and the backward all-gathers within its
     // group only. 0: not used (reshard_after_forward decides).
     int reshard_to = 0;
+    // zero3: ZeRO++'s qwZ (DeepSpeed's zero_quantized_weights): every parameter all-gather
+    // sends each rank's chunk quantized to int8 in groups (model/weight_quantization.h), 1
+    // byte an element; the units compute with the dequantized weights, the shards stay exact.
+    bool quantized_weights = false;
     // zero3 under bf16-mixed: FSDP2's MixedPrecisionPolicy(param_dtype=bf16,
     // reduce_dtype=fp32) (scenario key reduce_dtype "fp32"): the sharded parameters stay fp32
     // and are the optimizer's own (no separate master copy), gathered and computed in bf16,

@@ -224,7 +224,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     if (key == "hybrid_shard")
         return c.strategy == StrategyKind::zero2 || c.strategy == StrategyKind::zero3;
-    if (key == "reshard_after_forward" || key == "reduce_dtype")
+    if (key == "reshard_after_forward" || key == "reduce_dtype" || key == "quantized_weights")
         return c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
@@ -259,7 +259,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "hybrid_shard") return "strategies zero2 and zero3";
-    if (key == "reshard_after_forward" || key == "reduce_dtype")
+    if (key == "reshard_after_forward" || key == "reduce_dtype" || key == "quantized_weights")
         return "strategy 'zero3' (FSDP's full sharding)";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
@@ -650,6 +650,8 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.min_8bit_size < 1)
         fail("min_8bit_size",
              "must be at least 1 element (got " + std::to_string(c.min_8bit_size) + ")");
+    if (c.quantized_weights && c.backend != BackendKind::cpu)
+        fail("quantized_weights", "runs on the CPU backend only (no CUDA quantization kernel)");
     if (c.reshard_to != 0 && !c.reshard_after_forward)
         fail("reshard_after_forward", "is either false or a group size, not both");
     if (c.reshard_to != 0) {

@@ -64,7 +64,7 @@ class CpuOps final : public DeviceOps {
         });
     }
     void round_to(DType dtype, float* data, std::size_t count) override {
-        if (dtype == DType::fp32) return;
+        if (dtype == DType::fp32 || dtype == DType::int8) return;  // int8: quantized already
         pool_.parallel_for(count, kAddGrain, [&](std::size_t lo, std::size_t hi) {
             if (dtype == DType::bf16)
                 cpu::round_to_bf16(data + lo, hi - lo);

@@ -253,7 +253,7 @@ class CudaOps final : public DeviceOps {
     }
     // Mixed precision runs on the CPU backend only (validate() refuses it here).
     void round_to(DType dtype, float*, std::size_t) override {
-        if (dtype == DType::fp32) return;
+        if (dtype == DType::fp32 || dtype == DType::int8) return;
         throw Error(std::string("precision '") + std::string(name_of(dtype)) +
                         "-mixed' is implemented on the CPU backend only",
                     __FILE__, __LINE__);

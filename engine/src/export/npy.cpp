@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/dynamic_quantization.h"
+#include "model/weight_quantization.h"
 #include "pd/atomic_file.h"
 #include "pd/error.h"
 #include "pd/exports.h"
@@ -321,6 +322,22 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "bits, to nearest even) before the product, which sums in fp32; bias gradients are "
             "sums of the fp32 output gradient";
     manifest["precision"] = std::move(precision);
+    if (config.quantized_weights && config.strategy == StrategyKind::zero3) {
+        nlohmann::json units = nlohmann::json::array();
+        for (int u = 0; u < layout.units; ++u)
+            units.push_back({layout.unit_begin(u), layout.unit_end(u)});
+        manifest["quantized_weights"] = {
+            {"ranks", config.devices},
+            {"group", kQuantizedWeightGroup},
+            {"units", std::move(units)},
+            {"rule",
+             "ZeRO++ qwZ: before every parameter all-gather, each unit's flat parameters "
+             "[begin, end) are split into `ranks` chunks [begin + c n / R, begin + (c + 1) n / "
+             "R); each chunk is quantized in groups of `group` elements: scale = absmax / 127 "
+             "(float32), code = round_half_even(x / scale) in [-127, 127], value = code * scale; "
+             "forward and backward use those values, the update applies the gradient to the "
+             "exact parameters"}};
+    }
     if (config.comm_hook != DType::fp32) {
         const std::string t(name_of(config.comm_hook));
         manifest["comm_hook"] = {

@@ -20,9 +20,9 @@ std::size_t block_floats(std::size_t count) {
 }
 
 // A block is accounted at its element type's size (a bf16 block of n floats is reserved as
-// 2n bytes), so free lists are kept per element type as well as per size.
+// 2n bytes, an int8 one as n), so free lists are kept per element size as well as per size.
 std::size_t block_key(std::size_t floats, DType dtype) {
-    return floats * 2 + (dtype != DType::fp32 ? 1 : 0);
+    return floats * 4 + (bytes_of(dtype) == 4 ? 0 : bytes_of(dtype) == 2 ? 1 : 2);
 }
 
 }  // namespace

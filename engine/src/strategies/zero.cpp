@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/model_executor.h"
+#include "model/weight_quantization.h"
 
 namespace pd {
 
@@ -12,6 +13,7 @@ struct Zero::Rank {
     Communicator* shard = nullptr;          // the devices it shards with
     Communicator* across = nullptr;         // hybrid sharding: the same shard on the other nodes
     Communicator* fp32_shard = nullptr;     // fp32_reduce: the shard group's fp32 reductions
+    Communicator* int8_shard = nullptr;     // quantized_weights: the shard group's int8 gathers
     Communicator* reshard_group = nullptr;  // reshard_to: the devices its backward gathers from
     int group_rank = 0;
     std::vector<Buffer> secondary;  // reshard_to: each unit's 1/k slice kept after forward
@@ -60,6 +62,9 @@ Zero::Zero(RunEnvironment& env, int level)
         if (shard_dtype_ != env.dtype)
             fp32_shards_.push_back(std::make_unique<Communicator>(
                 env.transport, group, 0x2000u + static_cast<std::uint32_t>(i), DType::fp32));
+        if (level_ == 3 && env.config.quantized_weights)
+            int8_shards_.push_back(std::make_unique<Communicator>(
+                env.transport, group, 0x4000u + static_cast<std::uint32_t>(i), DType::int8));
     }
     if (replicas_ > 1)
         for (int j = 0; j < n_; ++j) {
@@ -73,6 +78,7 @@ Zero::Zero(RunEnvironment& env, int level)
         }
     for (auto& c : shards_) c->set_concurrent_groups(shard_ids);
     for (auto& c : fp32_shards_) c->set_concurrent_groups(shard_ids);
+    for (auto& c : int8_shards_) c->set_concurrent_groups(shard_ids);
     const int k = env.config.reshard_to;
     if (level_ == 3 && k > 0) {
         std::vector<std::vector<int>> group_ids(static_cast<std::size_t>(n_ / k));
@@ -94,6 +100,8 @@ Zero::Zero(RunEnvironment& env, int level)
         rank->shard = shards_[static_cast<std::size_t>(g / n_)].get();
         if (!fp32_shards_.empty())
             rank->fp32_shard = fp32_shards_[static_cast<std::size_t>(g / n_)].get();
+        if (!int8_shards_.empty())
+            rank->int8_shard = int8_shards_[static_cast<std::size_t>(g / n_)].get();
         if (!reshard_groups_.empty()) {
             rank->reshard_group = reshard_groups_[static_cast<std::size_t>(g / k)].get();
             rank->group_rank = g % k;
@@ -305,8 +313,19 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             if (shard_dtype_ != env_.dtype)
                 dev.ops().round_to(env_.dtype, full.data() + (begin - bucket.begin),
                                    own_end(bucket, rank.r) - begin);
-            rank.shard->all_gather(dev.id(), full.data(), full.size(), step,
-                                   std::string(why) + " unit " + std::to_string(u));
+            if (rank.int8_shard) {
+                // qwZ: this rank's chunk quantized to int8 before it is sent (the shard itself
+                // stays exact); the gather then moves 1 byte an element.
+                quantize_dequantize_int8(full.data() + (begin - bucket.begin),
+                                         own_end(bucket, rank.r) - begin, kQuantizedWeightGroup,
+                                         env_.dtype);
+                rank.int8_shard->all_gather(
+                    dev.id(), full.data(), full.size(), step,
+                    std::string(why) + " unit " + std::to_string(u) + " (int8)");
+            } else {
+                rank.shard->all_gather(dev.id(), full.data(), full.size(), step,
+                                       std::string(why) + " unit " + std::to_string(u));
+            }
         });
         return dev.comm().record();
     };

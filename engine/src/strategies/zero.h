@@ -51,6 +51,8 @@ class Zero : public Strategy {
     std::vector<std::unique_ptr<Communicator>> fp32_shards_;
     // zero3 with reshard_to k: groups of k consecutive devices for the backward all-gathers.
     std::vector<std::unique_ptr<Communicator>> reshard_groups_;
+    // zero3 with quantized_weights (qwZ): the shard groups' int8 parameter all-gathers.
+    std::vector<std::unique_ptr<Communicator>> int8_shards_;
     DType shard_dtype_;  // the parameter and gradient shards' type
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
