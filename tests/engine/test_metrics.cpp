@@ -524,17 +524,24 @@ class TestMetrics : public QObject {
         c.steps = 3;
         c.schedule = schedule;
         c.recompute = recompute;
-        const RunResult r = test::run_config(c);
-        QCOMPARE(r.status, RunStatus::ok);
-        const RunMetrics m = compute_metrics(r.trace, c);
-        QVERIFY(m.bubble);
-        QVERIFY2(m.bubble->predicted, "no bubble predicted from the run's stage times");
-        const BubblePrediction& pr = *m.bubble->predicted;
-        QVERIFY2(std::abs(pr.fraction - m.bubble->measured) <= 0.03,
-                 qPrintable(QStringLiteral("predicted %1, measured %2")
-                                .arg(pr.fraction)
-                                .arg(m.bubble->measured)));
-        QVERIFY(near(pr.causes.sum(), pr.fraction - m.bubble->theoretical, 1e-9));
+        // Both figures are timed: a run on a machine busy with other work (CI runs tests side
+        // by side) can wait where the replay does not. The closest of up to three runs must
+        // land within the 3 points; a wrong replay misses in all of them.
+        QStringList misses;
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            const RunResult r = test::run_config(c);
+            QCOMPARE(r.status, RunStatus::ok);
+            const RunMetrics m = compute_metrics(r.trace, c);
+            QVERIFY(m.bubble);
+            QVERIFY2(m.bubble->predicted, "no bubble predicted from the run's stage times");
+            const BubblePrediction& pr = *m.bubble->predicted;
+            QVERIFY(near(pr.causes.sum(), pr.fraction - m.bubble->theoretical, 1e-9));
+            if (std::abs(pr.fraction - m.bubble->measured) <= 0.03) return;
+            misses << QStringLiteral("predicted %1, measured %2")
+                          .arg(pr.fraction)
+                          .arg(m.bubble->measured);
+        }
+        QFAIL(qPrintable(misses.join(QStringLiteral("; "))));
     }
 
     // A trace without the schedule's tasks (tracing off) has no prediction, not a made-up one.
@@ -594,7 +601,8 @@ class TestMetrics : public QObject {
         t.devices = 4;
         for (int d = 0; d < 4; ++d)
             for (int call = 0; call < 2; ++call)
-                t.collectives.push_back({d, "all_reduce", "", 1000000, 4, 0, 0, 1000000, "ring", ""});  // 1 ms
+                t.collectives.push_back(
+                    {d, "all_reduce", "", 1000000, 4, 0, 0, 1000000, "ring", ""});  // 1 ms
         const RunMetrics m = compute_metrics(t, 1);
         QCOMPARE(m.collectives.size(), std::size_t{1});
         QCOMPARE(m.collectives[0].count, 2);
