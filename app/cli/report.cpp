@@ -302,10 +302,23 @@ void print_products(std::ostream& out, const std::vector<CpuProductClass>& produ
     std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
         return a.seconds > b.seconds;  // where the time went first
     });
+    const double per_thread = peak.gflops / running;
+    bool any_one_thread = false;
     for (const CpuProductClass& p : sorted) {
-        std::snprintf(line, sizeof line, "  %c%c %6d %6d %6d %7lld  %-22s %8.1f %8.3f\n",
+        // A product run on one thread (several at once) is read against one thread's peak.
+        const double limit = p.one_thread ? per_thread : per_device;
+        any_one_thread = any_one_thread || p.one_thread;
+        std::snprintf(line, sizeof line, "  %c%c %6d %6d %6d %7lld  %-22s %8.1f %8.3f%s\n",
                       p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', p.m, p.n, p.k, p.calls,
-                      p.kernel.c_str(), p.gflops(), per_device > 0 ? p.gflops() / per_device : 0.0);
+                      p.kernel.c_str(), p.gflops(), limit > 0 ? p.gflops() / limit : 0.0,
+                      p.one_thread ? "  *" : "");
+        out << line;
+    }
+    if (any_one_thread) {
+        std::snprintf(line, sizeof line,
+                      "  * one thread a call, several calls at once (attention's heads): "
+                      "GFLOP/s of one thread, of_peak over one thread's %.1f GFLOP/s\n",
+                      per_thread);
         out << line;
     }
 }

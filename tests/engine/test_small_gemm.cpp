@@ -1,8 +1,9 @@
 // The engine's own product kernel (cpu/small_gemm.h): against double precision for every
 // transpose it takes, shapes with leftover rows and columns (fixed and 150 random ones), alpha
 // and beta (beta 0 over a NaN-filled C), the same bits on AVX2 and AVX-512, which shapes it takes,
-// a product split across the intra-op pool equal bit for bit to one call, and the packed blocks
-// of large products equal bit for bit to the in-place kernel.
+// a product split across the intra-op pool equal bit for bit to one call, the packed blocks
+// of large products equal bit for bit to the in-place kernel, and attention's strided
+// one-thread products equal to gemm() on contiguous copies.
 #include <QtTest>
 #include <cmath>
 #include <cstring>
@@ -145,7 +146,11 @@ class TestSmallGemm : public QObject {
         QVERIFY(cpu::small_gemm_suits(true, false, 128, 512, 64));
         QVERIFY(cpu::small_gemm_suits(false, true, 64, 128, 512));
         QVERIFY(!cpu::small_gemm_suits(true, true, 64, 128, 512));  // both transposed
-        QVERIFY(!cpu::small_gemm_suits(false, false, 64, 8, 128));  // matrix-vector-like
+        // Narrow products too (a classifier head's 10 columns), on AVX2's 16-column panels.
+        QVERIFY(cpu::small_gemm_suits(false, false, 64, 10, 128));
+        QVERIFY(cpu::small_gemm_suits(true, false, 128, 1, 64));
+        QVERIFY(cpu::small_gemm_isa_for(10) == cpu::SmallGemmIsa::avx2);
+        QCOMPARE(cpu::small_gemm_isa_for(512), cpu::small_gemm_isa());
         // Larger products: the own kernel too (packed), unless PD_LARGE_GEMM=blas.
         QVERIFY(cpu::fits_in_cache(64, 512, 128));
         QVERIFY(!cpu::fits_in_cache(256, 2048, 512));  // 8 x 512's forward
@@ -213,6 +218,41 @@ class TestSmallGemm : public QObject {
                                    .arg(p.n)
                                    .arg(p.k)));
             }
+    }
+
+    // Attention's products, one per sequence and head, run on the calling thread on operands
+    // that are a head's columns of wider rows: the same bits as gemm() on contiguous copies.
+    void a_strided_product_on_one_thread_gives_gemm_bits() {
+        if (cpu::small_gemm_isa() == cpu::SmallGemmIsa::none)
+            QSKIP("no own kernel in this process (CPU or PD_SMALL_GEMM)");
+        cpu::init_blas_threads();
+        cpu::IntraOpPool one(1);
+        const int seq = 37, heads = 3, d = 20, ld = heads * d, head = 1;
+        const auto q = random_floats(static_cast<std::size_t>(seq) * ld, 21);
+        const auto k = random_floats(static_cast<std::size_t>(seq) * ld, 22);
+        std::vector<float> qh, kh;  // the head's columns, contiguous
+        for (int r = 0; r < seq; ++r)
+            for (int c = 0; c < d; ++c) {
+                qh.push_back(q[static_cast<std::size_t>(r) * ld + head * d + c]);
+                kh.push_back(k[static_cast<std::size_t>(r) * ld + head * d + c]);
+            }
+        // Scores q k^T (NT), then out = P v into the head's columns of wider rows (NN, ldc).
+        std::vector<float> strided(static_cast<std::size_t>(seq) * seq, kNaN), whole = strided;
+        cpu::gemm_on_this_thread(false, true, seq, seq, d, 0.25f, q.data() + head * d, ld,
+                                 k.data() + head * d, ld, 0.0f, strided.data(), seq);
+        cpu::gemm(one, false, true, seq, seq, d, 0.25f, qh.data(), kh.data(), 0.0f, whole.data());
+        QVERIFY(std::memcmp(strided.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+        std::vector<float> out(static_cast<std::size_t>(seq) * ld, 1.0f), out_h(qh.size(), 1.0f);
+        cpu::gemm_on_this_thread(false, false, seq, d, seq, 1.0f, whole.data(), seq,
+                                 k.data() + head * d, ld, 1.0f, out.data() + head * d, ld);
+        cpu::gemm(one, false, false, seq, d, seq, 1.0f, whole.data(), kh.data(), 1.0f,
+                  out_h.data());
+        for (int r = 0; r < seq; ++r) {
+            QVERIFY(std::memcmp(out.data() + static_cast<std::size_t>(r) * ld + head * d,
+                                out_h.data() + static_cast<std::size_t>(r) * d,
+                                d * sizeof(float)) == 0);
+            QCOMPARE(out[static_cast<std::size_t>(r) * ld], 1.0f);  // other heads untouched
+        }
     }
 
     // A large product split across the pool: each part packed on its own, the same bits.

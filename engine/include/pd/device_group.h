@@ -52,6 +52,7 @@ struct CpuProductClass {
     std::string kernel;  // e.g. "own AVX2, packed", "OpenBLAS Zen"
     long long calls = 0;
     double seconds = 0;
+    bool one_thread = false;  // each call on one thread (attention's per-head products)
     double gflops() const {
         return seconds > 0 ? 2.0 * m * n * double(k) * calls / seconds / 1e9 : 0;
     }

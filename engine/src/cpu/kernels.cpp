@@ -32,7 +32,8 @@ void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
 void gemm_block(bool own, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
     if (own)
-        own_gemm(small_gemm_isa(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        own_gemm(small_gemm_isa_for(n), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                 ldc);
     else
         blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -55,7 +56,8 @@ std::string blas_kernels() {
 
 std::string gemm_kernel(bool trans_a, bool trans_b, int m, int n, int k) {
     if (small_gemm_suits(trans_a, trans_b, m, n, k))
-        return std::string(small_gemm_isa() == SmallGemmIsa::avx512 ? "own AVX-512" : "own AVX2") +
+        return std::string(small_gemm_isa_for(n) == SmallGemmIsa::avx512 ? "own AVX-512"
+                                                                         : "own AVX2") +
                (in_place_pays(m, k) ? ", in place" : ", packed");
     const char* core = openblas_get_corename();
     return std::string("OpenBLAS ") + (core ? core : "?");
@@ -65,7 +67,7 @@ namespace {
 
 std::atomic<bool> g_profiling{false};
 std::mutex g_profile_mutex;
-std::map<std::tuple<bool, bool, int, int, int>, ProductClass> g_profile;
+std::map<std::tuple<bool, bool, int, int, int, bool>, ProductClass> g_profile;
 
 void gemm_unprofiled(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k,
                      float alpha, const float* a, const float* b, float beta, float* c);
@@ -85,19 +87,40 @@ std::vector<ProductClass> product_profile() {
     return out;
 }
 
-void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-          const float* a, const float* b, float beta, float* c) {
-    if (!g_profiling.load(std::memory_order_relaxed))
-        return gemm_unprofiled(pool, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+namespace {
+
+// Runs `product` and, while profiling, adds its wall time to its shape's class.
+template <class Product>
+void profiled(bool trans_a, bool trans_b, int m, int n, int k, bool one_thread, Product&& product) {
+    if (!g_profiling.load(std::memory_order_relaxed)) return product();
     const auto start = std::chrono::steady_clock::now();
-    gemm_unprofiled(pool, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    product();
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::lock_guard lock(g_profile_mutex);
-    ProductClass& pc = g_profile[{trans_a, trans_b, m, n, k}];
-    if (pc.calls == 0) pc = {trans_a, trans_b, m, n, k, gemm_kernel(trans_a, trans_b, m, n, k)};
+    ProductClass& pc = g_profile[{trans_a, trans_b, m, n, k, one_thread}];
+    if (pc.calls == 0)
+        pc = {trans_a, trans_b, m, n, k, gemm_kernel(trans_a, trans_b, m, n, k), 0, 0, one_thread};
     ++pc.calls;
     pc.seconds += s;
+}
+
+}  // namespace
+
+void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+          const float* a, const float* b, float beta, float* c) {
+    profiled(trans_a, trans_b, m, n, k, false,
+             [&] { gemm_unprofiled(pool, trans_a, trans_b, m, n, k, alpha, a, b, beta, c); });
+}
+
+void gemm_on_this_thread(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                         const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                         int ldc) {
+    if (m == 0 || n == 0) return;
+    profiled(trans_a, trans_b, m, n, k, true, [&] {
+        gemm_block(small_gemm_suits(trans_a, trans_b, m, n, k), trans_a, trans_b, m, n, k, alpha, a,
+                   lda, b, ldb, beta, c, ldc);
+    });
 }
 
 namespace {

@@ -29,6 +29,9 @@ struct ProductClass {
     std::string kernel;
     long long calls = 0;
     double seconds = 0;  // wall time inside gemm, summed over calls
+    // Run by gemm_on_this_thread: each call on one thread, several at once (attention's
+    // heads), so its speed is read against one thread's peak.
+    bool one_thread = false;
 };
 void profile_products(bool on);
 std::vector<ProductClass> product_profile();
@@ -36,6 +39,13 @@ std::vector<ProductClass> product_profile();
 // C[m,n] = alpha * op(A) op(B) + beta * C, row-major.
 void gemm(IntraOpPool& pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, const float* b, float beta, float* c);
+
+// The same product on the calling thread alone, with leading dimensions, on the kernel gemm()
+// would choose for its shape: for kernels that split their work themselves (attention's
+// products, one per sequence and head). Profiled as gemm() is.
+void gemm_on_this_thread(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                         const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                         int ldc);
 
 // y[b,out] = x[b,in] w[in,out] + bias
 void linear_forward(IntraOpPool& pool, const float* x, const float* w, const float* bias, int rows,

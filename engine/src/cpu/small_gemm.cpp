@@ -25,7 +25,6 @@ void run_avx512_packed(const Operands& o, const PackedBuffers& buffers);
 namespace {
 
 constexpr double kMaxOperandFloats = 256.0 * 1024 / sizeof(float);
-constexpr int kMinColumns = 16;
 constexpr int kMaxInPlaceDepth = 1024;  // a panel of B' of at most 128 KiB (AVX-512)
 
 SmallGemmIsa best_isa() {
@@ -47,6 +46,11 @@ SmallGemmIsa chosen_isa() {
 }
 
 }  // namespace
+
+SmallGemmIsa small_gemm_isa_for(int n) {
+    const SmallGemmIsa isa = small_gemm_isa();
+    return isa == SmallGemmIsa::avx512 && n <= 16 ? SmallGemmIsa::avx2 : isa;
+}
 
 bool cpu_runs(SmallGemmIsa isa) {
 #ifdef PD_SMALL_GEMM_X86
@@ -102,7 +106,7 @@ bool fits_in_cache(int m, int n, int k) {
 
 bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k) {
     if (small_gemm_isa() == SmallGemmIsa::none || (trans_a && trans_b)) return false;
-    if (n < kMinColumns || m < 1 || k < 1) return false;
+    if (n < 1 || m < 1 || k < 1) return false;
     return !large_products_to_blas() || fits_in_cache(m, n, k);
 }
 

@@ -1,7 +1,8 @@
-// The engine's own kernel for products small enough to sit in a core's cache (each of A, B
-// and C at most 256 KiB: a card-size model's every product). At those sizes OpenBLAS spends a
-// large share of each call packing its operands, and a kernel that reads them where they lie
-// is faster; larger products go to OpenBLAS (cpu/kernels.cpp decides, per whole product).
+// The engine's own product kernel: in place for products whose A sits in a core's cache (a
+// card-size model's every product; at those sizes OpenBLAS spends a large share of each call
+// packing), packed blocks above (small_gemm_kernel.h); cpu/kernels.cpp decides per whole
+// product, and OpenBLAS takes only what this kernel does not (both operands transposed, a CPU
+// without AVX2 and FMA).
 // It runs with AVX-512F where the CPU has it, else with AVX2 and FMA, else not at all; the
 // instruction set changes no bit of a result (each element of C is one in-order sum of fused
 // multiply-adds either way). PD_SMALL_GEMM=off in the environment hands every product to
@@ -16,13 +17,17 @@ enum class SmallGemmIsa { none, avx2, avx512 };
 
 // What this process uses: the CPU's best, or less where PD_SMALL_GEMM says so.
 SmallGemmIsa small_gemm_isa();
+// The instruction set for a product of n columns: small_gemm_isa(), except AVX2 where n is at
+// most 16 (an AVX-512 panel is 32 columns wide; AVX2's 16 waste less on a narrow product, such
+// as a classifier head's). The bits are the same either way.
+SmallGemmIsa small_gemm_isa_for(int n);
 // What this CPU could run (for tests comparing instruction sets).
 bool cpu_runs(SmallGemmIsa isa);
 // "own AVX-512 kernel for products whose operands are each <= 256 KiB", or why there is none.
 std::string small_gemm_description();
 
 // Whether C[m,n] = op(A) op(B) goes to the engine's own kernel (own_gemm): not both operands
-// transposed, n of at least 16 (narrower ones are matrix-vector work), and with
+// transposed, and with
 // PD_LARGE_GEMM=blas each of A, B and C at most 256 KiB (the rest to BLAS, for side-by-side
 // benchmarks).
 bool small_gemm_suits(bool trans_a, bool trans_b, int m, int n, int k);

@@ -1,10 +1,10 @@
 #include "cpu/transformer_kernels.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "cpu/kernels.h"
 
 namespace pd::cpu {
 
@@ -82,8 +82,8 @@ void attention_forward(IntraOpPool& pool, const float* q, const float* k, const 
             const std::size_t base = b * s * sz(ld) + j * sz(head_dim);
             float* p = probs + pair * s * s;
             // Scores q k^T / sqrt(d), then a softmax of each row over its past and itself.
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq_len, seq_len, head_dim, scale,
-                        q + base, ld, k + base, ld, 0.0f, p, seq_len);
+            gemm_on_this_thread(false, true, seq_len, seq_len, head_dim, scale, q + base, ld,
+                                k + base, ld, 0.0f, p, seq_len);
             for (std::size_t i = 0; i < s; ++i) {
                 float* row = p + i * s;
                 const float top = *std::max_element(row, row + i + 1);
@@ -96,8 +96,8 @@ void attention_forward(IntraOpPool& pool, const float* q, const float* k, const 
                 for (std::size_t c = 0; c <= i; ++c) row[c] *= inv;
                 std::fill(row + i + 1, row + s, 0.0f);  // the masked future
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq_len, head_dim, seq_len, 1.0f,
-                        p, seq_len, v + base, ld, 0.0f, out + base, ld);
+            gemm_on_this_thread(false, false, seq_len, head_dim, seq_len, 1.0f, p, seq_len,
+                                v + base, ld, 0.0f, out + base, ld);
         }
     });
 }
@@ -117,10 +117,10 @@ void attention_backward(IntraOpPool& pool, const float* q, const float* k, const
             const std::size_t base = b * s * sz(ld) + j * sz(head_dim);
             const float* p = probs + pair * s * s;
             // dV = P^T dO; dP = dO V^T.
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq_len, head_dim, seq_len, 1.0f,
-                        p, seq_len, dout + base, ld, 0.0f, dv + base, ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq_len, seq_len, head_dim, 1.0f,
-                        dout + base, ld, v + base, ld, 0.0f, ds.data(), seq_len);
+            gemm_on_this_thread(true, false, seq_len, head_dim, seq_len, 1.0f, p, seq_len,
+                                dout + base, ld, 0.0f, dv + base, ld);
+            gemm_on_this_thread(false, true, seq_len, seq_len, head_dim, 1.0f, dout + base, ld,
+                                v + base, ld, 0.0f, ds.data(), seq_len);
             // Softmax backward: dS = P (dP - rowsum(P dP)); masked entries have P = 0.
             for (std::size_t i = 0; i < s; ++i) {
                 const float* pr = p + i * s;
@@ -132,10 +132,10 @@ void attention_backward(IntraOpPool& pool, const float* q, const float* k, const
                 std::fill(dr + i + 1, dr + s, 0.0f);
             }
             // dQ = dS K / sqrt(d); dK = dS^T Q / sqrt(d).
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq_len, head_dim, seq_len,
-                        scale, ds.data(), seq_len, k + base, ld, 0.0f, dq + base, ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq_len, head_dim, seq_len, scale,
-                        ds.data(), seq_len, q + base, ld, 0.0f, dk + base, ld);
+            gemm_on_this_thread(false, false, seq_len, head_dim, seq_len, scale, ds.data(), seq_len,
+                                k + base, ld, 0.0f, dq + base, ld);
+            gemm_on_this_thread(true, false, seq_len, head_dim, seq_len, scale, ds.data(), seq_len,
+                                q + base, ld, 0.0f, dk + base, ld);
         }
     });
 }
@@ -155,8 +155,8 @@ void attention_block_forward(IntraOpPool& pool, const float* q, const float* k, 
         for (std::size_t pair = lo; pair < hi; ++pair) {
             const std::size_t b = pair / sz(heads), j = pair % sz(heads);
             const std::size_t qbase = b * sq * sz(ld) + j * d, kbase = b * skv * sz(ld) + j * d;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q_len, kv_len, head_dim, scale,
-                        q + qbase, ld, k + kbase, ld, 0.0f, s.data(), kv_len);
+            gemm_on_this_thread(false, true, q_len, kv_len, head_dim, scale, q + qbase, ld,
+                                k + kbase, ld, 0.0f, s.data(), kv_len);
             float* mr = m + pair * sq;
             float* lr = l + pair * sq;
             for (std::size_t i = 0; i < sq; ++i) {
@@ -181,8 +181,8 @@ void attention_block_forward(IntraOpPool& pool, const float* q, const float* k, 
                 for (std::size_t c = 0; c < d; ++c) out[c] *= rescale;
             }
             // acc += P V for this block.
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q_len, head_dim, kv_len, 1.0f,
-                        s.data(), kv_len, v + kbase, ld, 1.0f, acc + qbase, ld);
+            gemm_on_this_thread(false, false, q_len, head_dim, kv_len, 1.0f, s.data(), kv_len,
+                                v + kbase, ld, 1.0f, acc + qbase, ld);
         }
     });
 }
@@ -216,17 +216,17 @@ void attention_block_backward(IntraOpPool& pool, const float* q, const float* k,
             const std::size_t qbase = b * sq * sz(ld) + j * d, kbase = b * skv * sz(ld) + j * d;
             const float* lr = lse + pair * sq;
             // P = exp(S - lse), the final probabilities of this block's keys.
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q_len, kv_len, head_dim, scale,
-                        q + qbase, ld, k + kbase, ld, 0.0f, p.data(), kv_len);
+            gemm_on_this_thread(false, true, q_len, kv_len, head_dim, scale, q + qbase, ld,
+                                k + kbase, ld, 0.0f, p.data(), kv_len);
             for (std::size_t i = 0; i < sq; ++i)
                 for (std::size_t c = 0; c < skv; ++c) {
                     float& x = p[i * skv + c];
                     x = kv_pos[c] <= q_pos[i] ? std::exp(x - lr[i]) : 0.0f;
                 }
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kv_len, head_dim, q_len, 1.0f,
-                        p.data(), kv_len, dout + qbase, ld, 1.0f, dv + kbase, ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q_len, kv_len, head_dim, 1.0f,
-                        dout + qbase, ld, v + kbase, ld, 0.0f, ds.data(), kv_len);
+            gemm_on_this_thread(true, false, kv_len, head_dim, q_len, 1.0f, p.data(), kv_len,
+                                dout + qbase, ld, 1.0f, dv + kbase, ld);
+            gemm_on_this_thread(false, true, q_len, kv_len, head_dim, 1.0f, dout + qbase, ld,
+                                v + kbase, ld, 0.0f, ds.data(), kv_len);
             for (std::size_t i = 0; i < sq; ++i) {
                 // D = rowsum(dout * out) over the head's columns: rowsum(P dP) over all keys.
                 const float* o = out + qbase + i * sz(ld);
@@ -237,10 +237,10 @@ void attention_block_backward(IntraOpPool& pool, const float* q, const float* k,
                 for (std::size_t c = 0; c < skv; ++c)
                     ds[i * skv + c] = p[i * skv + c] * (ds[i * skv + c] - D);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q_len, head_dim, kv_len, scale,
-                        ds.data(), kv_len, k + kbase, ld, 1.0f, dq + qbase, ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kv_len, head_dim, q_len, scale,
-                        ds.data(), kv_len, q + qbase, ld, 1.0f, dk + kbase, ld);
+            gemm_on_this_thread(false, false, q_len, head_dim, kv_len, scale, ds.data(), kv_len,
+                                k + kbase, ld, 1.0f, dq + qbase, ld);
+            gemm_on_this_thread(true, false, kv_len, head_dim, q_len, scale, ds.data(), kv_len,
+                                q + qbase, ld, 1.0f, dk + kbase, ld);
         }
     });
 }

@@ -114,7 +114,8 @@ void cpu_profile_products(bool on) {
 std::vector<CpuProductClass> cpu_product_profile() {
     std::vector<CpuProductClass> out;
     for (const cpu::ProductClass& p : cpu::product_profile())
-        out.push_back({p.trans_a, p.trans_b, p.m, p.n, p.k, p.kernel, p.calls, p.seconds});
+        out.push_back(
+            {p.trans_a, p.trans_b, p.m, p.n, p.k, p.kernel, p.calls, p.seconds, p.one_thread});
     return out;
 }
 
