@@ -29,7 +29,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout, capacity_factor, aux_loss_weight;
     std::optional<double> loss_scale_init, clip_grad_norm, input_scale;
-    std::optional<std::string> loss_scale, comm_hook;
+    std::optional<std::string> loss_scale, comm_hook, cp_algorithm;
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
     std::optional<std::string> reduce_dtype;
@@ -106,6 +106,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "fp16-mixed, dynamic: clean steps before the scale doubles (2000)");
     app.add_option("--clip-grad-norm", clip_grad_norm,
                    "single, dp: clip the gradients' global L2 norm to this (after unscaling)");
+    app.add_option("--cp-algorithm", cp_algorithm,
+                   "cp: ring (ring attention, the default) | ulysses (DeepSpeed-Ulysses: "
+                   "all-to-alls between sequence and head shards; heads must divide by the ring)");
     app.add_option("--comm-hook", comm_hook,
                    "dp, fp32: DDP's compression hook: none | fp16 | bf16 (gradients all-reduced "
                    "in 16 bits)");
@@ -354,6 +357,11 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     if (clip_grad_norm) {
         c.clip_grad_norm = *clip_grad_norm;
         src["clip_grad_norm"] = "--clip-grad-norm";
+    }
+    if (cp_algorithm) {
+        choose("--cp-algorithm", *cp_algorithm, {"ring", "ulysses"});
+        c.cp_ulysses = *cp_algorithm == "ulysses";
+        src["cp_algorithm"] = "--cp-algorithm";
     }
     if (comm_hook) {
         choose("--comm-hook", *comm_hook, {"none", "fp16", "bf16"});

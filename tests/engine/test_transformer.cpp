@@ -122,25 +122,52 @@ class TestTransformer : public QObject {
         QTest::addColumn<int>("devices");
         QTest::addColumn<bool>("balanced");
         QTest::addColumn<int>("dp");
-        for (int n : {2, 4})
-            for (bool balanced : {false, true})
-                QTest::addRow("cp x%d%s", n, balanced ? " balanced" : "") << n << balanced << 1;
-        QTest::addRow("dp2 x cp2 balanced") << 4 << true << 2;
-        QTest::addRow("dp2 x cp4") << 8 << false << 2;
+        QTest::addColumn<bool>("ulysses");
+        for (bool ulysses : {false, true}) {
+            const char* how = ulysses ? "ulysses" : "ring";
+            for (int n : {2, 4})
+                for (bool balanced : {false, true})
+                    QTest::addRow("%s cp x%d%s", how, n, balanced ? " balanced" : "")
+                        << n << balanced << 1 << ulysses;
+            QTest::addRow("%s dp2 x cp2 balanced", how) << 4 << true << 2 << ulysses;
+            QTest::addRow("%s dp2 x cp4", how) << 8 << false << 2 << ulysses;
+        }
     }
     void context_parallel_equals_the_single_device() {
         QFETCH(int, devices);
         QFETCH(bool, balanced);
         QFETCH(int, dp);
+        QFETCH(bool, ulysses);
         const RunResult expected = run_config(transformer_config(StrategyKind::single, 1));
         RunConfig c = transformer_config(StrategyKind::cp, devices);
         c.cp_load_balance = balanced;
+        c.cp_ulysses = ulysses;
         c.mesh.dp = dp;
         const int ring = devices / dp;
         const RunResult got = run_config(c);
         QVERIFY2(got.status == RunStatus::ok, got.error.c_str());
         const double err = relative_error(got.final_parameters, expected.final_parameters);
         QVERIFY2(err < 1e-5, qPrintable(QString("parameters differ by %1").arg(err)));
+        QCOMPARE(calls(got, "all_reduce"), 1);
+        if (ulysses) {
+            // Per attention unit, forward: q, k, v to head groups, the output back to tokens;
+            // backward: the output's gradient to head groups, q, k, v's gradients back. The
+            // first and last carry three tensors, the other two one; none is a ring message.
+            QCOMPARE(calls(got, "all_to_all"), 4 * c.layers);
+            QCOMPARE(calls(got, "all_to_all", "q, k, v to head groups"), c.layers);
+            QCOMPARE(calls(got, "all_to_all", "q, k, v gradients to tokens"), c.layers);
+            // Each device's buffer: its tokens of its ring's samples, all h columns.
+            const std::size_t tensor =
+                static_cast<std::size_t>(c.batch / dp) * (c.seq_len / ring) * c.width * 4;
+            for (const auto& rec : got.trace.collectives) {
+                if (rec.op != "all_to_all") continue;
+                const bool three = rec.label.find("q, k, v") != std::string::npos;
+                QCOMPARE(rec.bytes, (three ? 3 : 1) * tensor);
+            }
+            for (const auto& e : got.trace.events)
+                QVERIFY(e.kind != EventKind::send || !e.label.starts_with("k, v"));
+            return;
+        }
         // Ring attention: per attention unit, n - 1 key/value blocks sent in forward and n
         // blocks with their gradients in backward (the last brings a block home); one
         // all-reduce of the gradients a step.
@@ -152,7 +179,6 @@ class TestTransformer : public QObject {
         }
         QCOMPARE(forward, (ring - 1) * c.layers);
         QCOMPARE(backward, ring * c.layers);
-        QCOMPARE(calls(got, "all_reduce"), 1);
     }
 
     // Causal attention's work is the (query, key) pairs with the key in the query's past. In
@@ -285,6 +311,8 @@ class TestTransformer : public QObject {
                                      << "--schedule";
         QTest::addRow("seq_len 0") << "seq0"
                                    << "--seq-len";
+        QTest::addRow("ulysses heads do not divide") << "ulysses-heads"
+                                                     << "--cp-algorithm";
     }
     void bad_settings_are_named() {
         QFETCH(QString, what);
@@ -320,6 +348,9 @@ class TestTransformer : public QObject {
             c = transformer_config(StrategyKind::cp, 4);
             c.cp_load_balance = true;  // 8 chunks: 12 tokens do not split
             c.seq_len = 12;
+        } else if (what == "ulysses-heads") {
+            c = transformer_config(StrategyKind::cp, 8);  // 4 heads over a ring of 8
+            c.cp_ulysses = true;
         }
         try {
             validate(c, sources);

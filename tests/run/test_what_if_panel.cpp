@@ -344,6 +344,40 @@ class TestWhatIfPanel : public QObject {
         QVERIFY(!panel.config().sequence_parallel);
         QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
     }
+    // A card's Ulysses run reads back as Ulysses (a what-if run must not silently turn it into
+    // ring attention), the box is only for cp, and heads that do not divide are named.
+    void ulysses_round_trips_and_its_head_limit_is_said() {
+        WhatIfPanel panel;
+        pd::RunConfig cp;
+        cp.strategy = pd::StrategyKind::cp;
+        cp.devices = 4;
+        cp.model = pd::ModelKind::transformer;
+        cp.width = 64;
+        cp.heads = 4;
+        cp.seq_len = 16;
+        cp.cp_ulysses = true;
+        panel.setConfig(cp);
+        QCheckBox* ulysses = nullptr;
+        for (auto* box : panel.findChildren<QCheckBox*>())
+            if (box->text().contains(QStringLiteral("Ulysses"))) ulysses = box;
+        QVERIFY(ulysses && ulysses->isEnabled() && ulysses->isChecked());
+        QVERIFY(panel.config().cp_ulysses);
+        QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+        QSpinBox* heads = nullptr;
+        for (auto* spin : panel.findChildren<QSpinBox*>())
+            if (spin->toolTip().contains(QStringLiteral("Attention heads"))) heads = spin;
+        QVERIFY(heads);
+        heads->setValue(2);  // 2 heads over a ring of 4
+        QVERIFY2(panel.problem().contains(QStringLiteral("heads must divide")),
+                 qPrintable(panel.problem()));
+        QCOMPARE(panel.markedKnob(), ulysses);
+        ulysses->setChecked(false);
+        QVERIFY(!panel.config().cp_ulysses);
+        QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+        auto* strategy = panel.findChildren<QComboBox*>().at(0);
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("dp")));
+        QVERIFY(!ulysses->isEnabled());
+    }
     // Issue 41 item 2: a what-if run the host cannot hold is refused before it starts, in
     // the run's own words, with the width knob marked.
     void a_run_beyond_the_hosts_memory_is_said_before_it_starts() {

@@ -131,6 +131,11 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     cp_load_balance_->setToolTip(
         tr("Context parallel: each device holds chunks r and 2n-1-r of every sequence, so "
            "every device's queries see as many keys"));
+    cp_ulysses_ = new QCheckBox(tr("Ulysses all-to-all instead of ring attention"), this);
+    cp_ulysses_->setToolTip(
+        tr("Context parallel, DeepSpeed-Ulysses: an all-to-all gives each device every token "
+           "of heads/n of the heads, attention runs there, and a second all-to-all brings the "
+           "output back (the heads must divide by the devices of a ring)"));
     sequence_parallel_->setToolTip(
         tr("With tensor parallelism: each device keeps 1/tp of the tokens between the split "
            "parts; all-reduces become reduce-scatter + all-gather"));
@@ -238,6 +243,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Se&quence length"), seq_len_);
     form->addRow(QString(), sequence_parallel_);
     form->addRow(QString(), cp_load_balance_);
+    form->addRow(QString(), cp_ulysses_);
     form->addRow(tr("E&xperts"), experts_);
     form->addRow(tr("Top-k experts"), top_k_);
     form->addRow(tr("Expert capacity factor"), capacity_factor_);
@@ -277,6 +283,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
                      {QStringLiteral("seq_len"), seq_len_},
                      {QStringLiteral("sequence_parallel"), sequence_parallel_},
                      {QStringLiteral("cp_load_balance"), cp_load_balance_},
+                     {QStringLiteral("cp_algorithm"), cp_ulysses_},
                      {QStringLiteral("experts"), experts_},
                      {QStringLiteral("top_k"), top_k_},
                      {QStringLiteral("capacity_factor"), capacity_factor_},
@@ -333,6 +340,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
     connect(transformer_, &QCheckBox::toggled, this, changed);
     connect(sequence_parallel_, &QCheckBox::toggled, this, changed);
     connect(cp_load_balance_, &QCheckBox::toggled, this, changed);
+    connect(cp_ulysses_, &QCheckBox::toggled, this, changed);
     connect(link_gbps_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(capacity_factor_, &QDoubleSpinBox::valueChanged, this, changed);
     connect(overlap_, &QCheckBox::toggled, this, changed);
@@ -376,6 +384,7 @@ void WhatIfPanel::showKnobs(const pd::RunConfig& config) {
     seq_len_->setValue(config.seq_len);
     sequence_parallel_->setChecked(config.sequence_parallel);
     cp_load_balance_->setChecked(config.cp_load_balance);
+    cp_ulysses_->setChecked(config.cp_ulysses);
     experts_->setValue(config.experts);
     top_k_->setValue(config.top_k);
     capacity_factor_->setValue(config.capacity_factor);
@@ -445,6 +454,7 @@ pd::RunConfig WhatIfPanel::config() const {
     c.seq_len = seq_len_->value();
     c.sequence_parallel = sequence_parallel_->isEnabled() && sequence_parallel_->isChecked();
     c.cp_load_balance = cp_load_balance_->isEnabled() && cp_load_balance_->isChecked();
+    c.cp_ulysses = cp_ulysses_->isEnabled() && cp_ulysses_->isChecked();
     c.experts = experts_->isEnabled() ? experts_->value() : 0;
     if (c.experts > 0) {
         c.top_k = top_k_->value();
@@ -517,6 +527,7 @@ std::pair<QString, QWidget*> WhatIfPanel::problemAndKnob() const {
                                 "seq_len",
                                 "sequence_parallel",
                                 "cp_load_balance",
+                                "cp_algorithm",
                                 "experts",
                                 "top_k",
                                 "capacity_factor",
@@ -622,6 +633,7 @@ void WhatIfPanel::updateEnabled() {
     const bool tensor_parallel = s == pd::StrategyKind::tp || (hybrid && tp_->value() > 1);
     sequence_parallel_->setEnabled(transformer && tensor_parallel);
     cp_load_balance_->setEnabled(s == pd::StrategyKind::cp);
+    cp_ulysses_->setEnabled(s == pd::StrategyKind::cp);
     experts_->setEnabled(transformer);
     top_k_->setEnabled(transformer && experts_->value() > 0);
     capacity_factor_->setEnabled(transformer && experts_->value() > 0);

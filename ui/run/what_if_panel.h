@@ -71,6 +71,7 @@ class WhatIfPanel : public QWidget {
     QSpinBox* seq_len_;
     QCheckBox* sequence_parallel_;
     QCheckBox* cp_load_balance_;
+    QCheckBox* cp_ulysses_;
     QSpinBox* experts_;
     QSpinBox* top_k_;
     QDoubleSpinBox* capacity_factor_;

@@ -119,6 +119,12 @@ struct RunConfig {
     // device r holds chunks r and 2 x devices - 1 - r, so every device has as many keys
     // in its queries' past. Off: device r holds the r-th contiguous part of each sequence.
     bool cp_load_balance = false;
+    // cp: how a device's queries see the other devices' keys and values. Ring: ring attention
+    // (above). Ulysses: DeepSpeed-Ulysses (Jacobs et al. 2023): an all-to-all trades each
+    // device's tokens of q, k and v for whole sequences of heads / ring of the heads, attention
+    // runs locally on those heads, and a second all-to-all returns the output to each device's
+    // tokens (backward: the same two, reversed). The heads must divide by the ring's devices.
+    bool cp_ulysses = false;
     // transformer: a mixture of experts in place of every block's MLP (Switch Transformer,
     // GShard): a router picks each token's top_k of `experts` expert MLPs; each expert takes
     // at most capacity_factor x top_k x seq_len / experts tokens of each sequence (rounded up)

@@ -240,7 +240,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         return c.strategy == StrategyKind::dp;
     if (key == "sequence_parallel")
         return c.model == ModelKind::transformer && c.effective_mesh().tp > 1;
-    if (key == "cp_load_balance") return c.strategy == StrategyKind::cp;
+    if (key == "cp_load_balance" || key == "cp_algorithm") return c.strategy == StrategyKind::cp;
     if (key == "experts") return c.model == ModelKind::transformer;
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
         return c.model == ModelKind::transformer && c.experts > 0;
@@ -268,7 +268,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "master_weights") return "precisions bf16-mixed and fp16-mixed";
     if (key == "comm_hook" || key.starts_with("powersgd_"))
         return "strategy 'dp' (DDP's communication hooks)";
-    if (key == "cp_load_balance") return "strategy 'cp'";
+    if (key == "cp_load_balance" || key == "cp_algorithm") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")
         return "a mixture of experts (model 'transformer' with experts)";
@@ -464,6 +464,12 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                                 (c.cp_load_balance ? " chunks (2 per device, load balanced)"
                                                    : " equal parts") +
                                 "; " + std::to_string(c.seq_len) + " tokens do not divide");
+        if (c.cp_ulysses && c.heads % ring != 0)
+            fail("cp_algorithm",
+                 "'ulysses' gives each of the ring's " + std::to_string(ring) +
+                     " devices whole heads for the whole sequence, so the heads must divide by " +
+                     std::to_string(ring) + " (got " + std::to_string(c.heads) +
+                     " heads); use 'ring', fewer devices in each ring (more dp) or more heads");
     }
     constexpr int kMaxExperts = 64;
     if (c.experts != 0 && (c.experts < 2 || c.experts > kMaxExperts))

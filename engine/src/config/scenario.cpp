@@ -138,7 +138,13 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.sequence_parallel = r.boolean();
         else if (key == "cp_load_balance")
             c.cp_load_balance = r.boolean();
-        else if (key == "experts")
+        else if (key == "cp_algorithm") {
+            const std::string name = r.text();
+            if (name != "ring" && name != "ulysses")
+                r.fail("unknown context-parallel algorithm '" + name +
+                       "' (available: ring, ulysses)");
+            c.cp_ulysses = name == "ulysses";
+        } else if (key == "experts")
             c.experts = r.integer();
         else if (key == "top_k")
             c.top_k = r.integer();
@@ -360,7 +366,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
         } else
             r.fail(
                 "is not a known setting (known: strategy, devices, model, layers, width, heads, "
-                "seq_len, sequence_parallel, cp_load_balance, experts, top_k, capacity_factor, "
+                "seq_len, sequence_parallel, cp_load_balance, cp_algorithm, experts, top_k, "
+                "capacity_factor, "
                 "aux_loss_weight, batch, "
                 "steps, seed, optimizer, optimizer_blocksize, min_8bit_size, lr, bucket_bytes, "
                 "no_overlap, capacity, clock, "
@@ -398,6 +405,7 @@ std::string scenario_json(const RunConfig& c) {
         j["seq_len"] = c.seq_len;
         if (c.sequence_parallel) j["sequence_parallel"] = true;
         if (c.strategy == StrategyKind::cp && c.cp_load_balance) j["cp_load_balance"] = true;
+        if (c.strategy == StrategyKind::cp && c.cp_ulysses) j["cp_algorithm"] = "ulysses";
         if (c.experts > 0) {
             j["experts"] = c.experts;
             j["top_k"] = c.top_k;

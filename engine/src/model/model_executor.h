@@ -152,6 +152,20 @@ class ModelExecutor {
     Buffer ring_attention_backward_end(int unit, const float* params, float* grads,
                                        const Buffer& own_payload, SavedUnit& saved);
 
+    // The parts of an attention unit that work on this device's tokens alone, shared by ring
+    // attention and DeepSpeed-Ulysses (whose all-to-alls and attention the strategy runs):
+    // the LayerNorm and q, k, v [rows, h] (rows = samples x this device's tokens, kept in
+    // saved.rows); the output projection of saved.attn with its
+    // bias and the residual; its backward, leaving saved.dattn [rows, h]; and the backward
+    // of q, k, v and the LayerNorm from their gradients dq, dk, dv [rows, h].
+    void sequence_shard_qkv(int unit, const float* params, Buffer input, int samples,
+                            SavedUnit& saved);
+    Buffer sequence_shard_output(int unit, const float* params, SavedUnit& saved);
+    void sequence_shard_output_backward(int unit, const float* params, float* grads, Buffer dout,
+                                        SavedUnit& saved);
+    Buffer sequence_shard_qkv_backward(int unit, const float* params, float* grads, const float* dq,
+                                       const float* dk, const float* dv, SavedUnit& saved);
+
     // Mixture of experts (moe_units.cpp). Phase a of a MoE unit is three parts, and expert
     // parallelism puts an all-to-all between each two: moe_dispatch (LayerNorm, router,
     // routing; returns the dispatch buffer [experts, seqs, capacity, h], each expert's slots

@@ -12,12 +12,12 @@ namespace pd {
 
 using namespace unit_tensors;
 
-void ModelExecutor::ring_attention_begin(int unit, const float* params, Buffer input, int samples,
-                                         SavedUnit& saved) {
+void ModelExecutor::sequence_shard_qkv(int unit, const float* params, Buffer input, int samples,
+                                       SavedUnit& saved) {
     auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
     const int h = shape_.width, rows = shape_.tokens(samples);
-    const std::size_t r = static_cast<std::size_t>(rows);
     saved.rows = rows;
+    const std::size_t r = static_cast<std::size_t>(rows);
     saved.input = std::move(input);
     layer_norm(unit, params, saved, rows);
     for (Buffer* out : {&saved.q, &saved.k, &saved.v})
@@ -25,6 +25,13 @@ void ModelExecutor::ring_attention_begin(int unit, const float* params, Buffer i
     ops_.linear_forward(saved.normed.data(), param(wq), param(bq), rows, h, h, saved.q.data());
     ops_.gemm(false, false, rows, h, h, 1.0f, saved.normed.data(), param(wk), 0.0f, saved.k.data());
     ops_.linear_forward(saved.normed.data(), param(wv), param(bv), rows, h, h, saved.v.data());
+}
+
+void ModelExecutor::ring_attention_begin(int unit, const float* params, Buffer input, int samples,
+                                         SavedUnit& saved) {
+    const int h = shape_.width;
+    sequence_shard_qkv(unit, params, std::move(input), samples, saved);
+    const std::size_t r = static_cast<std::size_t>(saved.rows);
     const std::size_t stats = static_cast<std::size_t>(samples) *
                               static_cast<std::size_t>(shape_.heads) *
                               static_cast<std::size_t>(shape_.seq_len);
@@ -55,10 +62,15 @@ void ModelExecutor::ring_attention_block(SavedUnit& saved, const Buffer& payload
 }
 
 Buffer ModelExecutor::ring_attention_end(int unit, const float* params, SavedUnit& saved) {
-    const int h = shape_.width, rows = saved.rows, s = shape_.seq_len;
+    const int rows = saved.rows, s = shape_.seq_len;
     ops_.attention_block_finish(saved.attn.data(), saved.row_max.data(), saved.row_sum.data(),
                                 rows / s, s, shape_.heads, shape_.head_dim());
     saved.row_sum.reset();
+    return sequence_shard_output(unit, params, saved);
+}
+
+Buffer ModelExecutor::sequence_shard_output(int unit, const float* params, SavedUnit& saved) {
+    const int h = shape_.width, rows = saved.rows;
     Buffer out = make(MemoryCategory::activations,
                       static_cast<std::size_t>(rows) * static_cast<std::size_t>(h));
     ops_.gemm(false, false, rows, h, h, 1.0f, saved.attn.data(),
@@ -66,8 +78,8 @@ Buffer ModelExecutor::ring_attention_end(int unit, const float* params, SavedUni
     return forward_b(unit, params, std::move(out), saved);
 }
 
-void ModelExecutor::ring_attention_backward_begin(int unit, const float* params, float* grads,
-                                                  Buffer dout, SavedUnit& saved) {
+void ModelExecutor::sequence_shard_output_backward(int unit, const float* params, float* grads,
+                                                   Buffer dout, SavedUnit& saved) {
     const int h = shape_.width, rows = saved.rows;
     const std::size_t r = static_cast<std::size_t>(rows);
     saved.dattn = make(MemoryCategory::workspace, r * static_cast<std::size_t>(h));
@@ -75,9 +87,15 @@ void ModelExecutor::ring_attention_backward_begin(int unit, const float* params,
                          rows, h, h, grads + layout_.tensor_offset(unit, wo),
                          grads + layout_.tensor_offset(unit, bo), saved.dattn.data(),
                          GradWrite::add);
-    saved.dq =
-        Buffer(memory_, MemoryCategory::workspace, r * static_cast<std::size_t>(h), Fill::zero);
     saved.dout = std::move(dout);  // the residual's gradient
+}
+
+void ModelExecutor::ring_attention_backward_begin(int unit, const float* params, float* grads,
+                                                  Buffer dout, SavedUnit& saved) {
+    sequence_shard_output_backward(unit, params, grads, std::move(dout), saved);
+    saved.dq = Buffer(memory_, MemoryCategory::workspace,
+                      static_cast<std::size_t>(saved.rows) * static_cast<std::size_t>(shape_.width),
+                      Fill::zero);
 }
 
 void ModelExecutor::ring_attention_backward_block(SavedUnit& saved, Buffer& payload,
@@ -94,9 +112,16 @@ Buffer ModelExecutor::ring_attention_backward_end(int unit, const float* params,
                                                   const Buffer& own_payload, SavedUnit& saved) {
     const std::size_t n = saved.k.size();
     // This device's keys' and values' gradients came back round with its payload.
+    return sequence_shard_qkv_backward(unit, params, grads, saved.dq.data(),
+                                       own_payload.data() + 2 * n, own_payload.data() + 3 * n,
+                                       saved);
+}
+
+Buffer ModelExecutor::sequence_shard_qkv_backward(int unit, const float* params, float* grads,
+                                                  const float* dq, const float* dk, const float* dv,
+                                                  SavedUnit& saved) {
     Buffer dnormed =
-        project_qkv_backward(unit, params, grads, saved.normed.data(), saved.rows, saved.dq.data(),
-                             own_payload.data() + 2 * n, own_payload.data() + 3 * n);
+        project_qkv_backward(unit, params, grads, saved.normed.data(), saved.rows, dq, dk, dv);
     for (Buffer* b : {&saved.q, &saved.k, &saved.v, &saved.attn, &saved.row_max, &saved.dattn,
                       &saved.dq, &saved.normed})
         b->reset();

@@ -17,6 +17,13 @@ struct ContextParallel::Rank {
     // Ring payloads of the unit in flight: ring[i] holds the block of device r - i.
     std::vector<Buffer> ring;
     Buffer own;  // backward: this device's payload once it came back round
+    // Ulysses: each attention unit's head shards of q, k, v and its probabilities [samples,
+    // heads / cp, s, s], kept from forward to backward; the all-to-all in flight.
+    struct HeadShards {
+        Buffer q, k, v, probs;
+    };
+    std::vector<HeadShards> heads;
+    Buffer send, recv;
     DeviceScalar loss;
 };
 
@@ -69,8 +76,17 @@ ContextParallel::ContextParallel(RunEnvironment& env) : env_(env), local_shape_(
         rank->executor->set_positions(
             token_positions(env.shape.seq_len, cp_, r, env.config.cp_load_balance));
         rank->saved.resize(static_cast<std::size_t>(env.layout.units));
+        rank->heads.resize(static_cast<std::size_t>(env.layout.units));
         rank->loss = DeviceScalar(rank->device->ops());
         ranks_.push_back(std::move(rank));
+    }
+    if (env.config.cp_ulysses) {
+        std::vector<std::vector<int>> positions;
+        for (int r = 0; r < cp_; ++r)
+            positions.push_back(
+                token_positions(env.shape.seq_len, cp_, r, env.config.cp_load_balance));
+        ulysses_ = std::make_unique<UlyssesExchange>(env.config.batch / dp_, env.shape.seq_len,
+                                                     env.shape.width, std::move(positions));
     }
 }
 
@@ -207,6 +223,138 @@ void ContextParallel::enqueue_ring_backward(Rank& rank, int unit, int step) {
     });
 }
 
+void ContextParallel::enqueue_ulysses_all_to_all(Rank& rank, int step, const std::string& label) {
+    Device& dev = *rank.device;
+    Communicator* ring = rank.group;
+    Rank* rk = &rank;
+    dev.comm().wait(dev.compute().record(), step);
+    dev.comm().enqueue([ring, rk, &dev, step, label] {
+        ring->all_to_all(dev.id(), rk->send.data(), rk->recv.data(), rk->send.size(), step, label);
+    });
+    dev.compute().wait(dev.comm().record(), step);
+}
+
+namespace {
+// "heads 2-3 of 4" for the ring member r's head group.
+std::string head_group(int r, int cp, int heads) {
+    const int per = heads / cp;
+    return per == 1 ? "head " + std::to_string(r) + " of " + std::to_string(heads)
+                    : "heads " + std::to_string(r * per) + "-" + std::to_string(r * per + per - 1) +
+                          " of " + std::to_string(heads);
+}
+}  // namespace
+
+void ContextParallel::enqueue_ulysses_forward(Rank& rank, int unit, int step) {
+    Device& dev = *rank.device;
+    const int samples = env_.config.batch / dp_;
+    const int s = env_.shape.seq_len, heads = env_.shape.heads / cp_;
+    const int head_dim = env_.shape.head_dim();
+    Rank* rk = &rank;
+    const UlyssesExchange* ex = ulysses_.get();
+    const std::size_t off = env_.layout.unit_begin(unit);
+    SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
+    Rank::HeadShards& hs = rank.heads[static_cast<std::size_t>(unit)];
+    TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, 0);
+    ev.label = "attention: q, k, v";
+    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, samples, unit] {
+        rk->executor->sequence_shard_qkv(unit, rk->params.data() + off, std::move(rk->carry),
+                                         samples, saved);
+        MemoryTracker& mem = dev.memory();
+        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
+        ex->pack_heads(dev.ops(), {saved.q.data(), saved.k.data(), saved.v.data()},
+                       rk->send.data());
+        for (Buffer* b : {&saved.q, &saved.k, &saved.v}) b->reset();  // the head shards go on
+        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
+    });
+    enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: q, k, v to head groups");
+    ev.label = "attention: " + head_group(rank.r, cp_, env_.shape.heads) + ", every token";
+    dev.compute().launch(ev, [rk, &dev, &hs, ex, samples, s, heads, head_dim] {
+        MemoryTracker& mem = dev.memory();
+        rk->send.reset();
+        const std::size_t n = ex->head_group_size();
+        for (Buffer* b : {&hs.q, &hs.k, &hs.v})
+            *b = Buffer(mem, MemoryCategory::activations, n, Fill::none);
+        ex->unpack_to_head_shards(dev.ops(), rk->recv.data(),
+                                  {hs.q.data(), hs.k.data(), hs.v.data()});
+        rk->recv.reset();
+        hs.probs = Buffer(mem, MemoryCategory::activations,
+                          static_cast<std::size_t>(samples) * static_cast<std::size_t>(heads) *
+                              static_cast<std::size_t>(s) * static_cast<std::size_t>(s),
+                          Fill::none);
+        Buffer out(mem, MemoryCategory::workspace, n, Fill::none);
+        dev.ops().attention_forward(hs.q.data(), hs.k.data(), hs.v.data(), samples, s, heads,
+                                    head_dim, hs.probs.data(), out.data());
+        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
+        ex->pack_tokens(dev.ops(), {out.data()}, rk->send.data());
+        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
+    });
+    enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: output to tokens");
+    ev.label = "attention: output";
+    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, unit] {
+        rk->send.reset();
+        saved.attn =
+            Buffer(dev.memory(), MemoryCategory::activations, ex->shard_size(), Fill::none);
+        ex->unpack_to_sequence_shards(dev.ops(), rk->recv.data(), {saved.attn.data()});
+        rk->recv.reset();
+        rk->carry = rk->executor->sequence_shard_output(unit, rk->params.data() + off, saved);
+    });
+}
+
+void ContextParallel::enqueue_ulysses_backward(Rank& rank, int unit, int step) {
+    Device& dev = *rank.device;
+    const int samples = env_.config.batch / dp_;
+    const int s = env_.shape.seq_len, heads = env_.shape.heads / cp_;
+    const int head_dim = env_.shape.head_dim();
+    Rank* rk = &rank;
+    const UlyssesExchange* ex = ulysses_.get();
+    const std::size_t off = env_.layout.unit_begin(unit);
+    SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
+    Rank::HeadShards& hs = rank.heads[static_cast<std::size_t>(unit)];
+    TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, 0);
+    ev.label = "attention: output projection";
+    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, unit] {
+        rk->executor->sequence_shard_output_backward(
+            unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry), saved);
+        MemoryTracker& mem = dev.memory();
+        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
+        ex->pack_heads(dev.ops(), {saved.dattn.data()}, rk->send.data());
+        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
+    });
+    enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: output gradient to head groups");
+    ev.label = "attention: " + head_group(rank.r, cp_, env_.shape.heads) + ", every token";
+    dev.compute().launch(ev, [rk, &dev, &hs, ex, samples, s, heads, head_dim] {
+        MemoryTracker& mem = dev.memory();
+        rk->send.reset();
+        const std::size_t n = ex->head_group_size();
+        Buffer dout(mem, MemoryCategory::workspace, n, Fill::none);
+        ex->unpack_to_head_shards(dev.ops(), rk->recv.data(), {dout.data()});
+        rk->recv.reset();
+        Buffer dq(mem, MemoryCategory::workspace, n, Fill::none);
+        Buffer dk(mem, MemoryCategory::workspace, n, Fill::none);
+        Buffer dv(mem, MemoryCategory::workspace, n, Fill::none);
+        dev.ops().attention_backward(hs.q.data(), hs.k.data(), hs.v.data(), hs.probs.data(),
+                                     dout.data(), samples, s, heads, head_dim, dq.data(), dk.data(),
+                                     dv.data());
+        for (Buffer* b : {&hs.q, &hs.k, &hs.v, &hs.probs}) b->reset();
+        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
+        ex->pack_tokens(dev.ops(), {dq.data(), dk.data(), dv.data()}, rk->send.data());
+        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
+    });
+    enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: q, k, v gradients to tokens");
+    ev.label = "attention: q, k, v projections";
+    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, unit] {
+        rk->send.reset();
+        const std::size_t n = ex->shard_size();
+        Buffer g(dev.memory(), MemoryCategory::workspace, 3 * n, Fill::none);
+        ex->unpack_to_sequence_shards(dev.ops(), rk->recv.data(),
+                                      {g.data(), g.data() + n, g.data() + 2 * n});
+        rk->recv.reset();
+        rk->carry = rk->executor->sequence_shard_qkv_backward(
+            unit, rk->params.data() + off, rk->grads.data() + off, g.data(), g.data() + n,
+            g.data() + 2 * n, saved);
+    });
+}
+
 void ContextParallel::enqueue_step(int step) {
     const int n = static_cast<int>(ranks_.size());
     const int rows = env_.config.batch / dp_;
@@ -233,7 +381,8 @@ void ContextParallel::enqueue_step(int step) {
         Rank* rk = &rank;
         for (int unit = 0; unit < units; ++unit) {
             if (env_.shape.unit_kind(unit) == UnitKind::attention) {
-                enqueue_ring_forward(rank, unit, step);
+                ulysses_ ? enqueue_ulysses_forward(rank, unit, step)
+                         : enqueue_ring_forward(rank, unit, step);
                 continue;
             }
             dev.compute().launch(unit_event(EventKind::forward, unit, env_.shape, step, 0),
@@ -252,7 +401,8 @@ void ContextParallel::enqueue_step(int step) {
         }
         for (int unit = units - 1; unit >= 0; --unit) {
             if (env_.shape.unit_kind(unit) == UnitKind::attention) {
-                enqueue_ring_backward(rank, unit, step);
+                ulysses_ ? enqueue_ulysses_backward(rank, unit, step)
+                         : enqueue_ring_backward(rank, unit, step);
                 continue;
             }
             dev.compute().launch(

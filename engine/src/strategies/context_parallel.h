@@ -9,6 +9,9 @@
 // attention costs every device the same; without it the last device's queries see every key
 // and the first device's only its own. With `dp` replicas (a dp x cp mesh), devices
 // r x cp .. r x cp + cp - 1 form replica r's ring and take its slice of the batch.
+// With cp_ulysses, attention is DeepSpeed-Ulysses' instead (ulysses_exchange.h): an all-to-all
+// from sequence shards to head shards, attention on whole sequences of heads / cp of the heads,
+// an all-to-all back; everything else is as above.
 #pragma once
 
 #include <memory>
@@ -16,6 +19,7 @@
 
 #include "model/model_executor.h"
 #include "strategies/strategy.h"
+#include "strategies/ulysses_exchange.h"
 
 namespace pd {
 
@@ -41,6 +45,11 @@ class ContextParallel : public Strategy {
     // The compute event of ring step i, and the positions of the block it reads.
     TraceEvent block_event(const Rank& rank, EventKind kind, int unit, int step, int i,
                            std::vector<int>& kv_pos) const;
+    void enqueue_ulysses_forward(Rank& rank, int unit, int step);
+    void enqueue_ulysses_backward(Rank& rank, int unit, int step);
+    // Comm stream, after compute's work so far: the ring's all-to-all of rank.send into
+    // rank.recv; compute waits for it.
+    void enqueue_ulysses_all_to_all(Rank& rank, int step, const std::string& label);
 
     RunEnvironment& env_;
     ModelShape local_shape_;              // seq_len = this device's tokens of each sequence
@@ -48,6 +57,7 @@ class ContextParallel : public Strategy {
     std::unique_ptr<Communicator> comm_;  // all devices: the gradients
     std::vector<std::unique_ptr<Communicator>> rings_;
     std::vector<std::unique_ptr<Rank>> ranks_;
+    std::unique_ptr<UlyssesExchange> ulysses_;  // with cp_ulysses: one ring's layouts
 };
 
 }  // namespace pd
