@@ -29,7 +29,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::uint64_t> seed;
     std::optional<double> lr, latency, timeout, capacity_factor, aux_loss_weight;
     std::optional<double> loss_scale_init, clip_grad_norm, input_scale;
-    std::optional<std::string> loss_scale, comm_hook, cp_algorithm;
+    std::optional<std::string> loss_scale, comm_hook, cp_algorithm, loss_reduction;
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
     std::optional<std::string> reduce_dtype;
@@ -109,6 +109,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--cp-algorithm", cp_algorithm,
                    "cp: ring (ring attention, the default) | ulysses (DeepSpeed-Ulysses: "
                    "all-to-alls between sequence and head shards; heads must divide by the ring)");
+    app.add_option("--loss-reduction", loss_reduction,
+                   "dp: global_batch (each replica divides its loss by the global batch, the "
+                   "default) | replica_mean (by its own slice: summed gradients x replicas)");
     app.add_option("--comm-hook", comm_hook,
                    "dp, fp32: DDP's compression hook: none | fp16 | bf16 (gradients all-reduced "
                    "in 16 bits)");
@@ -362,6 +365,11 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         choose("--cp-algorithm", *cp_algorithm, {"ring", "ulysses"});
         c.cp_ulysses = *cp_algorithm == "ulysses";
         src["cp_algorithm"] = "--cp-algorithm";
+    }
+    if (loss_reduction) {
+        choose("--loss-reduction", *loss_reduction, {"global_batch", "replica_mean"});
+        c.loss_replica_mean = *loss_reduction == "replica_mean";
+        src["loss_reduction"] = "--loss-reduction";
     }
     if (comm_hook) {
         choose("--comm-hook", *comm_hook, {"none", "fp16", "bf16"});

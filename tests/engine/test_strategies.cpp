@@ -2,6 +2,7 @@
 #include <QtTest>
 
 #include "engine_test_support.h"
+#include "pd/error.h"
 
 using namespace pd;
 using namespace pd::test;
@@ -165,6 +166,35 @@ class TestStrategies : public QObject {
         for (const auto& col : r.trace.collectives)
             if (col.device == 0 && col.op == "all_reduce" && col.step == 0) reduced += col.bytes;
         QCOMPARE(reduced, layout.total * sizeof(float));
+    }
+
+    // A TF custom loop's tf.reduce_mean under MirroredStrategy: each replica divides its loss
+    // by its own slice, the gradients are summed, so they come out `replicas` times too large:
+    // with SGD, exactly the correct run at that multiple of the learning rate. Only dp has it.
+    void replica_mean_loss_multiplies_the_gradients_by_the_replicas() {
+        RunConfig c = small_config(StrategyKind::dp, 4);
+        c.optimizer = OptimizerKind::sgd;
+        c.lr = 0.003;
+        c.clip_grad_norm = 1e6;  // never clips; reports the norm
+        c.loss_replica_mean = true;
+        const RunResult wrong = run_config(c);
+        QVERIFY2(wrong.status == RunStatus::ok, wrong.error.c_str());
+        c.loss_replica_mean = false;
+        const RunResult right = run_config(c);
+        c.lr = 4 * 0.003;
+        const RunResult right_4x_lr = run_config(c);
+        QVERIFY(right.trace.steps.front().grad_norm > 0);
+        QCOMPARE(wrong.trace.steps.front().grad_norm, 4 * right.trace.steps.front().grad_norm);
+        QVERIFY(wrong.final_parameters == right_4x_lr.final_parameters);
+        QVERIFY(wrong.final_parameters != right.final_parameters);
+        RunConfig single = small_config(StrategyKind::single, 1);
+        single.loss_replica_mean = true;
+        try {
+            validate(single, {{"loss_reduction", "--loss-reduction"}});
+            QFAIL("accepted on one device");
+        } catch (const BadInput& e) {
+            QVERIFY2(std::string(e.what()).find("--loss-reduction") != std::string::npos, e.what());
+        }
     }
 };
 

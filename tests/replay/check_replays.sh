@@ -4,7 +4,8 @@
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
 # overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
 # compression hooks, TF32 products, powerSGD_hook (its orthogonalisation is torch's own _orthogonalize),
-# LAMB and bitsandbytes' AdamW8bit (the replay's own classes), and DeepSpeed-Ulysses' context
+# LAMB and bitsandbytes' AdamW8bit (the replay's own classes), per-replica loss means summed over
+# replicas (a TF custom loop's reduce_mean), and DeepSpeed-Ulysses' context
 # parallelism (all-to-alls between sequence and head shards). Exit 77 (ctest: skipped)
 # where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
 # Usage: check_replays.sh PARALLELDECK_RUN SOURCE_DIR
@@ -72,6 +73,8 @@ check lamb-bf16 --strategy single --optimizer lamb --precision bf16-mixed --lr 0
 check adamw8bit-dp --strategy dp --devices 2 --optimizer adamw8bit --tolerance 1e-4
 check adamw8bit-block256 --strategy single --optimizer adamw8bit --optimizer-blocksize 256 \
     --min-8bit-size 1024 --tolerance 1e-4
+check replica-mean-loss --strategy dp --devices 4 --loss-reduction replica_mean --optimizer sgd \
+    --lr 0.003
 check ulysses-cp4 --model transformer --strategy cp --devices 4 --cp-algorithm ulysses --heads 4 \
     --seq-len 16 --layers 2 --width 32 --batch 4
 exit $failed

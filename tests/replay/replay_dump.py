@@ -367,6 +367,9 @@ def replay(dump_dir):
         losses.append(loss.item())
         optimizer.zero_grad()
         (loss + aux).backward()  # the reported loss is the cross-entropy alone
+        if manifest.get("loss_reduction"):  # per-replica means summed over the replicas
+            for p in params.values():
+                p.grad *= manifest["loss_reduction"]["gradient_multiplier"]
         if manifest.get("clip_grad_norm"):
             torch.nn.utils.clip_grad_norm_(list(params.values()),
                                            manifest["clip_grad_norm"]["max_norm"])
@@ -538,6 +541,8 @@ def replay_mixed(dump_dir, manifest):
     clip_grad_norm_ after unscaling where the manifest sets it."""
     if manifest.get("quantized_weights"):
         raise ValueError("this replay applies qwZ's quantized weights to fp32 runs only")
+    if manifest.get("loss_reduction"):
+        raise ValueError("this replay applies loss_reduction replica_mean to fp32 runs only")
     layers = manifest["model"]["layers"]
     names = [t["name"] for t in manifest["tensors"]]
     leaves = [torch.nn.Parameter(read_npy(os.path.join(dump_dir, t["file"])).float())

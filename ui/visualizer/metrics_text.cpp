@@ -46,6 +46,10 @@ QString run_title(const pd::RunConfig& config) {
                      .arg(config.loss_scaling.init, 0, 'g', 6);
     if (config.clip_grad_norm > 0)
         parts << QStringLiteral("clip norm %1").arg(config.clip_grad_norm, 0, 'g', 4);
+    if (config.strategy == pd::StrategyKind::dp && config.loss_replica_mean)
+        parts << QStringLiteral("per-replica loss means, summed");
+    if (config.strategy == pd::StrategyKind::cp && config.cp_ulysses)
+        parts << QStringLiteral("Ulysses all-to-alls");
     if (config.tf32) parts << QStringLiteral("TF32 products");
     if (config.comm_hook != pd::DType::fp32)
         parts << QStringLiteral("%1_compress_hook").arg(qs(pd::name_of(config.comm_hook)));

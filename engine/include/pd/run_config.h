@@ -222,6 +222,12 @@ struct RunConfig {
     // of the (unscaled) gradients exceeds it, they are multiplied by max / (norm + 1e-6).
     // 0: no clipping.
     double clip_grad_norm = 0.0;
+    // dp: how each replica reduces its loss before the gradients are summed over replicas.
+    // False (global batch, tf.nn.compute_average_loss; the same as DDP's averaged per-replica
+    // means): every replica divides by the global batch's tokens. True (a custom training
+    // loop's tf.reduce_mean under MirroredStrategy): each divides by its own slice's, so the
+    // summed gradients come out `replicas` times too large.
+    bool loss_replica_mean = false;
     // The synthetic task's inputs multiplied by this (1: as drawn). Large inputs make large
     // activations: a model whose values exceed fp16's range but not bf16's.
     double input_scale = 1.0;

@@ -232,7 +232,7 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "clip_grad_norm")
         return c.strategy == StrategyKind::single || c.strategy == StrategyKind::dp;
     if (key == "master_weights") return c.precision != Precision::fp32;
-    if (key == "comm_hook") return c.strategy == StrategyKind::dp;
+    if (key == "comm_hook" || key == "loss_reduction") return c.strategy == StrategyKind::dp;
     // Every PowerSGD setting applies to dp (a comparison run with powersgd_rank 0 keeps them).
     if (key == "powersgd_rank" || key == "powersgd_start_iter" ||
         key == "powersgd_error_feedback" || key == "powersgd_warm_start" ||
@@ -268,6 +268,7 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "master_weights") return "precisions bf16-mixed and fp16-mixed";
     if (key == "comm_hook" || key.starts_with("powersgd_"))
         return "strategy 'dp' (DDP's communication hooks)";
+    if (key == "loss_reduction") return "strategy 'dp' (replicas whose gradients are summed)";
     if (key == "cp_load_balance" || key == "cp_algorithm") return "strategy 'cp'";
     if (key == "experts") return "model 'transformer'";
     if (key == "top_k" || key == "capacity_factor" || key == "aux_loss_weight")

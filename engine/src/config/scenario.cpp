@@ -317,7 +317,13 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.loss_scaling.growth_interval = r.integer();
         else if (key == "clip_grad_norm")
             c.clip_grad_norm = r.number();
-        else if (key == "master_weights")
+        else if (key == "loss_reduction") {
+            const std::string name = r.text();
+            if (name != "global_batch" && name != "replica_mean")
+                r.fail("unknown loss reduction '" + name +
+                       "' (available: global_batch, replica_mean)");
+            c.loss_replica_mean = name == "replica_mean";
+        } else if (key == "master_weights")
             c.master_weights = r.boolean();
         else if (key == "powersgd_rank")
             c.powersgd.rank = r.integer();
@@ -377,7 +383,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "reshard_after_forward, reduce_dtype, quantized_weights, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
-                "clip_grad_norm, master_weights, input_scale, comm_hook, powersgd_rank, "
+                "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
+                "powersgd_rank, "
                 "powersgd_start_iter, powersgd_error_feedback, powersgd_warm_start, "
                 "powersgd_min_compression_rate, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
@@ -468,6 +475,7 @@ std::string scenario_json(const RunConfig& c) {
         }
     }
     if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
+    if (c.strategy == StrategyKind::dp && c.loss_replica_mean) j["loss_reduction"] = "replica_mean";
     if (c.precision != Precision::fp32 && !c.master_weights) j["master_weights"] = false;
     if (c.comm_hook != DType::fp32) j["comm_hook"] = std::string(name_of(c.comm_hook));
     if (c.powersgd.rank > 0) {

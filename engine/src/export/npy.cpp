@@ -338,6 +338,12 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
              "forward and backward use those values, the update applies the gradient to the "
              "exact parameters"}};
     }
+    if (config.loss_replica_mean && config.strategy == StrategyKind::dp)
+        manifest["loss_reduction"] = {
+            {"gradient_multiplier", config.data_parallel_replicas()},
+            {"rule",
+             "each replica divides its loss by its own slice's tokens and the gradients are "
+             "summed over the replicas: the global-batch gradient times the replica count"}};
     if (config.comm_hook != DType::fp32) {
         const std::string t(name_of(config.comm_hook));
         manifest["comm_hook"] = {

@@ -50,7 +50,14 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                                        const std::function<void(int unit)>& after_backward) {
     Stream& compute = device_.compute();
     const int units = env_.layout.units;
-    const float grad_scale = env_.grad_scale();
+    // Each replica's loss is a sum over its tokens divided by the global batch's, unless it
+    // takes its own slice's mean (loss_replica_mean): then the gradients summed over the
+    // replicas are `replicas` times as large.
+    const float grad_scale =
+        env_.grad_scale() *
+        (env_.config.loss_replica_mean && env_.config.strategy == StrategyKind::dp
+             ? static_cast<float>(env_.config.data_parallel_replicas())
+             : 1.0f);
     const std::shared_ptr<const HostBatch> batch = env_.load_batch(step, first, rows);
     for (int unit = 0; unit < units; ++unit) {
         compute.launch(unit_event(EventKind::forward, unit, env_.shape, step, micro),
