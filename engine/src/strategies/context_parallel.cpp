@@ -244,114 +244,130 @@ std::string head_group(int r, int cp, int heads) {
 }
 }  // namespace
 
+// What both Ulysses phases of one attention unit read: its rank, device, the exchange, the
+// unit's saved state and head shards, and the shapes attention runs at.
+struct ContextParallel::UlyssesUnit {
+    Rank* rk;
+    Device* dev;
+    const UlyssesExchange* ex;
+    SavedUnit* saved;
+    Rank::HeadShards* hs;
+    std::size_t off;  // the unit's parameters in the layout
+    int samples, s, heads, head_dim;
+};
+
+ContextParallel::UlyssesUnit ContextParallel::ulysses_unit(Rank& rank, int unit) const {
+    const auto u = static_cast<std::size_t>(unit);
+    return {&rank,
+            rank.device,
+            ulysses_.get(),
+            &rank.saved[u],
+            &rank.heads[u],
+            env_.layout.unit_begin(unit),
+            env_.config.batch / dp_,
+            env_.shape.seq_len,
+            env_.shape.heads / cp_,
+            env_.shape.head_dim()};
+}
+
 void ContextParallel::enqueue_ulysses_forward(Rank& rank, int unit, int step) {
-    Device& dev = *rank.device;
-    const int samples = env_.config.batch / dp_;
-    const int s = env_.shape.seq_len, heads = env_.shape.heads / cp_;
-    const int head_dim = env_.shape.head_dim();
-    Rank* rk = &rank;
-    const UlyssesExchange* ex = ulysses_.get();
-    const std::size_t off = env_.layout.unit_begin(unit);
-    SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
-    Rank::HeadShards& hs = rank.heads[static_cast<std::size_t>(unit)];
+    const UlyssesUnit u = ulysses_unit(rank, unit);
+    Device& dev = *u.dev;
     TraceEvent ev = unit_event(EventKind::forward, unit, env_.shape, step, 0);
     ev.label = "attention: q, k, v";
-    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, samples, unit] {
-        rk->executor->sequence_shard_qkv(unit, rk->params.data() + off, std::move(rk->carry),
-                                         samples, saved);
-        MemoryTracker& mem = dev.memory();
-        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
-        ex->pack_heads(dev.ops(), {saved.q.data(), saved.k.data(), saved.v.data()},
-                       rk->send.data());
-        for (Buffer* b : {&saved.q, &saved.k, &saved.v}) b->reset();  // the head shards go on
-        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
+    dev.compute().launch(ev, [u, unit] {
+        u.rk->executor->sequence_shard_qkv(unit, u.rk->params.data() + u.off,
+                                           std::move(u.rk->carry), u.samples, *u.saved);
+        MemoryTracker& mem = u.dev->memory();
+        u.rk->send = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(3), Fill::none);
+        u.ex->pack_heads(u.dev->ops(), {u.saved->q.data(), u.saved->k.data(), u.saved->v.data()},
+                         u.rk->send.data());
+        for (Buffer* b : {&u.saved->q, &u.saved->k, &u.saved->v}) b->reset();  // heads go on
+        u.rk->recv = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(3), Fill::none);
     });
     enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: q, k, v to head groups");
     ev.label = "attention: " + head_group(rank.r, cp_, env_.shape.heads) + ", every token";
-    dev.compute().launch(ev, [rk, &dev, &hs, ex, samples, s, heads, head_dim] {
-        MemoryTracker& mem = dev.memory();
-        rk->send.reset();
-        const std::size_t n = ex->head_group_size();
+    dev.compute().launch(ev, [u] {
+        MemoryTracker& mem = u.dev->memory();
+        Rank::HeadShards& hs = *u.hs;
+        u.rk->send.reset();
+        const std::size_t n = u.ex->head_group_size();
         for (Buffer* b : {&hs.q, &hs.k, &hs.v})
             *b = Buffer(mem, MemoryCategory::activations, n, Fill::none);
-        ex->unpack_to_head_shards(dev.ops(), rk->recv.data(),
-                                  {hs.q.data(), hs.k.data(), hs.v.data()});
-        rk->recv.reset();
+        u.ex->unpack_to_head_shards(u.dev->ops(), u.rk->recv.data(),
+                                    {hs.q.data(), hs.k.data(), hs.v.data()});
+        u.rk->recv.reset();
         hs.probs = Buffer(mem, MemoryCategory::activations,
-                          static_cast<std::size_t>(samples) * static_cast<std::size_t>(heads) *
-                              static_cast<std::size_t>(s) * static_cast<std::size_t>(s),
+                          static_cast<std::size_t>(u.samples) * static_cast<std::size_t>(u.heads) *
+                              static_cast<std::size_t>(u.s) * static_cast<std::size_t>(u.s),
                           Fill::none);
         Buffer out(mem, MemoryCategory::workspace, n, Fill::none);
-        dev.ops().attention_forward(hs.q.data(), hs.k.data(), hs.v.data(), samples, s, heads,
-                                    head_dim, hs.probs.data(), out.data());
-        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
-        ex->pack_tokens(dev.ops(), {out.data()}, rk->send.data());
-        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
+        u.dev->ops().attention_forward(hs.q.data(), hs.k.data(), hs.v.data(), u.samples, u.s,
+                                       u.heads, u.head_dim, hs.probs.data(), out.data());
+        u.rk->send = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(1), Fill::none);
+        u.ex->pack_tokens(u.dev->ops(), {out.data()}, u.rk->send.data());
+        u.rk->recv = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(1), Fill::none);
     });
     enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: output to tokens");
     ev.label = "attention: output";
-    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, unit] {
-        rk->send.reset();
-        saved.attn =
-            Buffer(dev.memory(), MemoryCategory::activations, ex->shard_size(), Fill::none);
-        ex->unpack_to_sequence_shards(dev.ops(), rk->recv.data(), {saved.attn.data()});
-        rk->recv.reset();
-        rk->carry = rk->executor->sequence_shard_output(unit, rk->params.data() + off, saved);
+    dev.compute().launch(ev, [u, unit] {
+        u.rk->send.reset();
+        u.saved->attn =
+            Buffer(u.dev->memory(), MemoryCategory::activations, u.ex->shard_size(), Fill::none);
+        u.ex->unpack_to_sequence_shards(u.dev->ops(), u.rk->recv.data(), {u.saved->attn.data()});
+        u.rk->recv.reset();
+        u.rk->carry =
+            u.rk->executor->sequence_shard_output(unit, u.rk->params.data() + u.off, *u.saved);
     });
 }
 
 void ContextParallel::enqueue_ulysses_backward(Rank& rank, int unit, int step) {
-    Device& dev = *rank.device;
-    const int samples = env_.config.batch / dp_;
-    const int s = env_.shape.seq_len, heads = env_.shape.heads / cp_;
-    const int head_dim = env_.shape.head_dim();
-    Rank* rk = &rank;
-    const UlyssesExchange* ex = ulysses_.get();
-    const std::size_t off = env_.layout.unit_begin(unit);
-    SavedUnit& saved = rank.saved[static_cast<std::size_t>(unit)];
-    Rank::HeadShards& hs = rank.heads[static_cast<std::size_t>(unit)];
+    const UlyssesUnit u = ulysses_unit(rank, unit);
+    Device& dev = *u.dev;
     TraceEvent ev = unit_event(EventKind::backward, unit, env_.shape, step, 0);
     ev.label = "attention: output projection";
-    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, unit] {
-        rk->executor->sequence_shard_output_backward(
-            unit, rk->params.data() + off, rk->grads.data() + off, std::move(rk->carry), saved);
-        MemoryTracker& mem = dev.memory();
-        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
-        ex->pack_heads(dev.ops(), {saved.dattn.data()}, rk->send.data());
-        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(1), Fill::none);
+    dev.compute().launch(ev, [u, unit] {
+        u.rk->executor->sequence_shard_output_backward(unit, u.rk->params.data() + u.off,
+                                                       u.rk->grads.data() + u.off,
+                                                       std::move(u.rk->carry), *u.saved);
+        MemoryTracker& mem = u.dev->memory();
+        u.rk->send = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(1), Fill::none);
+        u.ex->pack_heads(u.dev->ops(), {u.saved->dattn.data()}, u.rk->send.data());
+        u.rk->recv = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(1), Fill::none);
     });
     enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: output gradient to head groups");
     ev.label = "attention: " + head_group(rank.r, cp_, env_.shape.heads) + ", every token";
-    dev.compute().launch(ev, [rk, &dev, &hs, ex, samples, s, heads, head_dim] {
-        MemoryTracker& mem = dev.memory();
-        rk->send.reset();
-        const std::size_t n = ex->head_group_size();
+    dev.compute().launch(ev, [u] {
+        MemoryTracker& mem = u.dev->memory();
+        Rank::HeadShards& hs = *u.hs;
+        u.rk->send.reset();
+        const std::size_t n = u.ex->head_group_size();
         Buffer dout(mem, MemoryCategory::workspace, n, Fill::none);
-        ex->unpack_to_head_shards(dev.ops(), rk->recv.data(), {dout.data()});
-        rk->recv.reset();
+        u.ex->unpack_to_head_shards(u.dev->ops(), u.rk->recv.data(), {dout.data()});
+        u.rk->recv.reset();
         Buffer dq(mem, MemoryCategory::workspace, n, Fill::none);
         Buffer dk(mem, MemoryCategory::workspace, n, Fill::none);
         Buffer dv(mem, MemoryCategory::workspace, n, Fill::none);
-        dev.ops().attention_backward(hs.q.data(), hs.k.data(), hs.v.data(), hs.probs.data(),
-                                     dout.data(), samples, s, heads, head_dim, dq.data(), dk.data(),
-                                     dv.data());
+        u.dev->ops().attention_backward(hs.q.data(), hs.k.data(), hs.v.data(), hs.probs.data(),
+                                        dout.data(), u.samples, u.s, u.heads, u.head_dim, dq.data(),
+                                        dk.data(), dv.data());
         for (Buffer* b : {&hs.q, &hs.k, &hs.v, &hs.probs}) b->reset();
-        rk->send = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
-        ex->pack_tokens(dev.ops(), {dq.data(), dk.data(), dv.data()}, rk->send.data());
-        rk->recv = Buffer(mem, MemoryCategory::communication, ex->buffer_size(3), Fill::none);
+        u.rk->send = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(3), Fill::none);
+        u.ex->pack_tokens(u.dev->ops(), {dq.data(), dk.data(), dv.data()}, u.rk->send.data());
+        u.rk->recv = Buffer(mem, MemoryCategory::communication, u.ex->buffer_size(3), Fill::none);
     });
     enqueue_ulysses_all_to_all(rank, step, "Ulysses all-to-all: q, k, v gradients to tokens");
     ev.label = "attention: q, k, v projections";
-    dev.compute().launch(ev, [rk, &dev, &saved, ex, off, unit] {
-        rk->send.reset();
-        const std::size_t n = ex->shard_size();
-        Buffer g(dev.memory(), MemoryCategory::workspace, 3 * n, Fill::none);
-        ex->unpack_to_sequence_shards(dev.ops(), rk->recv.data(),
-                                      {g.data(), g.data() + n, g.data() + 2 * n});
-        rk->recv.reset();
-        rk->carry = rk->executor->sequence_shard_qkv_backward(
-            unit, rk->params.data() + off, rk->grads.data() + off, g.data(), g.data() + n,
-            g.data() + 2 * n, saved);
+    dev.compute().launch(ev, [u, unit] {
+        u.rk->send.reset();
+        const std::size_t n = u.ex->shard_size();
+        Buffer g(u.dev->memory(), MemoryCategory::workspace, 3 * n, Fill::none);
+        u.ex->unpack_to_sequence_shards(u.dev->ops(), u.rk->recv.data(),
+                                        {g.data(), g.data() + n, g.data() + 2 * n});
+        u.rk->recv.reset();
+        u.rk->carry = u.rk->executor->sequence_shard_qkv_backward(
+            unit, u.rk->params.data() + u.off, u.rk->grads.data() + u.off, g.data(), g.data() + n,
+            g.data() + 2 * n, *u.saved);
     });
 }
 

@@ -45,6 +45,8 @@ class ContextParallel : public Strategy {
     // The compute event of ring step i, and the positions of the block it reads.
     TraceEvent block_event(const Rank& rank, EventKind kind, int unit, int step, int i,
                            std::vector<int>& kv_pos) const;
+    struct UlyssesUnit;
+    UlyssesUnit ulysses_unit(Rank& rank, int unit) const;
     void enqueue_ulysses_forward(Rank& rank, int unit, int step);
     void enqueue_ulysses_backward(Rank& rank, int unit, int step);
     // Comm stream, after compute's work so far: the ring's all-to-all of rank.send into
