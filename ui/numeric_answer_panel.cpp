@@ -137,7 +137,8 @@ void NumericAnswerPanel::onFinished(const pd::RunConfig& config,
         emit measurementFailed(why);
         return;
     }
-    const pd::RunEvidence evidence{config, *result, pd::compute_metrics(result->trace, config), {}};
+    const pd::RunEvidence evidence{
+        config, *result, pd::compute_metrics(result->trace, config), {}, {}};
     const auto measured = pd::read_metric(a.metric.toStdString(), evidence, a.device);
     if (!measured || !std::isfinite(*measured)) {
         const QString why =

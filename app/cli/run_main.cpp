@@ -63,18 +63,19 @@ static int check_claims(const pd::cli::RunRequest& req) {
         return 2;
     }
     // A comparison run's keys are validated as the scenario's are: a bad one is bad input.
-    std::vector<RunConfig> variant_configs;
+    // (Except one a claim expects refused: its refusal is the evidence.)
     try {
         for (std::size_t i = 0; i < expectations.variants.size(); ++i)
-            variant_configs.push_back(
-                variant_config(req.config, expectations, i, req.scenario_path));
+            if (!variant_refusal(req.config, expectations, i, req.scenario_path))
+                variant_config(req.config, expectations, i, req.scenario_path);
     } catch (const BadInput& e) {
         std::cerr << "paralleldeck-run: " << e.what() << "\n";
         return 2;
     }
     const RunEvidence run = run_for_evidence(req.config);
     std::vector<RunEvidence> variants;
-    for (const RunConfig& v : variant_configs) variants.push_back(run_for_evidence(v));
+    for (std::size_t i = 0; i < expectations.variants.size(); ++i)
+        variants.push_back(variant_evidence(req.config, expectations, i, req.scenario_path));
     if (req.comm_log) cli::print_comm_log(std::cout, run.result.trace);
     bool all = true;
     for (const ClaimOutcome& o : check_expectations(expectations, run, variants)) {

@@ -590,6 +590,24 @@ void DeckValidator::checkScenario(const QString& where, const json& sc) {
                 at = where + QStringLiteral(".expect[%1].compare_with").arg(c);
                 break;
             }
+        if (pd::expects_refusal(expect, i)) {
+            // A claim says this comparison is refused: it must be, and for the setting named.
+            const auto refusal = pd::variant_refusal(config, expect, i, origin);
+            for (const pd::Claim& c : expect.claims) {
+                if (c.kind != pd::Claim::Kind::refused || c.subject.variant != static_cast<int>(i))
+                    continue;
+                if (!refusal)
+                    err(at, QStringLiteral("the claim expects this comparison run refused, but "
+                                           "it is accepted"));
+                else if (refusal->key != c.refused_key)
+                    err(at, QStringLiteral("the claim expects a refusal naming %1; it is refused "
+                                           "naming %2: %3")
+                                .arg(QString::fromStdString(c.refused_key),
+                                     QString::fromStdString(refusal->key),
+                                     QString::fromStdString(refusal->reason)));
+            }
+            continue;
+        }
         try {
             // Limits only: the scenario's own warnings would repeat for every variant.
             checkShippedLimits(at, pd::variant_config(config, expect, i, origin), false);

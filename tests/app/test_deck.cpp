@@ -105,7 +105,7 @@ void TestDeck::bundledScenariosParse() {
         pd::apply_scenario_json(scenario.toStdString(), origin, config, sources, &expect);
         pd::validate(config, sources);
         for (std::size_t i = 0; i < expect.variants.size(); ++i)
-            pd::variant_config(config, expect, i, origin);
+            if (!pd::expects_refusal(expect, i)) pd::variant_config(config, expect, i, origin);
     } catch (const pd::BadInput& e) {
         QFAIL(e.what());
     }
@@ -302,6 +302,19 @@ void TestDeck::brokenDecks_data() {
                                      "\"at_most\": 1}]"))
         << QStringLiteral("cards[0] (good-card).scenario.expect[0].compare_with.batch")
         << QStringLiteral("does not divide evenly");
+    // A refused claim: its comparison must be refused, and for the setting it names.
+    QTest::newRow("refused claim accepted")
+        << withExpect(QStringLiteral("\"strategy\": \"dp\", \"devices\": 2, \"batch\": 32"),
+                      QStringLiteral("[{\"status\": \"refused\", \"key\": \"batch\", "
+                                     "\"compare_with\": {\"devices\": 4}}]"))
+        << QStringLiteral("cards[0] (good-card).scenario.expect[0].compare_with")
+        << QStringLiteral("refused, but it is accepted");
+    QTest::newRow("refused claim names another key")
+        << withExpect(QStringLiteral("\"strategy\": \"dp\", \"devices\": 2, \"batch\": 32"),
+                      QStringLiteral("[{\"status\": \"refused\", \"key\": \"devices\", "
+                                     "\"compare_with\": {\"devices\": 3}}]"))
+        << QStringLiteral("cards[0] (good-card).scenario.expect[0].compare_with")
+        << QStringLiteral("a refusal naming devices; it is refused naming batch");
     QTest::newRow("compare_with too big")
         << withExpect(QStringLiteral("\"strategy\": \"dp\", \"devices\": 2"),
                       QStringLiteral("[{\"metric\": \"step_time\", \"compare_with\": "

@@ -256,6 +256,39 @@ class TestScenario : public QObject {
         QCOMPARE(x.claims[6].near_ref->metric, std::string("bubble.theoretical"));
         const RunConfig other = variant_config(c, x, 0, "card.json");
         QCOMPARE(other.overlap, false);
+        // A refused claim: the comparison is not run; its refusal is the evidence, and the
+        // claim holds only for the setting it names.
+        {
+            RunConfig base;
+            ConfigSources base_src;
+            Expectations r;
+            apply_scenario_json(
+                R"({"strategy": "dp", "devices": 2, "batch": 32, "expect": [
+                    {"status": "refused", "key": "batch", "compare_with": {"devices": 3}},
+                    {"status": "refused", "key": "devices", "compare_with": {"devices": 3}}]})",
+                "card.json", base, base_src, &r);
+            QCOMPARE(r.claims[0].kind, Claim::Kind::refused);
+            QVERIFY(expects_refusal(r, 0));
+            const RunEvidence refused = variant_evidence(base, r, 0, "card.json");
+            QVERIFY(refused.refused);
+            QCOMPARE(refused.refused->key, std::string("batch"));
+            QVERIFY(refused.result.trace.steps.empty());  // never ran
+            const RunEvidence main{base, {}, {}, {}, {}};
+            const auto out = check_expectations(r, main, {refused});
+            QVERIFY(out[0].passed);
+            QVERIFY(!out[1].passed);
+            QVERIFY(out[0].measured.find("does not divide") != std::string::npos);
+            for (const char* bad : {R"([{"status": "refused", "compare_with": {"devices": 3}}])",
+                                    R"([{"status": "refused", "key": "batch"}])",
+                                    R"([{"status": "refused", "key": "batch", "device": 0,
+                       "compare_with": {"devices": 3}}])"}) {
+                try {
+                    parse_expectations(bad, "card.json");
+                    QFAIL(bad);
+                } catch (const BadInput&) {
+                }
+            }
+        }
         QCOMPARE(other.devices, 4);
         // Without an Expectations to fill, the key is still checked, then dropped.
         RunConfig plain;

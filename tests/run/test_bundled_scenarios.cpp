@@ -72,8 +72,7 @@ class TestBundledScenarios : public QObject {
             std::vector<pd::RunEvidence> variants;
             try {
                 for (std::size_t i = 0; i < expect.variants.size(); ++i)
-                    variants.push_back(
-                        pd::run_for_evidence(pd::variant_config(config, expect, i, "card " + id)));
+                    variants.push_back(pd::variant_evidence(config, expect, i, "card " + id));
             } catch (const pd::BadInput& e) {
                 QFAIL(e.what());
             }

@@ -348,6 +348,13 @@ void ShowMeWindow::queueFollowUps(const pd::RunConfig& config, const pd::RunResu
         for (int i = 1; i < config.repeats; ++i) follow_ups_.push_back({true, i, config});
     for (std::size_t v = 0; v < expectations_.variants.size(); ++v) {
         try {
+            if (auto refusal = pd::variant_refusal(config, expectations_, v, "the card")) {
+                auto none = std::make_shared<pd::RunResult>();
+                none->status = pd::RunStatus::failed;
+                none->error = refusal->reason;
+                variant_runs_[v] = Shown{config, std::move(none), false, std::move(refusal)};
+                continue;
+            }
             follow_ups_.push_back({false, static_cast<int>(v),
                                    pd::variant_config(config, expectations_, v, "the card")});
         } catch (const pd::Error& e) {
@@ -385,7 +392,7 @@ void ShowMeWindow::finishFollowUp(std::shared_ptr<const pd::RunResult> result) {
     if (f.repeat)
         repeat_results_.push_back(result);
     else
-        variant_runs_[static_cast<std::size_t>(f.index)] = Shown{f.config, result, false};
+        variant_runs_[static_cast<std::size_t>(f.index)] = Shown{f.config, result, false, std::nullopt};
     startNextFollowUp();
 }
 
@@ -394,13 +401,17 @@ void ShowMeWindow::checkClaims() {
     pd::RunEvidence card{current_->config,
                          *current_->result,
                          pd::compute_metrics(current_->result->trace, current_->config),
+                         {},
                          {}};
     for (const auto& r : repeat_results_) pd::add_repeat(card, *r);
     std::vector<pd::RunEvidence> variants;
     for (const auto& v : variant_runs_) {
         if (!v) return;  // every comparison run is needed
-        variants.push_back(
-            {v->config, *v->result, pd::compute_metrics(v->result->trace, v->config), {}});
+        variants.push_back({v->config,
+                            *v->result,
+                            pd::compute_metrics(v->result->trace, v->config),
+                            {},
+                            v->refused});
     }
     claims_->setOutcomes(pd::check_expectations(expectations_, card, variants));
     claims_checked_ = true;
@@ -412,13 +423,20 @@ void ShowMeWindow::checkClaims() {
     claims_held_ = tr("%1 %2 of %3 claims hold")
                        .arg(status(), QString::number(held), QString::number(claims_->count()));
     setStatus(claims_held_ + QLatin1Char('.'), false);
-    if (!pinned_ && !variant_runs_.empty()) showVariant(0);
+    // The first comparison that ran (a refused one has no run to show).
+    if (!pinned_)
+        for (std::size_t v = 0; v < variant_runs_.size(); ++v)
+            if (variant_runs_[v] && !variant_runs_[v]->refused) {
+                showVariant(static_cast<int>(v));
+                break;
+            }
     emit claimsReady();
 }
 
 void ShowMeWindow::showVariant(int variant) {
     if (pinned_ || variant < 0 || static_cast<std::size_t>(variant) >= variant_runs_.size() ||
-        !variant_runs_[static_cast<std::size_t>(variant)])
+        !variant_runs_[static_cast<std::size_t>(variant)] ||
+        variant_runs_[static_cast<std::size_t>(variant)]->refused)
         return;
     if (compared_variant_ == variant && visualizer_->hasComparison()) return;
     const Shown& v = *variant_runs_[static_cast<std::size_t>(variant)];
@@ -555,7 +573,7 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
     partial_on_screen_ = false;
     // A stale run's signals are dropped: this is the run last started.
     shown_is_card_ = running_is_card_;
-    current_ = Shown{config, result, shown_is_card_};
+    current_ = Shown{config, result, shown_is_card_, std::nullopt};
     visualizer_->setRun(config, result);
     compared_variant_ = -1;
     visualizer_->setNoteDescribesRun(shown_is_card_);

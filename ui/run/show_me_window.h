@@ -101,6 +101,8 @@ class ShowMeWindow : public QMainWindow {
         pd::RunConfig config;
         std::shared_ptr<const pd::RunResult> result;
         bool is_card = true;  // has the card's settings
+        // A comparison run a claim expects refused, and refused: never run, never shown.
+        std::optional<pd::Refusal> refused;
     };
     // A run the card's claims need after its own: a repeat of it, or a comparison run.
     struct FollowUp {

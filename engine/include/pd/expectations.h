@@ -24,7 +24,7 @@ struct MetricRef {
 };
 
 struct Claim {
-    enum class Kind { status, loss_falls, loss_diverges, metric };
+    enum class Kind { status, loss_falls, loss_diverges, metric, refused };
     Kind kind = Kind::metric;
     std::string key;  // "expect[3]", for messages
 
@@ -32,6 +32,9 @@ struct Claim {
     RunStatus status = RunStatus::ok;
     std::optional<int> oom_device;
     std::optional<MemoryCategory> oom_category;
+    // refused: the comparison run subject.variant is refused before it starts, naming this
+    // setting (a scenario key, e.g. "cp_algorithm").
+    std::string refused_key;
 
     // loss_falls: at least this many percent from the first to the last step.
     // loss_diverges: the last loss is non-finite or at least `percent`% above the first.
@@ -54,6 +57,7 @@ struct Expectations {
     std::vector<Claim> claims;
     // The distinct compare_with overrides (scenario JSON objects), each run once.
     std::vector<std::string> variants;
+    std::vector<int> refused_variants;  // those a refused claim is about
     bool empty() const { return claims.empty(); }
 };
 
@@ -69,6 +73,13 @@ RunConfig variant_config(const RunConfig& base, const Expectations& expectations
                          std::string_view origin);
 
 // What claims read from one run.
+// A configuration refused before it runs: the setting validation named (a scenario key) and
+// why.
+struct Refusal {
+    std::string key;
+    std::string reason;
+};
+
 struct RunEvidence {
     RunConfig config;
     RunResult result;
@@ -76,7 +87,19 @@ struct RunEvidence {
     // The metrics of the scenario's further repeats (RunConfig::repeats - 1 of them): timed
     // figures then read the median over every repeat's figure steps.
     std::vector<RunMetrics> repeats;
+    // A comparison run a claim expects refused, and refused: it never ran.
+    std::optional<Refusal> refused;
 };
+// Whether a claim expects comparison run i to be refused ({"status": "refused"}).
+bool expects_refusal(const Expectations& expectations, std::size_t i);
+// Comparison run i's refusal, where a claim expects one and validation gives one (nothing
+// where validation accepts it: then it runs, and the claim fails).
+std::optional<Refusal> variant_refusal(const RunConfig& base, const Expectations& expectations,
+                                       std::size_t i, std::string_view origin);
+// Comparison run i as evidence: its refusal where a claim expects one and it is refused,
+// else the run (run_for_evidence of variant_config, which throws BadInput on a bad variant).
+RunEvidence variant_evidence(const RunConfig& base, const Expectations& expectations, std::size_t i,
+                             std::string_view origin);
 // Runs `config` (config.repeats times; the first run's result is kept).
 RunEvidence run_for_evidence(const RunConfig& config);
 // Adds one more repeat's result to `evidence`.

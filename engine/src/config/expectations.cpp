@@ -578,6 +578,7 @@ class ClaimParser {
     }
 
     void parse_status(Claim& c) {
+        if (claim_.at("status") == "refused") return parse_refused(c);
         only({"status", "device", "category"});
         c.kind = Claim::Kind::status;
         const std::string s = field("status").text();
@@ -586,7 +587,8 @@ class ClaimParser {
         else if (s == "out_of_memory")
             c.status = RunStatus::out_of_memory;
         else
-            field("status").fail("must be \"ok\" or \"out_of_memory\", got \"" + s + "\"");
+            field("status").fail("must be \"ok\", \"out_of_memory\" or \"refused\", got \"" + s +
+                                 "\"");
         if ((claim_.contains("device") || claim_.contains("category")) &&
             c.status != RunStatus::out_of_memory)
             field("status").fail("device and category describe an out_of_memory status");
@@ -652,6 +654,21 @@ class ClaimParser {
             field(name).fail("metric '" + r.metric + "' is run-wide and takes no device");
         if (!def->info.per_device) r.device = -1;
         return r;
+    }
+
+    // {"status": "refused", "key": K, "compare_with": {...}}: that comparison run is refused
+    // before it starts, naming setting K.
+    void parse_refused(Claim& c) {
+        only({"status", "key", "compare_with"});
+        c.kind = Claim::Kind::refused;
+        if (!claim_.contains("key"))
+            Field{claim_, spell("")}.fail("a refused claim names the setting refused in 'key'");
+        if (!claim_.contains("compare_with"))
+            Field{claim_, spell("")}.fail(
+                "a refused claim is about a comparison run: give it compare_with");
+        c.refused_key = field("key").text();
+        c.subject.variant = parse_variant();
+        out_.refused_variants.push_back(c.subject.variant);
     }
 
     int parse_variant() {
@@ -946,6 +963,27 @@ struct Checker {
         return o;
     }
 
+    ClaimOutcome refused(const Claim& c) const {
+        ClaimOutcome o;
+        const RunEvidence* e = evidence(c.subject.variant);
+        const std::string words =
+            variant_words(x.variants[static_cast<std::size_t>(c.subject.variant)]);
+        o.description = "comparison run (" + words + ") refused, naming " + c.refused_key;
+        o.kind = Claim::Kind::status;  // shown as a status: the run's own lines
+        o.status = RunStatus::failed;
+        o.variant = c.subject.variant;
+        o.plain = "The comparison run (" + words + ") is refused before it starts, naming " +
+                  c.refused_key;
+        if (e && e->refused) {
+            o.measured = "refused (" + e->refused->key + "): " + e->refused->reason;
+            o.passed = e->refused->key == c.refused_key;
+        } else {
+            o.measured = e ? "accepted: it ran" : "not run";
+        }
+        o.measured_words = o.measured;
+        return o;
+    }
+
     ClaimOutcome loss(const Claim& c) const {
         ClaimOutcome o;
         const auto& steps = run.metrics.steps;
@@ -1180,8 +1218,50 @@ RunConfig variant_config(const RunConfig& base, const Expectations& x, std::size
     return c;
 }
 
+bool expects_refusal(const Expectations& x, std::size_t i) {
+    return std::find(x.refused_variants.begin(), x.refused_variants.end(), static_cast<int>(i)) !=
+           x.refused_variants.end();
+}
+
+std::optional<Refusal> variant_refusal(const RunConfig& base, const Expectations& x, std::size_t i,
+                                       std::string_view origin) {
+    if (!expects_refusal(x, i)) return std::nullopt;
+    RunConfig c = base;
+    ConfigSources sources;
+    apply_scenario_json(x.variants.at(i), std::string(origin), c, sources);
+    try {
+        validate(c, sources);
+    } catch (const BadInput& e) {
+        // The setting as a scenario key: "--cp-algorithm" or "scenario key 'cp_algorithm' in
+        // ..." both name cp_algorithm.
+        std::string key = e.key();
+        if (key.rfind("--", 0) == 0) {
+            key = key.substr(2);
+            for (char& ch : key)
+                if (ch == '-') ch = '_';
+        } else if (const auto q = key.find('\''); q != std::string::npos) {
+            key = key.substr(q + 1, key.find('\'', q + 1) - q - 1);
+        }
+        const std::string what = e.what();
+        const auto colon = what.find(": ");
+        return Refusal{key, colon == std::string::npos ? what : what.substr(colon + 2)};
+    }
+    return std::nullopt;
+}
+
+RunEvidence variant_evidence(const RunConfig& base, const Expectations& x, std::size_t i,
+                             std::string_view origin) {
+    if (auto refusal = variant_refusal(base, x, i, origin)) {
+        RunEvidence e{base, {}, {}, {}, std::move(refusal)};
+        e.result.status = RunStatus::failed;
+        e.result.error = e.refused->reason;
+        return e;
+    }
+    return run_for_evidence(variant_config(base, x, i, origin));
+}
+
 RunEvidence run_for_evidence(const RunConfig& config) {
-    RunEvidence e{config, {}, {}, {}};
+    RunEvidence e{config, {}, {}, {}, {}};
     Run run(config);
     e.result = run.execute();
     e.metrics = compute_metrics(e.result.trace, config);
@@ -1207,6 +1287,9 @@ std::vector<ClaimOutcome> check_expectations(const Expectations& x, const RunEvi
                 break;
             case Claim::Kind::metric:
                 out.push_back(checker.metric(c));
+                break;
+            case Claim::Kind::refused:
+                out.push_back(checker.refused(c));
                 break;
         }
     }
