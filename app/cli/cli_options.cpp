@@ -37,7 +37,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
-    bool no_master_weights = false, no_reshard_after_forward = false, quantized_weights = false;
+    bool no_master_weights = false, no_reshard_after_forward = false, quantized_weights = false,
+         quantized_gradients = false;
     bool no_overlap = false, tf32 = false, native_collectives = false, reduce_every = false,
          async_updates = false;
     RunRequest req;
@@ -136,6 +137,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--quantized-weights", quantized_weights,
                  "zero3: ZeRO++'s qwZ: parameter all-gathers send int8, quantized in groups of "
                  "2048 (1 byte an element)");
+    app.add_flag("--quantized-gradients", quantized_gradients,
+                 "zero3: ZeRO++'s qgZ: gradients sent to their owners by an all-to-all of int8 "
+                 "(groups of 2048), dequantized and summed in fp32");
     app.add_flag("--no-reshard-after-forward", no_reshard_after_forward,
                  "zero3: keep each unit's gathered parameters from forward to backward (FSDP2's "
                  "reshard_after_forward=False): no second all-gather, more memory");
@@ -398,6 +402,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         src["reduce_dtype"] = "--reduce-dtype";
     }
     set_flag(quantized_weights, c.quantized_weights, true, "quantized_weights");
+    set_flag(quantized_gradients, c.quantized_gradients, true, "quantized_gradients");
     if (reshard_to) {
         c.reshard_to = *reshard_to;
         src["reshard_after_forward"] = "--reshard-after-forward";

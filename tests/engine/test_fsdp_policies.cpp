@@ -200,6 +200,52 @@ class TestFsdpPolicies : public QObject {
         QVERIFY(int8_gathers > 0);
     }
 
+    // ZeRO++'s qgZ: each unit's gradients go to their owners by one all-to-all of int8 chunks
+    // (a quarter of the reduce-scatter's fp32 bytes, padded to equal chunks), and each owner sums
+    // the dequantized chunks in fp32. The parameter gathers stay fp32 (qwZ is its own switch);
+    // the values differ a little from exact sums.
+    void qgz_sends_int8_gradients_by_all_to_all() {
+        RunConfig plain = fsdp_config(true);
+        RunConfig qgz = plain;
+        qgz.quantized_gradients = true;
+        const RunResult a = run_config(plain), b = run_config(qgz);
+        QCOMPARE(b.status, RunStatus::ok);
+        const RunMetrics ma = compute_metrics(a.trace, plain), mb = compute_metrics(b.trace, qgz);
+        QCOMPARE(mb.comm_bytes_per_step.count("reduce_scatter"), std::size_t{0});
+        const double rs = ma.comm_bytes_per_step.at("reduce_scatter");
+        const double a2a = mb.comm_bytes_per_step.at("all_to_all");
+        QVERIFY2(a2a >= rs / 4 && a2a < rs / 4 * 1.01,
+                 qPrintable(QString("%1 %2").arg(a2a).arg(rs)));
+        QCOMPARE(gather_bytes(b, qgz), gather_bytes(a, plain));
+        int exchanges = 0;
+        for (const auto& c : b.trace.collectives)
+            exchanges += c.device == 0 && c.step == 1 && c.op == "all_to_all" &&
+                         c.label.ends_with("(int8, qgZ)");
+        QCOMPARE(exchanges, plain.layers + 2);  // one per unit: input, blocks, head
+        QVERIFY(b.final_parameters != a.final_parameters);
+        for (std::size_t k = 0; k < a.trace.steps.size(); ++k)
+            QVERIFY(std::fabs(a.trace.steps[k].loss - b.trace.steps[k].loss) <
+                    1e-2 * a.trace.steps[k].loss);
+        // Combinations it cannot honour are refused by name.
+        for (const bool hybrid : {false, true}) {
+            RunConfig bad = qgz;
+            if (hybrid) {
+                bad.hybrid_shard = true;
+                bad.cluster.nodes = 2;
+            } else {
+                bad.precision = Precision::bf16_mixed;
+                bad.fp32_reduce = true;
+            }
+            try {
+                validate(bad, {{"quantized_gradients", "--quantized-gradients"}});
+                QFAIL("accepted");
+            } catch (const BadInput& e) {
+                QVERIFY2(std::string(e.what()).find("--quantized-gradients") != std::string::npos,
+                         e.what());
+            }
+        }
+    }
+
     void applies_to_zero3_only() {
         RunConfig c = small_config(StrategyKind::zero2, 2);
         c.reshard_after_forward = false;

@@ -66,6 +66,7 @@ check fsdp2-mixed-precision-policy --strategy zero3 --devices 4 --precision bf16
     --reduce-dtype fp32
 # qwZ's int8 codes flip at a rounding boundary now and then (as 8-bit Adam's): 1e-4 relative.
 check zeropp-qwz --strategy zero3 --devices 4 --quantized-weights --tolerance 1e-4
+check zeropp-qgz --strategy zero3 --devices 4 --quantized-gradients --tolerance 1e-4
 check lamb-dp --strategy dp --devices 2 --optimizer lamb --lr 0.01
 check lamb-bf16 --strategy single --optimizer lamb --precision bf16-mixed --lr 0.01
 # A quantised state amplifies the replay's double-precision gradients' last-bit differences

@@ -309,17 +309,12 @@ def moe_forward(params, model, p, m):
     return out, aux
 
 
-def quantized_weights(params, manifest):
-    """ZeRO++'s qwZ as the manifest's quantized_weights says: each unit's flat parameters split
-    into the ranks' chunks, each chunk quantized to int8 in groups (float32: scale = absmax /
-    127, code = round-half-even(x / scale) clamped to +-127), dequantized; the gradient passes
-    straight through to the exact parameters (the engine applies it to the unquantized shard)."""
-    qw = manifest["quantized_weights"]
-    names = [t["name"] for t in manifest["tensors"]]
-    flat = torch.cat([params[n].detach().reshape(-1) for n in names]).float()
+def quantize_chunks(flat, units, R, group):
+    """ZeRO++'s int8 groups: each unit's flat range [begin, end) split into the R ranks' chunks
+    [begin + n r / R, begin + n (r + 1) / R), each chunk quantized in groups (float32: scale =
+    absmax / 127, code = round-half-even(x / scale) clamped to +-127), dequantized."""
     out = flat.clone()
-    R, group = qw["ranks"], qw["group"]
-    for begin, end in qw["units"]:
+    for begin, end in units:
         n = end - begin
         for r in range(R):
             lo, hi = begin + n * r // R, begin + n * (r + 1) // R
@@ -330,6 +325,17 @@ def quantized_weights(params, manifest):
                     continue
                 scale = absmax / torch.tensor(127.0, dtype=torch.float32)
                 out[g:min(hi, g + group)] = torch.clamp(torch.round(chunk / scale), -127, 127) * scale
+    return out
+
+
+def quantized_weights(params, manifest):
+    """ZeRO++'s qwZ as the manifest's quantized_weights says: each unit's flat parameters
+    quantized by quantize_chunks; the gradient passes straight through to the exact parameters
+    (the engine applies it to the unquantized shard)."""
+    qw = manifest["quantized_weights"]
+    names = [t["name"] for t in manifest["tensors"]]
+    flat = torch.cat([params[n].detach().reshape(-1) for n in names]).float()
+    out = quantize_chunks(flat, qw["units"], qw["ranks"], qw["group"])
     used, at = {}, 0
     for n in names:
         k = params[n].numel()
@@ -337,6 +343,31 @@ def quantized_weights(params, manifest):
         used[n] = params[n] + (q - params[n]).detach()
         at += k
     return used
+
+
+def quantized_gradients(params, manifest, forward, x, y):
+    """ZeRO++'s qgZ as the manifest's quantized_gradients says: each rank's gradient of its
+    slice of the batch (its tokens' summed loss over the global token count) quantized by
+    quantize_chunks, and the ranks' dequantized gradients summed in float32, in rank order, as
+    the gradients of the step."""
+    qg = manifest["quantized_gradients"]
+    names = [t["name"] for t in manifest["tensors"]]
+    R, B, count = qg["ranks"], x.shape[0], y.numel()
+    total = None
+    for r in range(R):
+        lo, hi = B * r // R, B * (r + 1) // R
+        for n in names:
+            params[n].grad = None
+        logits = forward(x[lo:hi])
+        (F.cross_entropy(logits, y[lo:hi], reduction="sum") / count).backward()
+        flat = torch.cat([params[n].grad.reshape(-1) for n in names]).float()
+        q = quantize_chunks(flat, qg["units"], R, qg["group"])
+        total = q if total is None else total + q
+    at = 0
+    for n in names:
+        k = params[n].numel()
+        params[n].grad = total[at:at + k].double().reshape(params[n].shape)
+        at += k
 
 
 def replay(dump_dir):
@@ -353,20 +384,27 @@ def replay(dump_dir):
         y = read_npy(os.path.join(dump_dir, batch["y"])).long()
         aux = 0.0
         P = quantized_weights(params, manifest) if manifest.get("quantized_weights") else params
-        if model.get("kind", "mlp") == "transformer":
-            logits, aux = transformer_forward(P, model, x)
-            y = y.reshape(-1)
-        else:
-            h = x @ P["input.w"] + P["input.b"]
+        def mlp_forward(xs):
+            h = xs @ P["input.w"] + P["input.b"]
             for l in range(layers):
                 p = "block%d." % l
                 inner = F.gelu(h @ P[p + "w1"] + P[p + "b1"], approximate="tanh")
                 h = h + (inner @ P[p + "w2"] + P[p + "b2"])
-            logits = h @ P["head.w"] + P["head.b"]
+            return h @ P["head.w"] + P["head.b"]
+        if model.get("kind", "mlp") == "transformer":
+            if manifest.get("quantized_gradients"):
+                raise ValueError("this replay applies qgZ to the MLP model only")
+            logits, aux = transformer_forward(P, model, x)
+            y = y.reshape(-1)
+        else:
+            logits = mlp_forward(x)
         loss = F.cross_entropy(logits, y)  # mean over the global batch (every token)
         losses.append(loss.item())
         optimizer.zero_grad()
-        (loss + aux).backward()  # the reported loss is the cross-entropy alone
+        if manifest.get("quantized_gradients"):  # each rank's gradient quantized, then summed
+            quantized_gradients(params, manifest, mlp_forward, x, y)
+        else:
+            (loss + aux).backward()  # the reported loss is the cross-entropy alone
         if manifest.get("loss_reduction"):  # per-replica means summed over the replicas
             for p in params.values():
                 p.grad *= manifest["loss_reduction"]["gradient_multiplier"]
@@ -543,6 +581,8 @@ def replay_mixed(dump_dir, manifest):
         raise ValueError("this replay applies qwZ's quantized weights to fp32 runs only")
     if manifest.get("loss_reduction"):
         raise ValueError("this replay applies loss_reduction replica_mean to fp32 runs only")
+    if manifest.get("quantized_gradients"):
+        raise ValueError("this replay applies qgZ's quantized gradients to fp32 runs only")
     layers = manifest["model"]["layers"]
     names = [t["name"] for t in manifest["tensors"]]
     leaves = [torch.nn.Parameter(read_npy(os.path.join(dump_dir, t["file"])).float())

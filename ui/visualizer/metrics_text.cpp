@@ -64,6 +64,8 @@ QString run_title(const pd::RunConfig& config) {
         parts << QStringLiteral("no reshard after forward");
     if (config.strategy == pd::StrategyKind::zero3 && config.quantized_weights)
         parts << QStringLiteral("int8 weight all-gathers (qwZ)");
+    if (config.strategy == pd::StrategyKind::zero3 && config.quantized_gradients)
+        parts << QStringLiteral("int8 gradient all-to-alls (qgZ)");
     if (config.strategy == pd::StrategyKind::zero3 && config.reshard_to > 0)
         parts << QStringLiteral("reshard to %1 devices after forward (hpZ)").arg(config.reshard_to);
     if (config.recompute != pd::RecomputeMode::none)

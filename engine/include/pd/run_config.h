@@ -173,6 +173,13 @@ struct RunConfig {
     // sends each rank's chunk quantized to int8 in groups (model/weight_quantization.h), 1
     // byte an element; the units compute with the dequantized weights, the shards stay exact.
     bool quantized_weights = false;
+    // zero3: ZeRO++'s qgZ (DeepSpeed's zero_quantized_gradients): each unit's gradients go to
+    // their owners by an all-to-all instead of a ring reduce-scatter, each destination's chunk
+    // quantized to int8 in groups (1 byte an element); every owner dequantizes the chunks it
+    // receives and sums them in fp32, in rank order, so each value is quantized once (a ring
+    // would re-quantize every partial sum). One hop within the shard group (ZeRO++ makes it
+    // two, within and across nodes).
+    bool quantized_gradients = false;
     // zero3 under bf16-mixed: FSDP2's MixedPrecisionPolicy(param_dtype=bf16,
     // reduce_dtype=fp32) (scenario key reduce_dtype "fp32"): the sharded parameters stay fp32
     // and are the optimizer's own (no separate master copy), gathered and computed in bf16,

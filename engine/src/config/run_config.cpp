@@ -224,7 +224,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "max_staleness") return c.strategy == StrategyKind::ps && c.async_updates;
     if (key == "hybrid_shard")
         return c.strategy == StrategyKind::zero2 || c.strategy == StrategyKind::zero3;
-    if (key == "reshard_after_forward" || key == "reduce_dtype" || key == "quantized_weights")
+    if (key == "reshard_after_forward" || key == "reduce_dtype" || key == "quantized_weights" ||
+        key == "quantized_gradients")
         return c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
@@ -259,7 +260,8 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "async") return "strategy 'ps'";
     if (key == "max_staleness") return "strategy 'ps' with async";
     if (key == "hybrid_shard") return "strategies zero2 and zero3";
-    if (key == "reshard_after_forward" || key == "reduce_dtype" || key == "quantized_weights")
+    if (key == "reshard_after_forward" || key == "reduce_dtype" || key == "quantized_weights" ||
+        key == "quantized_gradients")
         return "strategy 'zero3' (FSDP's full sharding)";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
@@ -659,6 +661,19 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
              "must be at least 1 element (got " + std::to_string(c.min_8bit_size) + ")");
     if (c.quantized_weights && c.backend != BackendKind::cpu)
         fail("quantized_weights", "runs on the CPU backend only (no CUDA quantization kernel)");
+    if (c.quantized_gradients && c.strategy == StrategyKind::zero3) {
+        if (c.backend != BackendKind::cpu)
+            fail("quantized_gradients",
+                 "runs on the CPU backend only (no CUDA quantization kernel)");
+        if (c.fp32_reduce)
+            fail("quantized_gradients",
+                 "sends int8 gradients, so it cannot also reduce them in fp32 (reduce_dtype "
+                 "fp32): choose one");
+        if (c.hybrid_shard)
+            fail("quantized_gradients",
+                 "is built for one shard group (one all-to-all hop); ZeRO++'s second hop "
+                 "across nodes, which hybrid_shard needs, is not");
+    }
     if (c.reshard_to != 0 && !c.reshard_after_forward)
         fail("reshard_after_forward", "is either false or a group size, not both");
     if (c.reshard_to != 0) {

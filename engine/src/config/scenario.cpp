@@ -235,6 +235,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             }
         } else if (key == "quantized_weights") {
             c.quantized_weights = r.boolean();
+        } else if (key == "quantized_gradients") {
+            c.quantized_gradients = r.boolean();
         } else if (key == "reduce_dtype") {
             const std::string name = r.text();
             if (name != "fp32" && name != "bf16")
@@ -380,7 +382,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "link_latency_us, link_gbps, cluster, nodes, devices_per_node, intra_link, "
                 "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
-                "reshard_after_forward, reduce_dtype, quantized_weights, "
+                "reshard_after_forward, reduce_dtype, quantized_weights, quantized_gradients, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
@@ -455,6 +457,7 @@ std::string scenario_json(const RunConfig& c) {
     if (c.reshard_to > 0) j["reshard_after_forward"] = c.reshard_to;
     if (c.fp32_reduce) j["reduce_dtype"] = "fp32";
     if (c.quantized_weights) j["quantized_weights"] = true;
+    if (c.quantized_gradients) j["quantized_gradients"] = true;
     if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
         j["allreduce_algorithm"] = std::string(name_of(c.allreduce_algorithm));
     if (c.straggler.active())

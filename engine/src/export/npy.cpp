@@ -344,6 +344,20 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             {"rule",
              "each replica divides its loss by its own slice's tokens and the gradients are "
              "summed over the replicas: the global-batch gradient times the replica count"}};
+    if (config.quantized_gradients && config.strategy == StrategyKind::zero3) {
+        nlohmann::json units = nlohmann::json::array();
+        for (int u = 0; u < layout.units; ++u)
+            units.push_back({layout.unit_begin(u), layout.unit_end(u)});
+        manifest["quantized_gradients"] = {
+            {"ranks", config.devices},
+            {"group", kQuantizedWeightGroup},
+            {"units", std::move(units)},
+            {"rule",
+             "ZeRO++ qgZ: each rank's gradient of its slice of the batch (rows [B r / R, B (r + "
+             "1) / R)), per unit, split into the ranks' chunks as quantized_weights' and "
+             "quantized in groups the same way; the owner dequantizes the R chunks it receives "
+             "and sums them in float32 in rank order"}};
+    }
     if (config.comm_hook != DType::fp32) {
         const std::string t(name_of(config.comm_hook));
         manifest["comm_hook"] = {

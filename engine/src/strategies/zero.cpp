@@ -13,7 +13,7 @@ struct Zero::Rank {
     Communicator* shard = nullptr;          // the devices it shards with
     Communicator* across = nullptr;         // hybrid sharding: the same shard on the other nodes
     Communicator* fp32_shard = nullptr;     // fp32_reduce: the shard group's fp32 reductions
-    Communicator* int8_shard = nullptr;     // quantized_weights: the shard group's int8 gathers
+    Communicator* int8_shard = nullptr;     // qwZ, qgZ: the shard group moving int8
     Communicator* reshard_group = nullptr;  // reshard_to: the devices its backward gathers from
     int group_rank = 0;
     std::vector<Buffer> secondary;  // reshard_to: each unit's 1/k slice kept after forward
@@ -62,7 +62,7 @@ Zero::Zero(RunEnvironment& env, int level)
         if (shard_dtype_ != env.dtype)
             fp32_shards_.push_back(std::make_unique<Communicator>(
                 env.transport, group, 0x2000u + static_cast<std::uint32_t>(i), DType::fp32));
-        if (level_ == 3 && env.config.quantized_weights)
+        if (level_ == 3 && (env.config.quantized_weights || env.config.quantized_gradients))
             int8_shards_.push_back(std::make_unique<Communicator>(
                 env.transport, group, 0x4000u + static_cast<std::uint32_t>(i), DType::int8));
     }
@@ -313,7 +313,7 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             if (shard_dtype_ != env_.dtype)
                 dev.ops().round_to(env_.dtype, full.data() + (begin - bucket.begin),
                                    own_end(bucket, rank.r) - begin);
-            if (rank.int8_shard) {
+            if (env_.config.quantized_weights) {
                 // qwZ: this rank's chunk quantized to int8 before it is sent (the shard itself
                 // stays exact); the gather then moves 1 byte an element.
                 quantize_dequantize_int8(full.data() + (begin - bucket.begin),
@@ -427,6 +427,8 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
                     rank.fp32_shard->reduce_scatter(
                         dev.id(), grads.data(), grads.size(), step,
                         "gradients unit " + std::to_string(u) + " (fp32)");
+                } else if (env_.config.quantized_gradients) {
+                    quantized_gradient_exchange(rank, u, step);
                 } else {
                     rank.shard->reduce_scatter(dev.id(), grads.data(), grads.size(), step,
                                                "gradients unit " + std::to_string(u));
@@ -457,6 +459,36 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
         dev.compute().wait(dev.comm().record(), step);
     }
     enqueue_shard_update(rank, step, false);
+}
+
+// ZeRO++'s qgZ: chunk j of the unit's gradients (the part rank j owns) quantized to int8 and
+// sent to rank j by one all-to-all (chunks padded to the widest, as the collective needs equal
+// ones); this rank sums the n chunks it receives, dequantized, in fp32 and rank order, into its
+// own part of the unit's gradients (where a reduce-scatter leaves its sum).
+void Zero::quantized_gradient_exchange(Rank& rank, int u, int step) {
+    Device& dev = *rank.device;
+    const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
+    Buffer& grads = rank.unit_grads[static_cast<std::size_t>(u)];
+    std::size_t widest = 0;
+    for (int j = 0; j < n_; ++j)
+        widest = std::max(widest, own_end(bucket, j) - own_begin(bucket, j));
+    const std::size_t n = static_cast<std::size_t>(n_);
+    Buffer send(dev.memory(), MemoryCategory::communication, widest * n, Fill::zero, DType::int8);
+    for (int j = 0; j < n_; ++j) {
+        const std::size_t lo = own_begin(bucket, j) - bucket.begin;
+        const std::size_t len = own_end(bucket, j) - own_begin(bucket, j);
+        float* chunk = send.data() + static_cast<std::size_t>(j) * widest;
+        dev.ops().copy(chunk, grads.data() + lo, len);
+        quantize_dequantize_int8(chunk, len, kQuantizedWeightGroup, DType::fp32);
+    }
+    Buffer recv(dev.memory(), MemoryCategory::communication, widest * n, Fill::none, DType::int8);
+    rank.int8_shard->all_to_all(dev.id(), send.data(), recv.data(), widest * n, step,
+                                "gradients unit " + std::to_string(u) + " (int8, qgZ)");
+    float* mine = grads.data() + (own_begin(bucket, rank.r) - bucket.begin);
+    const std::size_t own = own_end(bucket, rank.r) - own_begin(bucket, rank.r);
+    dev.ops().copy(mine, recv.data(), own);
+    for (std::size_t j = 1; j < n; ++j) dev.ops().add(mine, recv.data() + j * widest, own);
+    dev.ops().round_to(env_.dtype, mine, own);  // the fp32 sum, stored as the gradients are
 }
 
 double Zero::step_loss() const {

@@ -36,6 +36,9 @@ class Zero : public Strategy {
     void enqueue_shard_update(Rank& rank, int step, bool full_grads);
     // reshard_to: after unit u's forward, this rank's slice of its gathered parameters.
     void keep_secondary(Rank& rank, int u);
+    // quantized_gradients (qgZ), comm stream: unit u's gradients to their owners by an int8
+    // all-to-all, summed into this rank's part (in place of the reduce-scatter).
+    void quantized_gradient_exchange(Rank& rank, int u, int step);
     std::size_t own_begin(const GradBucket& b, int r) const;
     std::size_t own_end(const GradBucket& b, int r) const;
 
@@ -51,7 +54,8 @@ class Zero : public Strategy {
     std::vector<std::unique_ptr<Communicator>> fp32_shards_;
     // zero3 with reshard_to k: groups of k consecutive devices for the backward all-gathers.
     std::vector<std::unique_ptr<Communicator>> reshard_groups_;
-    // zero3 with quantized_weights (qwZ): the shard groups' int8 parameter all-gathers.
+    // zero3 with quantized_weights (qwZ) or quantized_gradients (qgZ): the shard groups' int8
+    // parameter all-gathers and gradient all-to-alls.
     std::vector<std::unique_ptr<Communicator>> int8_shards_;
     DType shard_dtype_;  // the parameter and gradient shards' type
     std::vector<std::unique_ptr<Rank>> ranks_;
