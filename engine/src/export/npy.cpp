@@ -322,21 +322,25 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "bits, to nearest even) before the product, which sums in fp32; bias gradients are "
             "sums of the fp32 output gradient";
     manifest["precision"] = std::move(precision);
-    if (config.quantized_weights && config.strategy == StrategyKind::zero3) {
+    // ZeRO++'s int8 quantization (qwZ, qgZ): the ranks, the group size and each unit's flat
+    // range, which the ranks' chunks split, with the rule in words.
+    const auto zeropp = [&](const char* rule) {
         nlohmann::json units = nlohmann::json::array();
         for (int u = 0; u < layout.units; ++u)
             units.push_back({layout.unit_begin(u), layout.unit_end(u)});
-        manifest["quantized_weights"] = {
-            {"ranks", config.devices},
-            {"group", kQuantizedWeightGroup},
-            {"units", std::move(units)},
-            {"rule",
-             "ZeRO++ qwZ: before every parameter all-gather, each unit's flat parameters "
-             "[begin, end) are split into `ranks` chunks [begin + c n / R, begin + (c + 1) n / "
-             "R); each chunk is quantized in groups of `group` elements: scale = absmax / 127 "
-             "(float32), code = round_half_even(x / scale) in [-127, 127], value = code * scale; "
-             "forward and backward use those values, the update applies the gradient to the "
-             "exact parameters"}};
+        return nlohmann::json{{"ranks", config.devices},
+                              {"group", kQuantizedWeightGroup},
+                              {"units", std::move(units)},
+                              {"rule", rule}};
+    };
+    if (config.quantized_weights && config.strategy == StrategyKind::zero3) {
+        manifest["quantized_weights"] = zeropp(
+            "ZeRO++ qwZ: before every parameter all-gather, each unit's flat parameters "
+            "[begin, end) are split into `ranks` chunks [begin + c n / R, begin + (c + 1) n / "
+            "R); each chunk is quantized in groups of `group` elements: scale = absmax / 127 "
+            "(float32), code = round_half_even(x / scale) in [-127, 127], value = code * scale; "
+            "forward and backward use those values, the update applies the gradient to the "
+            "exact parameters");
     }
     if (config.loss_replica_mean && config.strategy == StrategyKind::dp)
         manifest["loss_reduction"] = {
@@ -345,18 +349,11 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
              "each replica divides its loss by its own slice's tokens and the gradients are "
              "summed over the replicas: the global-batch gradient times the replica count"}};
     if (config.quantized_gradients && config.strategy == StrategyKind::zero3) {
-        nlohmann::json units = nlohmann::json::array();
-        for (int u = 0; u < layout.units; ++u)
-            units.push_back({layout.unit_begin(u), layout.unit_end(u)});
-        manifest["quantized_gradients"] = {
-            {"ranks", config.devices},
-            {"group", kQuantizedWeightGroup},
-            {"units", std::move(units)},
-            {"rule",
-             "ZeRO++ qgZ: each rank's gradient of its slice of the batch (rows [B r / R, B (r + "
-             "1) / R)), per unit, split into the ranks' chunks as quantized_weights' and "
-             "quantized in groups the same way; the owner dequantizes the R chunks it receives "
-             "and sums them in float32 in rank order"}};
+        manifest["quantized_gradients"] = zeropp(
+            "ZeRO++ qgZ: each rank's gradient of its slice of the batch (rows [B r / R, B (r + "
+            "1) / R)), per unit, split into the ranks' chunks as quantized_weights' and "
+            "quantized in groups the same way; the owner dequantizes the R chunks it receives "
+            "and sums them in float32 in rank order");
     }
     if (config.comm_hook != DType::fp32) {
         const std::string t(name_of(config.comm_hook));
