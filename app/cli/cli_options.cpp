@@ -32,7 +32,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> loss_scale, comm_hook, cp_algorithm, loss_reduction;
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
-    std::optional<std::string> reduce_dtype;
+    std::optional<std::string> reduce_dtype, fp8, fp8_amax_compute_algo;
+    std::optional<int> fp8_amax_history_len, fp8_margin;
     std::optional<int> reshard_to;
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
@@ -146,6 +147,15 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--no-master-weights", no_master_weights,
                  "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
                  "16-bit weights");
+    app.add_option("--fp8", fp8,
+                   "single, dp, MLP, CPU: Transformer Engine's FP8 for the blocks' products: off | "
+                   "hybrid (E4M3 forward, E5M2 gradients) | e4m3 (everywhere); scales by "
+                   "DelayedScaling");
+    app.add_option("--fp8-amax-history-len", fp8_amax_history_len,
+                   "fp8: amax history window per tensor (TE's default 1024)");
+    app.add_option("--fp8-amax-compute-algo", fp8_amax_compute_algo,
+                   "fp8: max (largest amax in the window, the default) | most_recent");
+    app.add_option("--fp8-margin", fp8_margin, "fp8: scale = fp8 max / amax / 2^margin (0)");
     app.add_option("--input-scale", input_scale,
                    "Multiply the task's inputs by this (large activations; default 1)");
     app.add_option("--accumulate", accumulate,
@@ -401,6 +411,21 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         c.fp32_reduce = *reduce_dtype == "fp32";
         src["reduce_dtype"] = "--reduce-dtype";
     }
+    if (fp8) {
+        choose("--fp8", *fp8, {"off", "hybrid", "e4m3"});
+        c.fp8.format = *fp8 == "hybrid" ? Fp8Format::hybrid
+                       : *fp8 == "e4m3" ? Fp8Format::e4m3
+                                        : Fp8Format::off;
+        src["fp8"] = "--fp8";
+    }
+    if (fp8_amax_compute_algo) {
+        choose("--fp8-amax-compute-algo", *fp8_amax_compute_algo, {"max", "most_recent"});
+        c.fp8.amax_compute_algo =
+            *fp8_amax_compute_algo == "max" ? AmaxAlgo::max : AmaxAlgo::most_recent;
+        src["fp8_amax_compute_algo"] = "--fp8-amax-compute-algo";
+    }
+    set_int(fp8_amax_history_len, c.fp8.amax_history_len, "fp8_amax_history_len");
+    set_int(fp8_margin, c.fp8.margin, "fp8_margin");
     set_flag(quantized_weights, c.quantized_weights, true, "quantized_weights");
     set_flag(quantized_gradients, c.quantized_gradients, true, "quantized_gradients");
     if (reshard_to) {

@@ -4,7 +4,8 @@
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
 # overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
 # compression hooks, TF32 products, powerSGD_hook (its orthogonalisation is torch's own _orthogonalize),
-# LAMB and bitsandbytes' AdamW8bit (the replay's own classes), per-replica loss means summed over
+# LAMB and bitsandbytes' AdamW8bit (the replay's own classes), Transformer Engine's FP8 with
+# delayed scaling (the replay's own FP8 rounding), per-replica loss means summed over
 # replicas (a TF custom loop's reduce_mean), and DeepSpeed-Ulysses' context
 # parallelism (all-to-alls between sequence and head shards). Exit 77 (ctest: skipped)
 # where python3 has no torch; `scripts/setup.sh test` installs Debian's python3-torch.
@@ -28,7 +29,7 @@ check() {  # check NAME ARGS...: run, dump, replay; a failed replay fails the sc
     local replay_args=()
     local args=()
     while (($#)); do  # --tolerance X goes to the replay, the rest to the run
-        if [[ $1 == --tolerance ]]; then
+        if [[ $1 == --tolerance || $1 == --abs-tolerance ]]; then
             replay_args+=("$1" "$2")
             shift 2
         else
@@ -74,6 +75,18 @@ check lamb-bf16 --strategy single --optimizer lamb --precision bf16-mixed --lr 0
 check adamw8bit-dp --strategy dp --devices 2 --optimizer adamw8bit --tolerance 1e-4
 check adamw8bit-block256 --strategy single --optimizer adamw8bit --optimizer-blocksize 256 \
     --min-8bit-size 1024 --tolerance 1e-4
+# Transformer Engine's FP8 (DelayedScaling): a last-bit difference in a product's fp32 sum
+# flips an FP8 code now and then (1/16 of a value under E4M3); a 1e-7 perturbation of every
+# cast input moves the replay's own losses by up to 3.8e-4, so 6e-4 absolute or 1e-2
+# relative (max instead of most_recent is 1.1e-3 off, the wrong format 0.33).
+check fp8-hybrid-history16 --strategy single --fp8 hybrid --fp8-amax-history-len 16 \
+    --tolerance 1e-2 --abs-tolerance 6e-4
+check fp8-e4m3-most-recent-dp2 --strategy dp --devices 2 --fp8 e4m3 \
+    --fp8-amax-compute-algo most_recent --tolerance 1e-2 --abs-tolerance 6e-4
+check fp8-hybrid-bf16 --strategy single --fp8 hybrid --precision bf16-mixed \
+    --tolerance 1e-2 --abs-tolerance 6e-4
+check fp8-hybrid-margin-dp4 --strategy dp --devices 4 --fp8 hybrid --fp8-margin 1 \
+    --fp8-amax-history-len 4 --tolerance 1e-2 --abs-tolerance 6e-4
 check replica-mean-loss --strategy dp --devices 4 --loss-reduction replica_mean --optimizer sgd \
     --lr 0.003
 check ulysses-cp4 --model transformer --strategy cp --devices 4 --cp-algorithm ulysses --heads 4 \

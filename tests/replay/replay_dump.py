@@ -464,20 +464,84 @@ def mm(a, b):
     return tf32(a) @ tf32(b) if TF32 else a @ b
 
 
-def forward_backward_mixed(P, x, y, layers, batch, loss_scale=1.0):
+def fp8_round(t, encoding):
+    """float32 rounded to FP8 (E4M3 or E5M2) to nearest even, saturating at the largest finite
+    value (TE's satfinite casts); NaN kept. Written from the encodings' definitions (1.13 has
+    no float8 dtype): the quantum is 2^(floor(log2 |t|) - mantissa bits), never below the
+    smallest subnormal's."""
+    mant, min_exp, largest = (3, -6, 448.0) if encoding == "E4M3" else (2, -14, 57344.0)
+    a = t.abs()
+    _, e = torch.frexp(a)  # a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
+    e = torch.clamp(e - 1, min=min_exp)
+    quantum = torch.ldexp(torch.ones_like(a), e - mant)
+    r = torch.clamp(torch.round(a / quantum) * quantum, max=largest)  # round: half to even
+    return torch.where(torch.isnan(t), t, torch.copysign(r, t))
+
+
+class Fp8State:
+    """Transformer Engine's DelayedScaling for one replica, as the manifest's precision.fp8
+    states it: per tensor (block, role) a float32 scale (1 at first) and an amax history."""
+
+    def __init__(self, recipe):
+        self.recipe = recipe
+        self.scale, self.history = {}, {}
+
+    def encoding(self, role):
+        return "E5M2" if role >= 4 and self.recipe["format"] == "hybrid" else "E4M3"
+
+    def cast(self, block, role, v):
+        key = (block, role)
+        if key not in self.scale:
+            self.scale[key] = torch.tensor(1.0, dtype=torch.float32)
+            self.history[key] = torch.zeros(self.recipe["amax_history_len"], dtype=torch.float32)
+        h = self.history[key]
+        h[0] = torch.maximum(h[0], v.abs().max())
+        s = self.scale[key]
+        return fp8_round(v * s, self.encoding(role)), s
+
+    def recast(self, role, v, s):
+        return fp8_round(v * s, self.encoding(role))
+
+    def update(self, forward):
+        for key in self.scale:
+            if (key[1] < 4) != forward:
+                continue
+            h = self.history[key]
+            amax = h.max() if self.recipe["amax_compute_algo"] == "max" else h[0].clone()
+            if amax > 0 and torch.isfinite(amax):
+                largest = torch.tensor(448.0 if self.encoding(key[1]) == "E4M3" else 57344.0)
+                self.scale[key] = (largest / amax) / torch.tensor(2.0 ** self.recipe["margin"])
+            self.history[key] = torch.roll(h, -1)
+            self.history[key][0] = 0.0
+
+
+def forward_backward_mixed(P, x, y, layers, batch, loss_scale=1.0, fp8=None):
     """One forward and backward of rows x (bf16 inputs) with the bf16 parameters P: the summed
     loss (fp32 from bf16 logits, summed in float64 as the engine does) and the bf16 gradients
-    of the mean over the global `batch`."""
+    of the mean over the global `batch`. With `fp8` (an Fp8State) each block's two products
+    take FP8 operands as the manifest's precision.fp8 rule says."""
     h = store(mm(x, P["input.w"]) + P["input.b"])
     saved = []
     for l in range(layers):
         p = "block%d." % l
-        pre = store(mm(h, P[p + "w1"]) + P[p + "b1"])
-        post = store(F.gelu(pre, approximate="tanh"))
-        partial = store(mm(post, P[p + "w2"]))
-        saved.append((h, pre, post))
+        if fp8 is None:
+            pre = store(mm(h, P[p + "w1"]) + P[p + "b1"])
+            post = store(F.gelu(pre, approximate="tanh"))
+            partial = store(mm(post, P[p + "w2"]))
+            saved.append((h, pre, post))
+        else:
+            qx, s0 = fp8.cast(l, 0, h)
+            qw, s1 = fp8.cast(l, 1, P[p + "w1"])
+            pre = store((qx @ qw) * ((1 / s0) * (1 / s1)) + P[p + "b1"])
+            post = store(F.gelu(pre, approximate="tanh"))
+            qp, s2 = fp8.cast(l, 2, post)
+            qw, s3 = fp8.cast(l, 3, P[p + "w2"])
+            partial = store((qp @ qw) * ((1 / s2) * (1 / s3)))
+            saved.append((h, pre, post, (s0, s1, s2, s3)))
         h = store(partial + (P[p + "b2"] + h))
     logits = store(mm(h, P["head.w"]) + P["head.b"])
+    if fp8 is not None:
+        fp8.update(True)
     loss_sum = F.cross_entropy(logits.double(), y, reduction="sum").item()
     probs = torch.softmax(logits.double(), dim=1).float()
     onehot = F.one_hot(y, probs.shape[1]).float()
@@ -486,6 +550,21 @@ def forward_backward_mixed(P, x, y, layers, batch, loss_scale=1.0):
     dh = store(mm(dlogits, P["head.w"].t()))
     for l in reversed(range(layers)):
         p = "block%d." % l
+        if fp8 is not None:
+            h_in, pre, post, (s0, s1, s2, s3) = saved[l]
+            dout = dh
+            qdy, sdy = fp8.cast(l, 4, dout)
+            qp, qw = fp8.recast(2, post, s2), fp8.recast(3, P[p + "w2"], s3)
+            grads[p + "w2"] = store((qp.t() @ qdy) * ((1 / s2) * (1 / sdy)))
+            grads[p + "b2"] = store(dout.sum(0))
+            dpost = store((qdy @ qw.t()) * ((1 / sdy) * (1 / s3)))
+            dpre = store(gelu_tanh_grad(pre) * dpost)
+            qdy, sdy = fp8.cast(l, 5, dpre)
+            qx, qw = fp8.recast(0, h_in, s0), fp8.recast(1, P[p + "w1"], s1)
+            grads[p + "w1"] = store((qx.t() @ qdy) * ((1 / s0) * (1 / sdy)))
+            grads[p + "b1"] = store(dpre.sum(0))
+            dh = store(store((qdy @ qw.t()) * ((1 / sdy) * (1 / s1))) + dout)
+            continue
         h_in, pre, post = saved[l]
         dout = dh
         grads[p + "w2"] = store(mm(post.t(), dout))
@@ -497,6 +576,8 @@ def forward_backward_mixed(P, x, y, layers, batch, loss_scale=1.0):
         dh = store(store(mm(dpre, P[p + "w1"].t())) + dout)
     grads["input.w"] = store(mm(x.t(), dh))
     grads["input.b"] = store(dh.sum(0))
+    if fp8 is not None:
+        fp8.update(False)
     return loss_sum, grads
 
 
@@ -599,13 +680,17 @@ def replay_mixed(dump_dir, manifest):
     scale = torch.tensor(float(scaling["init_scale"]) if scaling else 1.0, dtype=torch.float32)
     growth_tracker = 0
     powersgd_state = {"error": {}, "q": {}}
+    recipe = manifest["precision"].get("fp8")
+    fp8_states = [Fp8State(recipe) for _ in range(reduction["replicas"] if reduction else 1)] \
+        if recipe else [None] * (reduction["replicas"] if reduction else 1)
     losses = []
     for step in manifest["batches"]:
         P = {n: store(leaf.detach()) for n, leaf in zip(names, leaves)}
         x = store(read_npy(os.path.join(dump_dir, step["x"])).float())
         y = read_npy(os.path.join(dump_dir, step["y"])).long()
         if reduction is None:
-            loss_sum, grads = forward_backward_mixed(P, x, y, layers, batch, scale.item())
+            loss_sum, grads = forward_backward_mixed(P, x, y, layers, batch, scale.item(),
+                                                     fp8_states[0])
         else:
             R = reduction["replicas"]
             rows = batch // R
@@ -613,7 +698,7 @@ def replay_mixed(dump_dir, manifest):
             for r in range(R):
                 part, g = forward_backward_mixed(P, x[r * rows:(r + 1) * rows],
                                                 y[r * rows:(r + 1) * rows], layers, batch,
-                                                scale.item())
+                                                scale.item(), fp8_states[r])
                 loss_sum += part
                 flat.append(torch.cat([g[n].reshape(-1) for n in names]))
             powersgd = manifest.get("powersgd")
@@ -677,7 +762,8 @@ def main():
     hook = whole.get("comm_hook")
     global TF32
     TF32 = bool(whole["precision"].get("tf32_products"))
-    if precision in ("bf16-mixed", "fp16-mixed") or hook or whole.get("powersgd") or TF32:
+    if precision in ("bf16-mixed", "fp16-mixed") or hook or whole.get("powersgd") or TF32 or \
+            whole["precision"].get("fp8"):
         global STORE_DTYPE, REDUCE_DTYPE
         STORE_DTYPE = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
         if hook:  # an fp32 run whose gradients travel in 16 bits: replayed in float32

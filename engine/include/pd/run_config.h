@@ -11,6 +11,7 @@
 
 #include "pd/cluster.h"
 #include "pd/dtype.h"
+#include "pd/fp8.h"
 
 namespace pd {
 
@@ -220,6 +221,10 @@ struct RunConfig {
     bool async_updates = false;
     int max_staleness = 0;
     Precision precision = Precision::fp32;
+    // Transformer Engine's FP8 (pd/fp8.h): the MLP blocks' products take FP8 inputs, weights
+    // and output gradients scaled by DelayedScaling (scenario keys fp8, fp8_amax_history_len,
+    // fp8_amax_compute_algo, fp8_margin). Strategies single and dp, MLP model, CPU backend.
+    Fp8Recipe fp8;
     LossScaling loss_scaling;  // fp16_mixed only
     // Mixed precision: the optimizer's fp32 master copy of the weights. Without it the update
     // is computed in fp32 from the 16-bit weights and rounded back into them, so an update

@@ -112,6 +112,16 @@ struct ExpertRouting {
     std::vector<double> aux_loss;  // per step: the load-balancing loss added to the objective
 };
 
+// What one step's FP8 casts did to one kind of tensor (forward tensors, or gradients) on the
+// device that reports it: values not zero before the cast, those flushed to zero and those
+// saturated, and the cast's relative RMS error ||x s - fp8(x s)|| / ||x s||.
+struct Fp8CastSummary {
+    long long nonzero = 0;
+    long long flushed = 0;
+    long long saturated = 0;
+    double relative_error = -1.0;  // < 0: nothing cast
+};
+
 struct StepRecord {
     int step = 0;
     double loss = 0.0;
@@ -130,6 +140,11 @@ struct StepRecord {
     // for m and v; < 0: no 8-bit state.
     double state_error_m = -1.0;
     double state_error_v = -1.0;
+    // fp8: the blocks' FP8 casts this step, and the smallest and largest per-tensor scale they
+    // used (0: no FP8 in this run).
+    Fp8CastSummary fp8_forward, fp8_gradients;
+    double fp8_min_scale = 0.0;
+    double fp8_max_scale = 0.0;
 };
 
 // ps: one gradient the server applied. Its staleness is the server's version when applying it

@@ -22,6 +22,18 @@ void DeviceOps::scale(float*, std::size_t, float) {
                 __FILE__, __LINE__);
 }
 
+Fp8CastStats DeviceOps::cast_fp8(Fp8Encoding, float, const float*, float*, std::size_t) {
+    throw Error("FP8 casts run on the CPU backend only", __FILE__, __LINE__);
+}
+void DeviceOps::scaled_linear_forward(const float*, const float*, const float*, int, int, int,
+                                      float, float*) {
+    throw Error("FP8 products run on the CPU backend only", __FILE__, __LINE__);
+}
+void DeviceOps::scaled_linear_backward(const float*, const float*, const float*, const float*, int,
+                                       int, int, float, float, float*, float*, float*, GradWrite) {
+    throw Error("FP8 products run on the CPU backend only", __FILE__, __LINE__);
+}
+
 void DeviceOps::layer_norm_forward(const float*, const float*, const float*, int, int, float*,
                                    float*) {
     no_kernel("LayerNorm");

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "pd/dtype.h"
+#include "pd/fp8.h"
 
 namespace pd {
 
@@ -29,6 +30,16 @@ struct GradientCheck {
     std::size_t nonfinite = 0;  // inf or NaN values (GradScaler's found_inf when any)
     std::size_t zeros = 0;      // values exactly zero (underflow shows here in fp16)
     double sum_squares = 0.0;   // of the finite values, summed in double in index order
+};
+
+// What one FP8 cast saw (DeviceOps::cast_fp8), in the scaled domain (x times the scale).
+struct Fp8CastStats {
+    float amax = 0;              // the largest |x| before scaling: the tensor's amax
+    std::size_t nonzero = 0;     // values not zero before the cast
+    std::size_t saturated = 0;   // past the encoding's largest value, clamped to it
+    std::size_t flushed = 0;     // not zero, rounded to zero (below half the smallest subnormal)
+    double error_squares = 0.0;  // sum of (x s - fp8(x s))^2 over the finite values
+    double value_squares = 0.0;  // sum of (x s)^2 over the finite values
 };
 
 class DeviceOps {
@@ -67,6 +78,20 @@ class DeviceOps {
     // dx != nullptr) dx = dy w^T.
     virtual void linear_backward(const float* x, const float* w, const float* dy, int rows, int in,
                                  int out, float* dw, float* dbias, float* dx, GradWrite write) = 0;
+    // FP8 (pd/fp8.h), CPU only so far. dst = round_to_fp8(encoding, src x scale): each value
+    // the code of an FP8 number, held in fp32.
+    virtual Fp8CastStats cast_fp8(Fp8Encoding encoding, float scale, const float* src, float* dst,
+                                  std::size_t count);
+    // An FP8 product: y = alpha (xq wq) + bias, alpha the inputs' inverse scales multiplied.
+    virtual void scaled_linear_forward(const float* xq, const float* wq, const float* bias,
+                                       int rows, int in, int out, float alpha, float* y);
+    // Its backward: dw (+)= alpha_w xq^T dyq, dbias (+)= column sums of the unscaled dy (as
+    // TE takes the bias gradient from the high-precision gradient), and, when dx is not null,
+    // dx = alpha_x dyq wq^T.
+    virtual void scaled_linear_backward(const float* xq, const float* wq, const float* dyq,
+                                        const float* dy, int rows, int in, int out, float alpha_w,
+                                        float alpha_x, float* dw, float* dbias, float* dx,
+                                        GradWrite write);
     virtual void gelu_forward(const float* a, float* g, std::size_t n) = 0;
     virtual void gelu_backward(const float* a, const float* dg, float* da, std::size_t n) = 0;
     // Labels are class indices stored as floats (exact below 2^24). Adds the summed loss to

@@ -53,6 +53,13 @@ std::string_view name_of(Precision p) {
     return "?";
 }
 
+std::string_view name_of(Fp8Format f) {
+    return f == Fp8Format::hybrid ? "hybrid" : f == Fp8Format::e4m3 ? "e4m3" : "off";
+}
+std::string_view name_of(AmaxAlgo a) {
+    return a == AmaxAlgo::max ? "max" : "most_recent";
+}
+
 std::optional<Precision> precision_from_name(std::string_view name) {
     for (const auto& [kind, n] : kPrecisions)
         if (n == name) return kind;
@@ -228,6 +235,8 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
         key == "quantized_gradients")
         return c.strategy == StrategyKind::zero3;
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
+    if (key == "fp8_amax_history_len" || key == "fp8_amax_compute_algo" || key == "fp8_margin")
+        return c.fp8.enabled();
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return c.precision == Precision::fp16_mixed;
     if (key == "clip_grad_norm")
@@ -264,6 +273,8 @@ std::string where_setting_applies(std::string_view key) {
         key == "quantized_gradients")
         return "strategy 'zero3' (FSDP's full sharding)";
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
+    if (key == "fp8_amax_history_len" || key == "fp8_amax_compute_algo" || key == "fp8_margin")
+        return "FP8 runs (fp8 hybrid or e4m3)";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
     if (key == "clip_grad_norm") return "strategies single and dp";
@@ -634,6 +645,34 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
              "'fp16-mixed' runs under strategies single and dp so far (their replicas hold whole "
              "gradients, so each finds the same inf or NaN; a sharded or model-parallel run "
              "needs ShardedGradScaler's all-reduce of that finding, not built yet)");
+    if (c.fp8.enabled()) {
+        const std::string fp8 = "'" + std::string(name_of(c.fp8.format)) + "' ";
+        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp)
+            fail("fp8", fp8 +
+                            "runs under strategies single and dp so far (each replica keeps its "
+                            "own scales; sharded and model-parallel products have none yet)");
+        if (c.model != ModelKind::mlp)
+            fail("fp8", fp8 +
+                            "casts the MLP model's block products; the transformer's have no "
+                            "FP8 casts yet (model mlp)");
+        if (c.backend != BackendKind::cpu)
+            fail("fp8", fp8 + "is emulated on the CPU backend only (no CUDA FP8 kernels yet)");
+        if (c.precision == Precision::fp16_mixed)
+            fail("fp8", fp8 +
+                            "runs beside fp32 or bf16-mixed (TE's FP8 recipes take no loss "
+                            "scaling; got fp16-mixed)");
+        if (c.recompute != RecomputeMode::none)
+            fail("fp8", fp8 + "with recomputation is not built yet (recompute none)");
+        if (c.tf32) fail("fp8", fp8 + "and tf32 both round the products' inputs: choose one");
+        if (c.accumulate > 1)
+            fail("fp8", fp8 + "with gradient accumulation is not built yet (accumulate 1)");
+    }
+    if (c.fp8.amax_history_len < 1 || c.fp8.amax_history_len > 65536)
+        fail("fp8_amax_history_len", "must be from 1 to 65536 (TE's default 1024; got " +
+                                         std::to_string(c.fp8.amax_history_len) + ")");
+    if (c.fp8.margin < 0 || c.fp8.margin > 30)
+        fail("fp8_margin", "must be from 0 to 30 (scale = fp8 max / amax / 2^margin; got " +
+                               std::to_string(c.fp8.margin) + ")");
     if (c.optimizer == OptimizerKind::lamb || c.optimizer == OptimizerKind::adamw8bit) {
         const std::string name(name_of(c.optimizer));
         if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp)

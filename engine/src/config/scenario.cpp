@@ -366,6 +366,22 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.backend = *kind;
         } else if (key == "tf32")
             c.tf32 = r.boolean();
+        else if (key == "fp8") {
+            const std::string name = r.text();
+            if (name != "off" && name != "hybrid" && name != "e4m3")
+                r.fail("unknown FP8 format '" + name + "' (available: off, hybrid, e4m3)");
+            c.fp8.format = name == "hybrid" ? Fp8Format::hybrid
+                           : name == "e4m3" ? Fp8Format::e4m3
+                                            : Fp8Format::off;
+        } else if (key == "fp8_amax_history_len")
+            c.fp8.amax_history_len = r.integer();
+        else if (key == "fp8_amax_compute_algo") {
+            const std::string name = r.text();
+            if (name != "max" && name != "most_recent")
+                r.fail("unknown amax_compute_algo '" + name + "' (available: max, most_recent)");
+            c.fp8.amax_compute_algo = name == "max" ? AmaxAlgo::max : AmaxAlgo::most_recent;
+        } else if (key == "fp8_margin")
+            c.fp8.margin = r.integer();
         else if (key == "native_collectives")
             c.native_collectives = r.boolean();
         else if (key == "expect") {
@@ -390,7 +406,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "powersgd_start_iter, powersgd_error_feedback, powersgd_warm_start, "
                 "powersgd_min_compression_rate, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32, native_collectives, repeats, expect)");
+                "pp, tp, backend, tf32, fp8, fp8_amax_history_len, fp8_amax_compute_algo, "
+                "fp8_margin, native_collectives, repeats, expect)");
     }
 }
 
@@ -464,6 +481,12 @@ std::string scenario_json(const RunConfig& c) {
         j["straggler"] = {{"device", c.straggler.device}, {"slowdown", c.straggler.slowdown}};
     j["backend"] = std::string(name_of(c.backend));
     if (c.tf32) j["tf32"] = true;
+    if (c.fp8.enabled()) {
+        j["fp8"] = std::string(name_of(c.fp8.format));
+        j["fp8_amax_history_len"] = c.fp8.amax_history_len;
+        j["fp8_amax_compute_algo"] = std::string(name_of(c.fp8.amax_compute_algo));
+        j["fp8_margin"] = c.fp8.margin;
+    }
     if (c.native_collectives) j["native_collectives"] = true;
     if (c.threads > 0) j["threads"] = c.threads;
     if (c.recompute != RecomputeMode::none) j["recompute"] = std::string(name_of(c.recompute));

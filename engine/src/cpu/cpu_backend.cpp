@@ -10,6 +10,7 @@
 
 #include "backend/device_backend.h"
 #include "cpu/elementwise.h"
+#include "cpu/fp8_cast.h"
 #include "cpu/kernels.h"
 #include "cpu/moe_kernels.h"
 #include "cpu/transformer_kernels.h"
@@ -109,6 +110,25 @@ class CpuOps final : public DeviceOps {
         }
         cpu::linear_backward(pool_, x, w, dy, rows, in, out, dw, dbias, dx,
                              write == GradWrite::add);
+    }
+    Fp8CastStats cast_fp8(Fp8Encoding encoding, float scale, const float* src, float* dst,
+                          std::size_t count) override {
+        return cpu::cast_fp8(encoding, scale, src, dst, count);
+    }
+    void scaled_linear_forward(const float* xq, const float* wq, const float* bias, int rows,
+                               int in, int out, float alpha, float* y) override {
+        cpu::broadcast_rows(y, bias, static_cast<std::size_t>(rows), static_cast<std::size_t>(out));
+        cpu::gemm(pool_, false, false, rows, out, in, alpha, xq, wq, 1.0f, y);
+    }
+    void scaled_linear_backward(const float* xq, const float* wq, const float* dyq, const float* dy,
+                                int rows, int in, int out, float alpha_w, float alpha_x, float* dw,
+                                float* dbias, float* dx, GradWrite write) override {
+        const bool add = write == GradWrite::add;
+        cpu::gemm(pool_, true, false, in, out, rows, alpha_w, xq, dyq, add ? 1.0f : 0.0f, dw);
+        if (!add) std::fill_n(dbias, out, 0.0f);
+        cpu::add_column_sums(dbias, dy, static_cast<std::size_t>(rows),
+                             static_cast<std::size_t>(out));
+        if (dx) cpu::gemm(pool_, false, true, rows, in, out, alpha_x, dyq, wq, 0.0f, dx);
     }
     void gelu_forward(const float* a, float* g, std::size_t n) override {
         pool_.parallel_for(n, kGeluGrain, [&](std::size_t lo, std::size_t hi) {

@@ -300,7 +300,7 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
         config.strategy == StrategyKind::zero1 || config.strategy == StrategyKind::zero2 ||
         config.strategy == StrategyKind::zero3;
     if ((config.precision != Precision::fp32 || config.comm_hook != DType::fp32 ||
-         config.powersgd.rank > 0) &&
+         config.powersgd.rank > 0 || config.fp8.enabled()) &&
         reduces && config.accumulate == 1 && config.data_parallel_replicas() > 1) {
         nlohmann::json buckets = nlohmann::json::array();
         if (config.strategy == StrategyKind::zero3) {
@@ -321,6 +321,26 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "every matrix product's two inputs rounded to TF32 (fp32 with 10 of its 23 mantissa "
             "bits, to nearest even) before the product, which sums in fp32; bias gradients are "
             "sums of the fp32 output gradient";
+    if (config.fp8.enabled())
+        precision["fp8"] = {
+            {"format", std::string(name_of(config.fp8.format))},
+            {"amax_history_len", config.fp8.amax_history_len},
+            {"amax_compute_algo", std::string(name_of(config.fp8.amax_compute_algo))},
+            {"margin", config.fp8.margin},
+            {"rule",
+             "Transformer Engine's DelayedScaling on each block's two products (input projection "
+             "and head not FP8), per replica (no amax all-reduce). Forward: the product's input x "
+             "and weight w are cast as q = fp8(v * s) with their own scales s (E4M3; fp8() rounds "
+             "to nearest even and saturates at the largest finite value), and y = (qx qw) * "
+             "(1/sx * 1/sw) + b, summed in fp32. Backward: the output gradient dy is cast with "
+             "its own scale (E5M2 under hybrid, E4M3 under e4m3), x and w are cast again with "
+             "the scales forward used; dw = (qx^T qdy) * (1/sx * 1/sdy), dx = (qdy qw^T) * "
+             "(1/sdy * 1/sw), db = column sums of the unscaled dy. Every scale starts at 1 with a "
+             "zero history; each cast writes max(|v|) into slot 0 of its tensor's history (the "
+             "largest over the pass). After each forward pass (backward pass) the forward "
+             "(backward) tensors are updated: amax = max(history) (or history[0] for "
+             "most_recent); if amax > 0 and finite, s = float32(fp8_max / amax) / 2^margin; "
+             "then history = roll(history, -1) and history[0] = 0"}};
     manifest["precision"] = std::move(precision);
     // ZeRO++'s int8 quantization (qwZ, qgZ): the ranks, the group size and each unit's flat
     // range, which the ranks' chunks split, with the rule in words.

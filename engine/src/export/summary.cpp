@@ -96,6 +96,18 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
             }
             if (r.state_error_m >= 0) step["state_error_m"] = r.state_error_m;
             if (r.state_error_v >= 0) step["state_error_v"] = r.state_error_v;
+            if (r.fp8_max_scale > 0) {  // device 0's FP8 casts
+                auto casts = [](const Fp8CastSummary& c) {
+                    return json{{"nonzero", c.nonzero},
+                                {"flushed", c.flushed},
+                                {"saturated", c.saturated},
+                                {"relative_error", c.relative_error}};
+                };
+                step["fp8"] = {{"forward", casts(r.fp8_forward)},
+                               {"gradients", casts(r.fp8_gradients)},
+                               {"min_scale", r.fp8_min_scale},
+                               {"max_scale", r.fp8_max_scale}};
+            }
         }
         steps.push_back(std::move(step));
     }

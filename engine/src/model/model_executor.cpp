@@ -127,6 +127,7 @@ Buffer ModelExecutor::forward_a(int unit, const float* params, Buffer input, int
         saved.pre = std::move(dlogits);
         return {};
     }
+    if (fp8_) return fp8_block_forward_a(unit, params, std::move(input), saved);
     const int f = layout_.hidden_local();
     // What backward will rebuild is scratch here, freed as soon as this forward is done.
     const bool keep_pre = recompute_ != RecomputeMode::full;
@@ -199,6 +200,7 @@ Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Bu
         saved = SavedUnit{};
         return din;
     }
+    if (fp8_) return fp8_block_backward_a(unit, params, grads, std::move(dout), saved, write);
     const int f = layout_.hidden_local();
     Buffer dpost = make(MemoryCategory::workspace, r * f);
     // Second linear (its bias is replicated: every shard sees the whole output gradient).
@@ -211,6 +213,100 @@ Buffer ModelExecutor::backward_a(int unit, const float* params, float* grads, Bu
     Buffer partial = make(MemoryCategory::workspace, r * h);
     ops_.linear_backward(saved.input.data(), param(0), dpost.data(), rows, h, f, grad(0), grad(1),
                          partial.data(), write);
+    stored_linear_grads(grad(0), grad(1), h, f);
+    stored(partial);
+    saved.input.reset();
+    saved.pre.reset();
+    saved.post.reset();
+    saved.dout = std::move(dout);
+    return partial;
+}
+
+Buffer ModelExecutor::fp8_cast(int unit, Fp8Role role, const float* src, std::size_t count,
+                               float& scale) {
+    Buffer q = make(MemoryCategory::workspace, count);
+    scale = fp8_->cast(ops_, unit, role, src, q.data(), count);
+    return q;
+}
+
+Buffer ModelExecutor::fp8_recast(Fp8Role role, float scale, const float* src, std::size_t count) {
+    Buffer q = make(MemoryCategory::workspace, count);
+    Fp8Scaling::recast(ops_, fp8_->encoding(role), scale, src, q.data(), count);
+    return q;
+}
+
+// TE's te.Linear under fp8_autocast: y = (xq wq) / (sx sw) + b, each operand cast with its
+// own scale; the inverse scales are fp32 reciprocals (TE's scale_inv), multiplied as alpha.
+Buffer ModelExecutor::fp8_block_forward_a(int unit, const float* params, Buffer input,
+                                          SavedUnit& saved) {
+    auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
+    const int h = shape_.width;
+    const int f = layout_.hidden_local();
+    const int rows = saved.rows;
+    const std::size_t r = static_cast<std::size_t>(rows);
+    const std::size_t hf = static_cast<std::size_t>(h) * static_cast<std::size_t>(f);
+    std::array<float, 4>& s = saved.fp8_scales;
+    Buffer pre = make(MemoryCategory::activations, r * f);
+    {
+        const Buffer xq = fp8_cast(unit, Fp8Role::input1, input.data(), r * h, s[0]);
+        const Buffer wq = fp8_cast(unit, Fp8Role::weight1, param(0), hf, s[1]);
+        ops_.scaled_linear_forward(xq.data(), wq.data(), param(1), rows, h, f,
+                                   (1.0f / s[0]) * (1.0f / s[1]), pre.data());
+    }
+    stored(pre);
+    Buffer post = make(MemoryCategory::activations, r * f);
+    ops_.gelu_forward(pre.data(), post.data(), r * f);
+    stored(post);
+    Buffer partial = make(MemoryCategory::activations, r * h);
+    {
+        const Buffer xq = fp8_cast(unit, Fp8Role::input2, post.data(), r * f, s[2]);
+        const Buffer wq = fp8_cast(unit, Fp8Role::weight2, param(2), hf, s[3]);
+        ops_.gemm(false, false, rows, h, f, (1.0f / s[2]) * (1.0f / s[3]), xq.data(), wq.data(),
+                  0.0f, partial.data());
+    }
+    stored(partial);
+    saved.input = std::move(input);
+    saved.pre = std::move(pre);
+    saved.post = std::move(post);
+    return partial;
+}
+
+// Backward of the two FP8 products: the output gradient cast (E5M2 under HYBRID) with its
+// own scale; the inputs and weights re-cast with the scales forward used.
+Buffer ModelExecutor::fp8_block_backward_a(int unit, const float* params, float* grads, Buffer dout,
+                                           SavedUnit& saved, GradWrite write) {
+    auto param = [&](int index) { return params + layout_.tensor_offset(unit, index); };
+    auto grad = [&](int index) { return grads + layout_.tensor_offset(unit, index); };
+    const int h = shape_.width;
+    const int f = layout_.hidden_local();
+    const int rows = saved.rows;
+    const std::size_t r = static_cast<std::size_t>(rows);
+    const std::size_t hf = static_cast<std::size_t>(h) * static_cast<std::size_t>(f);
+    const std::array<float, 4>& s = saved.fp8_scales;
+    Buffer dpost = make(MemoryCategory::workspace, r * f);
+    {
+        float sdy = 0;
+        const Buffer dyq = fp8_cast(unit, Fp8Role::grad_output2, dout.data(), r * h, sdy);
+        const Buffer xq = fp8_recast(Fp8Role::input2, s[2], saved.post.data(), r * f);
+        const Buffer wq = fp8_recast(Fp8Role::weight2, s[3], param(2), hf);
+        ops_.scaled_linear_backward(xq.data(), wq.data(), dyq.data(), dout.data(), rows, f, h,
+                                    (1.0f / s[2]) * (1.0f / sdy), (1.0f / sdy) * (1.0f / s[3]),
+                                    grad(2), grad(3), dpost.data(), write);
+    }
+    stored_linear_grads(grad(2), grad(3), f, h);
+    stored(dpost);
+    ops_.gelu_backward(saved.pre.data(), dpost.data(), dpost.data(), r * f);
+    stored(dpost);
+    Buffer partial = make(MemoryCategory::workspace, r * h);
+    {
+        float sdy = 0;
+        const Buffer dyq = fp8_cast(unit, Fp8Role::grad_output1, dpost.data(), r * f, sdy);
+        const Buffer xq = fp8_recast(Fp8Role::input1, s[0], saved.input.data(), r * h);
+        const Buffer wq = fp8_recast(Fp8Role::weight1, s[1], param(0), hf);
+        ops_.scaled_linear_backward(xq.data(), wq.data(), dyq.data(), dpost.data(), rows, h, f,
+                                    (1.0f / s[0]) * (1.0f / sdy), (1.0f / sdy) * (1.0f / s[1]),
+                                    grad(0), grad(1), partial.data(), write);
+    }
     stored_linear_grads(grad(0), grad(1), h, f);
     stored(partial);
     saved.input.reset();

@@ -25,9 +25,11 @@
 // rounded product, bf16(g + bf16(x^T dy)); with one micro-batch the two are the same.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "backend/device_ops.h"
+#include "model/fp8_scaling.h"
 #include "model/routing_counters.h"
 #include "model/shard_layout.h"
 #include "pd/device.h"
@@ -59,7 +61,10 @@ struct SavedUnit {
     // LayerNorm output's gradient as it is summed.
     Buffer router_probs, routes, fractions, expert_in, expert_pre, expert_post, expert_out, dnormed;
     float grad_scale = 0;  // MoE: the loss gradient's scale, for the load-balancing loss
-    int rows = 0;          // all the tokens of the micro-batch (also under sequence parallelism)
+    // FP8 block (see set_fp8): the scales forward cast the products' inputs and weights with
+    // (Fp8Role input1, weight1, input2, weight2), for backward to cast them alike.
+    std::array<float, 4> fp8_scales{};
+    int rows = 0;  // all the tokens of the micro-batch (also under sequence parallelism)
 };
 
 class ModelExecutor {
@@ -69,6 +74,14 @@ class ModelExecutor {
     ModelExecutor(const ModelShape& shape, const ShardLayout& layout, MemoryTracker& memory,
                   RecomputeMode recompute = RecomputeMode::none, DType dtype = DType::fp32,
                   bool sequence_parallel = false, RoutingCounters* routing = nullptr);
+
+    // FP8 products (MLP model): each block's two products take FP8 inputs and weights, and
+    // their backward FP8 output gradients, scaled by `fp8` (this device's, outliving the
+    // executor); the input projection and the head stay in the run's precision, as TE
+    // recipes usually keep the first and last layers. The FP8 copies are workspace held at
+    // the run's precision here (TE keeps the forward's FP8 input for backward; this executor
+    // keeps the unscaled one and casts it again with the same scale: the same values).
+    void set_fp8(Fp8Scaling* fp8) { fp8_ = fp8; }
 
     bool is_block(int unit) const { return unit > 0 && unit < units_ - 1; }
     bool is_head(int unit) const { return unit == units_ - 1; }
@@ -229,6 +242,15 @@ class ModelExecutor {
     // The index, among the unit's tensors, of the bias phase b adds after the reduction.
     int output_bias_index(int unit) const;
 
+    // An MLP block's phase a with FP8 products (set_fp8), forward and backward.
+    Buffer fp8_block_forward_a(int unit, const float* params, Buffer input, SavedUnit& saved);
+    Buffer fp8_block_backward_a(int unit, const float* params, float* grads, Buffer dout,
+                                SavedUnit& saved, GradWrite write);
+    // `count` values cast to FP8 into a new workspace buffer (the scale is returned in `scale`
+    // when `role` records, or given when it does not: see Fp8Scaling::recast).
+    Buffer fp8_cast(int unit, Fp8Role role, const float* src, std::size_t count, float& scale);
+    Buffer fp8_recast(Fp8Role role, float scale, const float* src, std::size_t count);
+
     // A new tensor of this executor's dtype.
     Buffer make(MemoryCategory category, std::size_t count) const;
     // A kernel's result was stored in [data, data + count): round it when bf16.
@@ -247,6 +269,7 @@ class ModelExecutor {
     bool sp_;
     RoutingCounters* routing_;
     std::vector<int> positions_;  // ring attention: this device's token positions
+    Fp8Scaling* fp8_ = nullptr;
 };
 
 }  // namespace pd

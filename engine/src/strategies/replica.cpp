@@ -20,6 +20,10 @@ Replica::Replica(RunEnvironment& env, Device& device)
     }
     saved_.resize(static_cast<std::size_t>(env.layout.units));
     if (env.config.precision == Precision::fp16_mixed) scaler_.emplace(env.config.loss_scaling);
+    if (env.config.fp8.enabled()) {
+        fp8_.emplace(env.config.fp8, env.layout.units);
+        executor_.set_fp8(&*fp8_);
+    }
 }
 
 void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
@@ -79,6 +83,8 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                                unit, p, std::move(activation_), batch->rows,
                                saved_[static_cast<std::size_t>(unit)], batch->labels.data(),
                                grad_scale * loss_scale, loss_.get());
+                           // TE updates the forward tensors' scales as fp8_autocast exits.
+                           if (fp8_ && unit == env_.layout.units - 1) fp8_->update(true);
                        });
     }
     for (int unit = units - 1; unit >= 0; --unit) {
@@ -104,6 +110,11 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                            activation_ = executor_.backward(
                                unit, params_.data() + begin, grads, std::move(activation_),
                                saved_[static_cast<std::size_t>(unit)], write);
+                           if (fp8_ && unit == 0) {  // the backward tensors', after backward
+                               fp8_->update(false);
+                               if (zero_grads) fp8_step_ = {};  // a step's first micro-step
+                               add_to(fp8_step_, fp8_->take_step_stats());
+                           }
                        });
         if (after_backward) after_backward(unit);
     }
@@ -179,7 +190,22 @@ bool Replica::numerics(StepRecord& record) const {
         if (sum.m_norm > 0) record.state_error_m = std::sqrt(sum.m_error / sum.m_norm);
         if (sum.v_norm > 0) record.state_error_v = std::sqrt(sum.v_error / sum.v_norm);
     }
-    if (!checks_gradients_) return !quant_errors_.empty();
+    if (fp8_) {
+        auto summary = [](const Fp8CastStats& c) {
+            Fp8CastSummary out;
+            out.nonzero = static_cast<long long>(c.nonzero);
+            out.flushed = static_cast<long long>(c.flushed);
+            out.saturated = static_cast<long long>(c.saturated);
+            if (c.value_squares > 0)
+                out.relative_error = std::sqrt(c.error_squares / c.value_squares);
+            return out;
+        };
+        record.fp8_forward = summary(fp8_step_.forward);
+        record.fp8_gradients = summary(fp8_step_.gradients);
+        record.fp8_min_scale = fp8_step_.min_scale;
+        record.fp8_max_scale = fp8_step_.max_scale;
+    }
+    if (!checks_gradients_) return !quant_errors_.empty() || fp8_.has_value();
     record.loss_scale = numerics_.loss_scale;
     record.skipped = numerics_.skipped;
     record.grad_norm = numerics_.grad_norm;

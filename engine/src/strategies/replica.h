@@ -58,6 +58,8 @@ class Replica {
     std::vector<StateQuantError> quant_errors_;
     std::optional<GradScaler> scaler_;  // fp16-mixed only
     StepRecord numerics_;               // written by the update, read after synchronize
+    std::optional<Fp8Scaling> fp8_;     // FP8 products (config.fp8)
+    Fp8StepStats fp8_step_;             // this step's casts, summed over its micro-steps
 };
 
 // Gradient buckets in the order backward produces them (as DDP forms them): each bucket is a
