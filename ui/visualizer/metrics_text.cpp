@@ -51,6 +51,12 @@ QString run_title(const pd::RunConfig& config) {
     if (config.strategy == pd::StrategyKind::cp && config.cp_ulysses)
         parts << QStringLiteral("Ulysses all-to-alls");
     if (config.tf32) parts << QStringLiteral("TF32 products");
+    if (config.fp8.enabled())
+        parts << QStringLiteral("FP8 %1 (amax history %2, %3)")
+                     .arg(config.fp8.format == pd::Fp8Format::hybrid ? QStringLiteral("HYBRID")
+                                                                      : QStringLiteral("E4M3"))
+                     .arg(config.fp8.amax_history_len)
+                     .arg(qs(pd::name_of(config.fp8.amax_compute_algo)));
     if (config.comm_hook != pd::DType::fp32)
         parts << QStringLiteral("%1_compress_hook").arg(qs(pd::name_of(config.comm_hook)));
     if (config.powersgd.rank > 0)
@@ -432,6 +438,27 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                             "bitsandbytes' dynamic maps with one fp32 absmax per block, against "
                             "their fp32 values: ||dequantized − fp32|| / ||fp32|| over the 8-bit "
                             "tensors, mean over the updates")});
+    // FP8: what the blocks' casts did, measured at every cast.
+    if (const auto f = pd::fp8_run_summary(result.trace.steps)) {
+        const QString grad = config.fp8.format == pd::Fp8Format::hybrid ? QStringLiteral("E5M2")
+                                                                          : QStringLiteral("E4M3");
+        QString text = QStringLiteral("error %1 forward (E4M3)").arg(percent_text(f->forward_error));
+        if (f->first_flushed >= 0)
+            text += QStringLiteral(" · gradients (%1): error %2 in the last step; flushed to 0: "
+                                   "%3 before any history, %4 in the last step")
+                        .arg(grad, percent_text(f->last_gradient_error),
+                             percent_text(f->first_flushed), percent_text(f->last_flushed));
+        text += QStringLiteral(" · %1 saturated · scales ×%2 apart")
+                    .arg(f->saturated)
+                    .arg(f->scale_spread, 0, 'g', 3);
+        out.push_back(
+            {QStringLiteral("FP8 casts"), text,
+             QStringLiteral("Device 0's casts of the blocks' product operands: relative RMS error "
+                            "||x·s − fp8(x·s)|| / ||x·s|| (forward: mean over the steps); "
+                            "gradient values not zero that became zero, in the first step with "
+                            "any (scale 1: no amax history yet) and in the last; values clamped at the largest FP8 number; the "
+                            "last step's largest per-tensor scale over its smallest")});
+    }
     if (!m.staleness_histogram.empty()) {
         QStringList counts;
         int most = 0;

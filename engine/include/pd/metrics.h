@@ -224,6 +224,19 @@ std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& step
 // against the fp32 values it quantizes, mean over the run's updates; none without 8-bit state.
 std::optional<double> state_quantization_error(const std::vector<StepRecord>& steps,
                                                bool first_moment);
+// fp8: what the blocks' FP8 casts did over a run (the reporting device's, StepRecord).
+struct Fp8RunSummary {
+    double forward_error = 0;  // relative RMS error of the forward casts, mean over the steps
+    // The gradients' casts: the share of values flushed to zero in the first step whose
+    // gradients had any (cast at scale 1: no amax history yet) and in the last step (scales
+    // from the history), and the last step's relative RMS error (< 0: no gradients cast).
+    double first_flushed = -1;
+    double last_flushed = -1;
+    double last_gradient_error = -1;
+    long long saturated = 0;  // values clamped to the largest finite value, over the run
+    double scale_spread = 0;  // the last step's largest per-tensor scale over its smallest
+};
+std::optional<Fp8RunSummary> fp8_run_summary(const std::vector<StepRecord>& steps);
 // Collective calls grouped by operation, bytes and group size, counted per device: over the
 // whole run, or over the calls tagged with one of `steps`.
 std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,

@@ -142,7 +142,7 @@ struct StepRecord {
     double state_error_v = -1.0;
     // fp8: the blocks' FP8 casts this step, and the smallest and largest per-tensor scale they
     // used (0: no FP8 in this run).
-    Fp8CastSummary fp8_forward, fp8_gradients;
+    Fp8CastSummary fp8_forward{}, fp8_gradients{};
     double fp8_min_scale = 0.0;
     double fp8_max_scale = 0.0;
 };

@@ -39,7 +39,8 @@ Unit unit_of(std::string_view m) {
     if (starts(m, "tier.") && m.ends_with(".bytes_per_step")) return Unit::bytes;
     if (m == "straggler.last_fraction" || m == "grad.zero_fraction" ||
         m == "params.unchanged_fraction" || m == "mfu" || m == "hfu" ||
-        starts(m, "optimizer.state_error_"))
+        starts(m, "optimizer.state_error_") ||
+        (starts(m, "fp8.") && m != "fp8.saturated" && m != "fp8.scale_spread"))
         return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
@@ -114,6 +115,14 @@ std::string metric_words(std::string_view m) {
         {"grad.clipped_steps", "Steps whose gradient norm was clipped"},
         {"optimizer.state_error_m", "8-bit Adam: error of the stored first moment"},
         {"optimizer.state_error_v", "8-bit Adam: error of the stored second moment"},
+        {"fp8.forward.relative_error", "FP8: error of the forward casts"},
+        {"fp8.gradients.relative_error.last", "FP8: error of the gradient casts, last step"},
+        {"fp8.gradients.flushed_fraction.first",
+         "FP8: gradients flushed to zero before any amax history"},
+        {"fp8.gradients.flushed_fraction.last",
+         "FP8: gradients flushed to zero in the last step (scales from the history)"},
+        {"fp8.saturated", "FP8: values clamped at the largest FP8 number"},
+        {"fp8.scale_spread", "FP8: largest per-tensor scale over the smallest"},
         {"params.unchanged_fraction", "Share of the weights still at their initial value"},
         {"flops.model_per_step", "Model FLOPs per step (forward and backward products)"},
         {"flops.hardware_per_step", "FLOPs a step ran (recomputation included)"},

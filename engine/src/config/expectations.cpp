@@ -171,6 +171,39 @@ std::vector<MetricDef> build_metrics() {
             [m](const RunEvidence& e) {
                 return state_quantization_error(e.result.trace.steps, m);
             }));
+    // FP8 (fp8 hybrid or e4m3): device 0's casts (fp8_run_summary).
+    const auto fp8 = [](double (*read)(const Fp8RunSummary&)) {
+        return [read](const RunEvidence& e) -> std::optional<double> {
+            const auto s = fp8_run_summary(e.result.trace.steps);
+            if (!s) return std::nullopt;
+            const double value = read(*s);
+            return value < 0 ? std::nullopt : std::optional<double>(value);
+        };
+    };
+    v.push_back(run_wide("fp8.forward.relative_error",
+                         "FP8: relative RMS error of the blocks' forward casts (inputs and "
+                         "weights, x s against fp8(x s)), mean over the steps",
+                         fp8([](const Fp8RunSummary& s) { return s.forward_error; })));
+    v.push_back(run_wide("fp8.gradients.relative_error.last",
+                         "FP8: relative RMS error of the blocks' output-gradient casts in the "
+                         "last step",
+                         fp8([](const Fp8RunSummary& s) { return s.last_gradient_error; })));
+    v.push_back(run_wide("fp8.gradients.flushed_fraction.first",
+                         "FP8: share of the output-gradient values flushed to zero in the first "
+                         "step that had any (cast at scale 1: no amax history yet)",
+                         fp8([](const Fp8RunSummary& s) { return s.first_flushed; })));
+    v.push_back(run_wide("fp8.gradients.flushed_fraction.last",
+                         "FP8: share of the output-gradient values flushed to zero in the last "
+                         "step (scales from the amax history)",
+                         fp8([](const Fp8RunSummary& s) { return s.last_flushed; })));
+    v.push_back(run_wide("fp8.saturated",
+                         "FP8: values past the encoding's largest, clamped to it, over the run",
+                         fp8([](const Fp8RunSummary& s) {
+                             return static_cast<double>(s.saturated);
+                         })));
+    v.push_back(run_wide("fp8.scale_spread",
+                         "FP8: the last step's largest per-tensor scale over its smallest",
+                         fp8([](const Fp8RunSummary& s) { return s.scale_spread; })));
     v.push_back(run_wide(
         "params.unchanged_fraction",
         "share of the parameters still equal to their initial value (as stored: 16-bit under "

@@ -318,6 +318,29 @@ std::optional<double> gradient_zero_fraction(const std::vector<StepRecord>& step
     return sum / n;
 }
 
+std::optional<Fp8RunSummary> fp8_run_summary(const std::vector<StepRecord>& steps) {
+    Fp8RunSummary out;
+    int forward_steps = 0;
+    for (const StepRecord& s : steps) {
+        if (s.fp8_max_scale <= 0) continue;
+        out.saturated += s.fp8_forward.saturated + s.fp8_gradients.saturated;
+        out.scale_spread = s.fp8_max_scale / s.fp8_min_scale;
+        if (s.fp8_forward.relative_error >= 0) {
+            out.forward_error += s.fp8_forward.relative_error;
+            ++forward_steps;
+        }
+        if (s.fp8_gradients.nonzero == 0) continue;
+        const double flushed = static_cast<double>(s.fp8_gradients.flushed) /
+                               static_cast<double>(s.fp8_gradients.nonzero);
+        if (out.first_flushed < 0) out.first_flushed = flushed;
+        out.last_flushed = flushed;
+        out.last_gradient_error = s.fp8_gradients.relative_error;
+    }
+    if (forward_steps == 0) return std::nullopt;
+    out.forward_error /= forward_steps;
+    return out;
+}
+
 std::optional<double> state_quantization_error(const std::vector<StepRecord>& steps,
                                                bool first_moment) {
     double sum = 0;
