@@ -32,7 +32,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> loss_scale, comm_hook, cp_algorithm, loss_reduction;
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
-    std::optional<std::string> reduce_dtype, fp8, fp8_amax_compute_algo;
+    std::optional<std::string> reduce_dtype, fp8, fp8_amax_compute_algo, matmul_precision;
     std::optional<int> fp8_amax_history_len, fp8_margin;
     std::optional<int> reshard_to;
     std::optional<double> powersgd_min_rate;
@@ -147,6 +147,9 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--no-master-weights", no_master_weights,
                  "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
                  "16-bit weights");
+    app.add_option("--float32-matmul-precision", matmul_precision,
+                   "fp32, MLP, CPU: torch.set_float32_matmul_precision: highest (fp32 product "
+                   "inputs, the default) | high (TF32, as --tf32) | medium (bf16 inputs)");
     app.add_option("--fp8", fp8,
                    "single, dp, MLP, CPU: Transformer Engine's FP8 for the blocks' products: off | "
                    "hybrid (E4M3 forward, E5M2 gradients) | e4m3 (everywhere); scales by "
@@ -410,6 +413,13 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         choose("--reduce-dtype", *reduce_dtype, {"bf16", "fp32"});
         c.fp32_reduce = *reduce_dtype == "fp32";
         src["reduce_dtype"] = "--reduce-dtype";
+    }
+    if (matmul_precision) {
+        choose("--float32-matmul-precision", *matmul_precision, {"highest", "high", "medium"});
+        c.tf32 = *matmul_precision == "high";
+        c.bf16_products = *matmul_precision == "medium";
+        src["float32_matmul_precision"] = "--float32-matmul-precision";
+        if (c.tf32) src["tf32"] = "--float32-matmul-precision";
     }
     if (fp8) {
         choose("--fp8", *fp8, {"off", "hybrid", "e4m3"});

@@ -3,7 +3,7 @@
 # (tests/replay/replay_dump.py), for the numerics a plain fp32 replay does not cover: fp16 with
 # GradScaler's loss scaling (skipped steps, growth, clipping after unscaling, a forward that
 # overflows), bf16 and fp16 without master weights, clipping in fp32, DDP's fp16 and bf16
-# compression hooks, TF32 products, powerSGD_hook (its orthogonalisation is torch's own _orthogonalize),
+# compression hooks, TF32 products and bf16 ones (float32_matmul_precision 'medium'), powerSGD_hook (its orthogonalisation is torch's own _orthogonalize),
 # LAMB and bitsandbytes' AdamW8bit (the replay's own classes), Transformer Engine's FP8 with
 # delayed scaling (the replay's own FP8 rounding), per-replica loss means summed over
 # replicas (a TF custom loop's reduce_mean), and DeepSpeed-Ulysses' context
@@ -62,6 +62,7 @@ check powersgd-rank4-4dev --strategy dp --devices 4 --powersgd-rank 4 --powersgd
 check powersgd-cold-no-ef --strategy dp --devices 2 --powersgd-rank 1 --powersgd-start-iter 2 \
     --powersgd-no-warm-start --powersgd-no-error-feedback
 check tf32-products --strategy dp --devices 2 --tf32
+check matmul-precision-medium --strategy single --float32-matmul-precision medium
 check bf16-no-master --strategy dp --devices 2 --precision bf16-mixed --no-master-weights --lr 1e-4
 check fsdp2-mixed-precision-policy --strategy zero3 --devices 4 --precision bf16-mixed \
     --reduce-dtype fp32

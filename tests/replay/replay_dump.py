@@ -446,8 +446,10 @@ def gelu_tanh_grad(a):
     return (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)).float()
 
 
-# --tf32: every matrix product's inputs rounded to TF32 (10 mantissa bits, to nearest even).
+# tf32_products (TF32: 10 mantissa bits) or bf16_products (float32_matmul_precision 'medium':
+# bf16): every matrix product's inputs rounded first, to nearest even.
 TF32 = False
+BF16_PRODUCTS = False
 
 
 def tf32(t):
@@ -461,6 +463,8 @@ def tf32(t):
 
 def mm(a, b):
     """A matrix product in float32; with TF32 its inputs rounded first, the sum in fp32."""
+    if BF16_PRODUCTS:
+        return a.to(torch.bfloat16).float() @ b.to(torch.bfloat16).float()
     return tf32(a) @ tf32(b) if TF32 else a @ b
 
 
@@ -760,9 +764,11 @@ def main():
     with open(os.path.join(args.dump_dir, "manifest.json")) as f:
         whole = json.load(f)
     hook = whole.get("comm_hook")
-    global TF32
+    global TF32, BF16_PRODUCTS
     TF32 = bool(whole["precision"].get("tf32_products"))
+    BF16_PRODUCTS = bool(whole["precision"].get("bf16_products"))
     if precision in ("bf16-mixed", "fp16-mixed") or hook or whole.get("powersgd") or TF32 or \
+            BF16_PRODUCTS or \
             whole["precision"].get("fp8"):
         global STORE_DTYPE, REDUCE_DTYPE
         STORE_DTYPE = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)

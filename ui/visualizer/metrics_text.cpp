@@ -51,6 +51,7 @@ QString run_title(const pd::RunConfig& config) {
     if (config.strategy == pd::StrategyKind::cp && config.cp_ulysses)
         parts << QStringLiteral("Ulysses all-to-alls");
     if (config.tf32) parts << QStringLiteral("TF32 products");
+    if (config.bf16_products) parts << QStringLiteral("bf16 product inputs (matmul precision medium)");
     if (config.fp8.enabled())
         parts << QStringLiteral("FP8 %1 (amax history %2, %3)")
                      .arg(config.fp8.format == pd::Fp8Format::hybrid ? QStringLiteral("HYBRID")
@@ -438,6 +439,26 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                             "bitsandbytes' dynamic maps with one fp32 absmax per block, against "
                             "their fp32 values: ||dequantized − fp32|| / ||fp32|| over the 8-bit "
                             "tensors, mean over the updates")});
+    // TF32 or bf16 product inputs: their rounding, measured at every product.
+    {
+        double sum = 0;
+        int n = 0;
+        for (const pd::StepRecord& s : result.trace.steps)
+            if (s.product_input_error >= 0) {
+                sum += s.product_input_error;
+                ++n;
+            }
+        if (n > 0)
+            out.push_back(
+                {QStringLiteral("Product inputs"),
+                 QStringLiteral("rounded to %1: error %2 (relative RMS)")
+                     .arg(config.bf16_products ? QStringLiteral("bf16 (8 significant bits)")
+                                               : QStringLiteral("TF32 (11 significant bits)"))
+                     .arg(sum / n, 0, 'g', 2),
+                 QStringLiteral("Every matrix product's two inputs rounded before the product "
+                                "(its sums stay fp32): ||x − round(x)|| / ||x|| over the inputs, "
+                                "mean over the steps; the tensors themselves stay float32")});
+    }
     // FP8: what the blocks' casts did, measured at every cast.
     if (const auto f = pd::fp8_run_summary(result.trace.steps)) {
         const QString grad = config.fp8.format == pd::Fp8Format::hybrid ? QStringLiteral("E5M2")

@@ -202,6 +202,9 @@ struct RunConfig {
     // a GPU run matches the CPU run.
     BackendKind backend = BackendKind::cpu;
     bool tf32 = false;
+    // torch.set_float32_matmul_precision('medium') (scenario key float32_matmul_precision,
+    // which also sets tf32 for 'high'): every product's inputs rounded to bf16 instead (CPU).
+    bool bf16_products = false;
     // CUDA, each device its own GPU: whole NCCL collectives in one call each instead of the
     // explicit ring of NCCL send/recv steps (faster; the phases are then not visible).
     bool native_collectives = false;

@@ -143,6 +143,9 @@ struct StepRecord {
     // fp8: the blocks' FP8 casts this step, and the smallest and largest per-tensor scale they
     // used (0: no FP8 in this run).
     Fp8CastSummary fp8_forward{}, fp8_gradients{};
+    // TF32 or bf16 product inputs (tf32, float32_matmul_precision): the relative RMS error of
+    // the inputs rounded this step on the reporting device (< 0: not rounded).
+    double product_input_error = -1.0;
     double fp8_min_scale = 0.0;
     double fp8_max_scale = 0.0;
 };

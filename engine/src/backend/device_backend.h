@@ -85,10 +85,13 @@ class RunBackend {
 };
 
 std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext& ctx);
+// How a CPU device rounds every matrix product's two inputs before the product, whose sums stay
+// fp32 (torch.set_float32_matmul_precision): not at all ('highest'), to TF32 ('high', as tensor
+// cores take float32 products under allow_tf32; pd::round_to_tf32), or to bf16 ('medium').
+enum class ProductInputs { fp32, tf32, bf16 };
 // A CPU device whose kernels use `intra_op_threads` threads (the stream's own and helpers).
-// `tf32`: every matrix product's inputs rounded to TF32 first (pd::round_to_tf32), as tensor
-// cores take float32 products under torch's allow_tf32; the sums stay fp32.
-std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads = 1, bool tf32 = false);
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads = 1,
+                                                       ProductInputs inputs = ProductInputs::fp32);
 // The CPU's kernels and host memory; stateless, so one serves every host-memory tracker.
 DeviceOps& shared_cpu_ops();
 

@@ -175,6 +175,9 @@ class DeviceOps {
     // Gradient statistics and in-place scaling (loss scaling's unscale, clipping's factor):
     // CPU only so far, as the mixed precisions and clipping that use them.
     virtual GradientCheck check_gradients(const float* grads, std::size_t count);
+    // Products whose inputs are rounded below fp32 (ProductInputs tf32 or bf16): the relative
+    // RMS error of the inputs rounded since the last call (then restarted); < 0 where none were.
+    virtual double take_product_input_error() { return -1.0; }
     virtual void scale(float* data, std::size_t count, float factor);
     // One update at step t (1-based); `state` holds the optimizer's floats per parameter
     // (with master weights, the fp32 master copy last; `params` then get it rounded to bf16).

@@ -15,14 +15,14 @@ namespace pd {
 namespace {
 class CpuRunBackend final : public RunBackend {
   public:
-    CpuRunBackend(int threads, bool tf32) : threads_(threads), tf32_(tf32) {}
+    CpuRunBackend(int threads, ProductInputs inputs) : threads_(threads), inputs_(inputs) {}
     std::unique_ptr<DeviceBackend> make_device(int) override {
-        return make_cpu_device_backend(threads_, tf32_);
+        return make_cpu_device_backend(threads_, inputs_);
     }
 
   private:
     int threads_;
-    bool tf32_;
+    ProductInputs inputs_;
 };
 }  // namespace
 
@@ -40,7 +40,9 @@ std::unique_ptr<RunBackend> make_run_backend(const RunConfig& config, RunContext
     if (config.backend == BackendKind::cpu)
         return std::make_unique<CpuRunBackend>(
             resolve_intra_op_threads(config, ctx.clock(), std::thread::hardware_concurrency()),
-            config.tf32);
+            config.bf16_products ? ProductInputs::bf16
+            : config.tf32        ? ProductInputs::tf32
+                                 : ProductInputs::fp32);
 #if PD_HAVE_CUDA_TOOLKIT
     return make_cuda_run_backend(config, ctx);
 #else

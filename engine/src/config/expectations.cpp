@@ -171,6 +171,22 @@ std::vector<MetricDef> build_metrics() {
             [m](const RunEvidence& e) {
                 return state_quantization_error(e.result.trace.steps, m);
             }));
+    v.push_back(run_wide("products.input_error",
+                         "TF32 or bf16 product inputs (tf32, float32_matmul_precision): relative "
+                         "RMS error of every product's rounded inputs against their fp32 values, "
+                         "mean over the steps; 0 where products take fp32 inputs",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             double sum = 0;
+                             int n = 0;
+                             for (const StepRecord& s : e.result.trace.steps)
+                                 if (s.product_input_error >= 0) {
+                                     sum += s.product_input_error;
+                                     ++n;
+                                 }
+                             if (n > 0) return sum / n;
+                             if (e.config.tf32 || e.config.bf16_products) return std::nullopt;
+                             return 0.0;
+                         }));
     // FP8 (fp8 hybrid or e4m3): device 0's casts (fp8_run_summary).
     const auto fp8 = [](double (*read)(const Fp8RunSummary&)) {
         return [read](const RunEvidence& e) -> std::optional<double> {

@@ -631,6 +631,22 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         fail("tf32",
              "the CPU backend rounds the MLP's products to TF32; the transformer's attention "
              "kernels have no TF32 rounding yet");
+    if (c.bf16_products) {
+        if (c.tf32)
+            fail("float32_matmul_precision",
+                 "'medium' rounds products' inputs to bf16 and tf32 to TF32: choose one");
+        if (c.backend != BackendKind::cpu)
+            fail("float32_matmul_precision",
+                 "'medium' is emulated on the CPU backend only (bf16 product inputs)");
+        if (c.model == ModelKind::transformer)
+            fail("float32_matmul_precision",
+                 "'medium': the CPU backend rounds the MLP's products; the transformer's "
+                 "attention kernels have no bf16 input rounding yet");
+        if (c.precision != Precision::fp32)
+            fail("float32_matmul_precision",
+                 "'medium' rounds float32 products; under '" + std::string(name_of(c.precision)) +
+                     "' their inputs are 16-bit already");
+    }
     if (c.tf32 && c.precision != Precision::fp32)
         fail("tf32", "rounds float32 products; under '" + std::string(name_of(c.precision)) +
                          "' their inputs are 16-bit already");
@@ -663,7 +679,9 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                             "scaling; got fp16-mixed)");
         if (c.recompute != RecomputeMode::none)
             fail("fp8", fp8 + "with recomputation is not built yet (recompute none)");
-        if (c.tf32) fail("fp8", fp8 + "and tf32 both round the products' inputs: choose one");
+        if (c.tf32 || c.bf16_products)
+            fail("fp8", fp8 + "and tf32 (or float32_matmul_precision) both round the products' "
+                              "inputs: choose one");
         if (c.accumulate > 1)
             fail("fp8", fp8 + "with gradient accumulation is not built yet (accumulate 1)");
     }

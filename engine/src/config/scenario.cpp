@@ -366,7 +366,14 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.backend = *kind;
         } else if (key == "tf32")
             c.tf32 = r.boolean();
-        else if (key == "fp8") {
+        else if (key == "float32_matmul_precision") {
+            const std::string name = r.text();
+            if (name != "highest" && name != "high" && name != "medium")
+                r.fail("unknown float32 matmul precision '" + name +
+                       "' (available: highest, high, medium)");
+            c.tf32 = name == "high";  // as allow_tf32 = True
+            c.bf16_products = name == "medium";
+        } else if (key == "fp8") {
             const std::string name = r.text();
             if (name != "off" && name != "hybrid" && name != "e4m3")
                 r.fail("unknown FP8 format '" + name + "' (available: off, hybrid, e4m3)");
@@ -406,7 +413,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "powersgd_start_iter, powersgd_error_feedback, powersgd_warm_start, "
                 "powersgd_min_compression_rate, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32, fp8, fp8_amax_history_len, fp8_amax_compute_algo, "
+                "pp, tp, backend, tf32, float32_matmul_precision, fp8, fp8_amax_history_len, fp8_amax_compute_algo, "
                 "fp8_margin, native_collectives, repeats, expect)");
     }
 }
@@ -481,6 +488,7 @@ std::string scenario_json(const RunConfig& c) {
         j["straggler"] = {{"device", c.straggler.device}, {"slowdown", c.straggler.slowdown}};
     j["backend"] = std::string(name_of(c.backend));
     if (c.tf32) j["tf32"] = true;
+    if (c.bf16_products) j["float32_matmul_precision"] = "medium";
     if (c.fp8.enabled()) {
         j["fp8"] = std::string(name_of(c.fp8.format));
         j["fp8_amax_history_len"] = c.fp8.amax_history_len;

@@ -28,7 +28,8 @@ constexpr std::size_t kAddGrain = 128 * 1024;
 
 class CpuOps final : public DeviceOps {
   public:
-    explicit CpuOps(int threads, bool tf32 = false) : pool_(threads), tf32_(tf32) {
+    explicit CpuOps(int threads, ProductInputs inputs = ProductInputs::fp32)
+        : pool_(threads), inputs_(inputs) {
         cpu::init_blas_threads();
     }
 
@@ -75,27 +76,28 @@ class CpuOps final : public DeviceOps {
     }
     void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) override {
-        if (tf32_) {
-            a = tf32_copy(0, a, static_cast<std::size_t>(m) * k);
-            b = tf32_copy(1, b, static_cast<std::size_t>(k) * n);
+        if (inputs_ != ProductInputs::fp32) {
+            a = rounded_copy(0, a, static_cast<std::size_t>(m) * k);
+            b = rounded_copy(1, b, static_cast<std::size_t>(k) * n);
         }
         cpu::gemm(pool_, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
     }
     void linear_forward(const float* x, const float* w, const float* bias, int rows, int in,
                         int out, float* y) override {
-        if (tf32_) {
-            x = tf32_copy(0, x, static_cast<std::size_t>(rows) * in);
-            w = tf32_copy(1, w, static_cast<std::size_t>(in) * out);
+        if (inputs_ != ProductInputs::fp32) {
+            x = rounded_copy(0, x, static_cast<std::size_t>(rows) * in);
+            w = rounded_copy(1, w, static_cast<std::size_t>(in) * out);
         }
         cpu::linear_forward(pool_, x, w, bias, rows, in, out, y);
     }
     void linear_backward(const float* x, const float* w, const float* dy, int rows, int in, int out,
                          float* dw, float* dbias, float* dx, GradWrite write) override {
-        // Both products (dw = x^T dy, dx = dy w^T) take TF32 inputs; the bias gradient is a sum.
-        if (tf32_) {
+        // Both products (dw = x^T dy, dx = dy w^T) take rounded inputs; the bias gradient is a
+        // sum.
+        if (inputs_ != ProductInputs::fp32) {
             const bool add = write == GradWrite::add;
-            const float* xr = tf32_copy(0, x, static_cast<std::size_t>(rows) * in);
-            const float* dyr = tf32_copy(2, dy, static_cast<std::size_t>(rows) * out);
+            const float* xr = rounded_copy(0, x, static_cast<std::size_t>(rows) * in);
+            const float* dyr = rounded_copy(2, dy, static_cast<std::size_t>(rows) * out);
             cpu::gemm(pool_, true, false, in, out, rows, 1.0f, xr, dyr, add ? 1.0f : 0.0f, dw);
             // The bias gradient is a sum, not a product: the fp32 dy's column sums.
             for (int j = 0; j < out; ++j) {
@@ -105,7 +107,7 @@ class CpuOps final : public DeviceOps {
             }
             if (dx)
                 cpu::gemm(pool_, false, true, rows, in, out, 1.0f, dyr,
-                          tf32_copy(1, w, static_cast<std::size_t>(in) * out), 0.0f, dx);
+                          rounded_copy(1, w, static_cast<std::size_t>(in) * out), 0.0f, dx);
             return;
         }
         cpu::linear_backward(pool_, x, w, dy, rows, in, out, dw, dbias, dx,
@@ -248,6 +250,11 @@ class CpuOps final : public DeviceOps {
         }
         return check;
     }
+    double take_product_input_error() override {
+        const double e = value_squares_ > 0 ? std::sqrt(error_squares_ / value_squares_) : -1.0;
+        error_squares_ = value_squares_ = 0;
+        return e;
+    }
     void scale(float* data, std::size_t count, float factor) override {
         pool_.parallel_for(count, kAddGrain, [&](std::size_t lo, std::size_t hi) {
             for (std::size_t i = lo; i < hi; ++i) data[i] *= factor;
@@ -261,22 +268,35 @@ class CpuOps final : public DeviceOps {
     void wait_event(const DeviceEvent&) override {}
 
   private:
-    // An operand rounded to TF32 in scratch slot `slot` (one per operand of a call; each
-    // stream's calls are ordered, and a device's two streams never run products at once).
-    const float* tf32_copy(int slot, const float* src, std::size_t count) {
-        std::vector<float>& dst = tf32_scratch_[static_cast<std::size_t>(slot)];
+    // An operand rounded to the product input type in scratch slot `slot` (one per operand of
+    // a call; each stream's calls are ordered, and a device's two streams never run products
+    // at once), its rounding error counted.
+    const float* rounded_copy(int slot, const float* src, std::size_t count) {
+        std::vector<float>& dst = scratch_[static_cast<std::size_t>(slot)];
         dst.resize(count);
-        for (std::size_t i = 0; i < count; ++i) dst[i] = round_to_tf32(src[i]);
+        const bool tf32 = inputs_ == ProductInputs::tf32;
+        double error = 0, value = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            const float x = src[i];
+            const float r = tf32 ? round_to_tf32(x) : round_to_bf16(x);
+            dst[i] = r;
+            const double e = static_cast<double>(x) - r;
+            error += e * e;
+            value += static_cast<double>(x) * x;
+        }
+        error_squares_ += error;
+        value_squares_ += value;
         return dst.data();
     }
     cpu::IntraOpPool pool_;
-    bool tf32_ = false;
-    std::array<std::vector<float>, 3> tf32_scratch_;
+    ProductInputs inputs_ = ProductInputs::fp32;
+    std::array<std::vector<float>, 3> scratch_;
+    double error_squares_ = 0, value_squares_ = 0;
 };
 
 class CpuDeviceBackend final : public DeviceBackend {
   public:
-    CpuDeviceBackend(int threads, bool tf32) : ops_(threads, tf32) {}
+    CpuDeviceBackend(int threads, ProductInputs inputs) : ops_(threads, inputs) {}
     std::string name() const override { return "cpu"; }
     DeviceOps& ops() override { return ops_; }
     std::unique_ptr<StreamBackend> make_stream() override { return nullptr; }
@@ -292,8 +312,9 @@ DeviceOps& shared_cpu_ops() {
     return ops;
 }
 
-std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads, bool tf32) {
-    return std::make_unique<CpuDeviceBackend>(intra_op_threads, tf32);
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads,
+                                                       ProductInputs inputs) {
+    return std::make_unique<CpuDeviceBackend>(intra_op_threads, inputs);
 }
 
 }  // namespace pd

@@ -321,6 +321,11 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
             "every matrix product's two inputs rounded to TF32 (fp32 with 10 of its 23 mantissa "
             "bits, to nearest even) before the product, which sums in fp32; bias gradients are "
             "sums of the fp32 output gradient";
+    if (config.bf16_products && config.backend == BackendKind::cpu)
+        precision["bf16_products"] =
+            "torch.set_float32_matmul_precision('medium'): every matrix product's two inputs "
+            "rounded to bf16 (to nearest even) before the product, which sums in fp32; bias "
+            "gradients are sums of the fp32 output gradient";
     if (config.fp8.enabled())
         precision["fp8"] = {
             {"format", std::string(name_of(config.fp8.format))},

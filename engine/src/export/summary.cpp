@@ -96,6 +96,7 @@ std::string summary_json(const RunConfig& config, const RunResult& result,
             }
             if (r.state_error_m >= 0) step["state_error_m"] = r.state_error_m;
             if (r.state_error_v >= 0) step["state_error_v"] = r.state_error_v;
+            if (r.product_input_error >= 0) step["product_input_error"] = r.product_input_error;
             if (r.fp8_max_scale > 0) {  // device 0's FP8 casts
                 auto casts = [](const Fp8CastSummary& c) {
                     return json{{"nonzero", c.nonzero},

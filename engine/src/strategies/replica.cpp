@@ -13,6 +13,8 @@ Replica::Replica(RunEnvironment& env, Device& device)
                 env.routing_of(device.id())),
       loss_(device.ops()),
       checks_gradients_(env.config.precision != Precision::fp32 || env.config.clip_grad_norm > 0),
+      rounds_products_(env.config.backend == BackendKind::cpu &&
+                       (env.config.tf32 || env.config.bf16_products)),
       optimizer_(env.optimizer) {
     if (optimizer_.kind == OptimizerKind::adamw8bit) {
         quant_errors_.resize(optimizer_.tensors.size());
@@ -110,6 +112,11 @@ void Replica::enqueue_forward_backward(int step, int micro, int first, int rows,
                            activation_ = executor_.backward(
                                unit, params_.data() + begin, grads, std::move(activation_),
                                saved_[static_cast<std::size_t>(unit)], write);
+                           // TF32 or bf16 product inputs: this step's rounding, measured.
+                           if (unit == 0 && rounds_products_) {
+                               const double e = device_.ops().take_product_input_error();
+                               if (zero_grads || e >= 0) product_input_error_ = e;
+                           }
                            if (fp8_ && unit == 0) {  // the backward tensors', after backward
                                fp8_->update(false);
                                if (zero_grads) fp8_step_ = {};  // a step's first micro-step
@@ -205,7 +212,9 @@ bool Replica::numerics(StepRecord& record) const {
         record.fp8_min_scale = fp8_step_.min_scale;
         record.fp8_max_scale = fp8_step_.max_scale;
     }
-    if (!checks_gradients_) return !quant_errors_.empty() || fp8_.has_value();
+    record.product_input_error = product_input_error_;
+    if (!checks_gradients_)
+        return !quant_errors_.empty() || fp8_.has_value() || rounds_products_;
     record.loss_scale = numerics_.loss_scale;
     record.skipped = numerics_.skipped;
     record.grad_norm = numerics_.grad_norm;

@@ -52,6 +52,8 @@ class Replica {
     Buffer activation_;  // the residual stream between units (or its gradient in backward)
     DeviceScalar loss_;  // the step's summed loss, on the device
     bool checks_gradients_;
+    bool rounds_products_;               // TF32 or bf16 product inputs (CPU)
+    double product_input_error_ = -1.0;  // their rounding this step
     // The run's optimizer settings, with this replica's own quantisation-error slots
     // (adamw8bit).
     OptimizerSettings optimizer_;
