@@ -51,11 +51,12 @@ QString run_title(const pd::RunConfig& config) {
     if (config.strategy == pd::StrategyKind::cp && config.cp_ulysses)
         parts << QStringLiteral("Ulysses all-to-alls");
     if (config.tf32) parts << QStringLiteral("TF32 products");
-    if (config.bf16_products) parts << QStringLiteral("bf16 product inputs (matmul precision medium)");
+    if (config.bf16_products)
+        parts << QStringLiteral("bf16 product inputs (matmul precision medium)");
     if (config.fp8.enabled())
         parts << QStringLiteral("FP8 %1 (amax history %2, %3)")
                      .arg(config.fp8.format == pd::Fp8Format::hybrid ? QStringLiteral("HYBRID")
-                                                                      : QStringLiteral("E4M3"))
+                                                                     : QStringLiteral("E4M3"))
                      .arg(config.fp8.amax_history_len)
                      .arg(qs(pd::name_of(config.fp8.amax_compute_algo)));
     if (config.comm_hook != pd::DType::fp32)
@@ -462,11 +463,13 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
     // FP8: what the blocks' casts did, measured at every cast.
     if (const auto f = pd::fp8_run_summary(result.trace.steps)) {
         const QString grad = config.fp8.format == pd::Fp8Format::hybrid ? QStringLiteral("E5M2")
-                                                                          : QStringLiteral("E4M3");
-        QString text = QStringLiteral("error %1 forward (E4M3)").arg(percent_text(f->forward_error));
+                                                                        : QStringLiteral("E4M3");
+        QString text =
+            QStringLiteral("error %1 forward (E4M3)").arg(percent_text(f->forward_error));
         if (f->first_flushed >= 0)
-            text += QStringLiteral(" · gradients (%1): error %2 in the last step; flushed to 0: "
-                                   "%3 before any history, %4 in the last step")
+            text += QStringLiteral(
+                        " · gradients (%1): error %2 in the last step; flushed to 0: "
+                        "%3 before any history, %4 in the last step")
                         .arg(grad, percent_text(f->last_gradient_error),
                              percent_text(f->first_flushed), percent_text(f->last_flushed));
         text += QStringLiteral(" · %1 saturated · scales ×%2 apart")
@@ -477,7 +480,8 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
              QStringLiteral("Device 0's casts of the blocks' product operands: relative RMS error "
                             "||x·s − fp8(x·s)|| / ||x·s|| (forward: mean over the steps); "
                             "gradient values not zero that became zero, in the first step with "
-                            "any (scale 1: no amax history yet) and in the last; values clamped at the largest FP8 number; the "
+                            "any (scale 1: no amax history yet) and in the last; values clamped at "
+                            "the largest FP8 number; the "
                             "last step's largest per-tensor scale over its smallest")});
     }
     if (!m.staleness_histogram.empty()) {

@@ -40,8 +40,7 @@ Unit unit_of(std::string_view m) {
     if (m == "straggler.last_fraction" || m == "grad.zero_fraction" ||
         m == "params.unchanged_fraction" || m == "mfu" || m == "hfu" ||
         starts(m, "optimizer.state_error_") ||
-        (starts(m, "fp8.") && m != "fp8.saturated" && m != "fp8.scale_spread") ||
-        m == "products.input_error")
+        (starts(m, "fp8.") && m != "fp8.saturated" && m != "fp8.scale_spread"))
         return Unit::fraction;
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
@@ -116,7 +115,7 @@ std::string metric_words(std::string_view m) {
         {"grad.clipped_steps", "Steps whose gradient norm was clipped"},
         {"optimizer.state_error_m", "8-bit Adam: error of the stored first moment"},
         {"optimizer.state_error_v", "8-bit Adam: error of the stored second moment"},
-        {"products.input_error", "Rounding error of the matrix products' inputs"},
+        {"products.input_error", "Relative rounding error of the matrix products' inputs"},
         {"fp8.forward.relative_error", "FP8: error of the forward casts"},
         {"fp8.gradients.relative_error.last", "FP8: error of the gradient casts, last step"},
         {"fp8.gradients.flushed_fraction.first",

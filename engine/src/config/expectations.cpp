@@ -212,11 +212,9 @@ std::vector<MetricDef> build_metrics() {
                          "FP8: share of the output-gradient values flushed to zero in the last "
                          "step (scales from the amax history)",
                          fp8([](const Fp8RunSummary& s) { return s.last_flushed; })));
-    v.push_back(run_wide("fp8.saturated",
-                         "FP8: values past the encoding's largest, clamped to it, over the run",
-                         fp8([](const Fp8RunSummary& s) {
-                             return static_cast<double>(s.saturated);
-                         })));
+    v.push_back(run_wide(
+        "fp8.saturated", "FP8: values past the encoding's largest, clamped to it, over the run",
+        fp8([](const Fp8RunSummary& s) { return static_cast<double>(s.saturated); })));
     v.push_back(run_wide("fp8.scale_spread",
                          "FP8: the last step's largest per-tensor scale over its smallest",
                          fp8([](const Fp8RunSummary& s) { return s.scale_spread; })));

@@ -643,9 +643,9 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                  "'medium': the CPU backend rounds the MLP's products; the transformer's "
                  "attention kernels have no bf16 input rounding yet");
         if (c.precision != Precision::fp32)
-            fail("float32_matmul_precision",
-                 "'medium' rounds float32 products; under '" + std::string(name_of(c.precision)) +
-                     "' their inputs are 16-bit already");
+            fail("float32_matmul_precision", "'medium' rounds float32 products; under '" +
+                                                 std::string(name_of(c.precision)) +
+                                                 "' their inputs are 16-bit already");
     }
     if (c.tf32 && c.precision != Precision::fp32)
         fail("tf32", "rounds float32 products; under '" + std::string(name_of(c.precision)) +
@@ -680,8 +680,9 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         if (c.recompute != RecomputeMode::none)
             fail("fp8", fp8 + "with recomputation is not built yet (recompute none)");
         if (c.tf32 || c.bf16_products)
-            fail("fp8", fp8 + "and tf32 (or float32_matmul_precision) both round the products' "
-                              "inputs: choose one");
+            fail("fp8", fp8 +
+                            "and tf32 (or float32_matmul_precision) both round the products' "
+                            "inputs: choose one");
         if (c.accumulate > 1)
             fail("fp8", fp8 + "with gradient accumulation is not built yet (accumulate 1)");
     }

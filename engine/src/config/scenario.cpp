@@ -413,7 +413,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "powersgd_start_iter, powersgd_error_feedback, powersgd_warm_start, "
                 "powersgd_min_compression_rate, accumulate, "
                 "reduce_every_microstep, async, max_staleness, schedule, microbatches, chunks, dp, "
-                "pp, tp, backend, tf32, float32_matmul_precision, fp8, fp8_amax_history_len, fp8_amax_compute_algo, "
+                "pp, tp, backend, tf32, float32_matmul_precision, fp8, fp8_amax_history_len, "
+                "fp8_amax_compute_algo, "
                 "fp8_margin, native_collectives, repeats, expect)");
     }
 }

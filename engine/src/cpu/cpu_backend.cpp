@@ -312,8 +312,7 @@ DeviceOps& shared_cpu_ops() {
     return ops;
 }
 
-std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads,
-                                                       ProductInputs inputs) {
+std::unique_ptr<DeviceBackend> make_cpu_device_backend(int intra_op_threads, ProductInputs inputs) {
     return std::make_unique<CpuDeviceBackend>(intra_op_threads, inputs);
 }
 

@@ -213,8 +213,7 @@ bool Replica::numerics(StepRecord& record) const {
         record.fp8_max_scale = fp8_step_.max_scale;
     }
     record.product_input_error = product_input_error_;
-    if (!checks_gradients_)
-        return !quant_errors_.empty() || fp8_.has_value() || rounds_products_;
+    if (!checks_gradients_) return !quant_errors_.empty() || fp8_.has_value() || rounds_products_;
     record.loss_scale = numerics_.loss_scale;
     record.skipped = numerics_.skipped;
     record.grad_norm = numerics_.grad_norm;
