@@ -71,7 +71,7 @@ constexpr std::pair<const char*, const char*> kStrategyNames[] = {
     {"zero2", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-2: + gradients sharded")},
     {"zero3", QT_TRANSLATE_NOOP("WhatIfPanel", "ZeRO-3 / FSDP: + parameters sharded")},
     {"hybrid", QT_TRANSLATE_NOOP("WhatIfPanel", "Hybrid mesh (dp × pp × tp)")},
-    {"cp", QT_TRANSLATE_NOOP("WhatIfPanel", "Context parallel (ring attention)")},
+    {"cp", QT_TRANSLATE_NOOP("WhatIfPanel", "Context parallel (sequence shards)")},
     {"ep", QT_TRANSLATE_NOOP("WhatIfPanel", "Expert parallel (MoE, all-to-all)")},
 };
 

@@ -1241,28 +1241,57 @@ Expectations parse_expectations(std::string_view json_text, std::string_view ori
     return x;
 }
 
+namespace {
+
+// A comparison run's config with its compare_with keys applied, not yet validated.
+struct Variant {
+    RunConfig config;
+    ConfigSources sources;
+    std::string where;  // "ORIGIN (compare_with {...})"
+};
+
+Variant apply_variant(const RunConfig& base, const Expectations& x, std::size_t i,
+                      std::string_view origin) {
+    Variant v{base, {}, std::string(origin) + " (compare_with " + x.variants.at(i) + ")"};
+    apply_scenario_json(x.variants.at(i), v.where, v.config, v.sources);
+    return v;
+}
+
+// The setting a BadInput names, as a scenario key: "--cp-algorithm" and "scenario key
+// 'cp_algorithm' in ..." both name cp_algorithm.
+std::string as_scenario_key(std::string key) {
+    if (key.rfind("--", 0) == 0) {
+        key = key.substr(2);
+        for (char& ch : key)
+            if (ch == '-') ch = '_';
+    } else if (const auto q = key.find('\''); q != std::string::npos) {
+        key = key.substr(q + 1, key.find('\'', q + 1) - q - 1);
+    }
+    return key;
+}
+
+// What a BadInput says, without the setting it names.
+std::string reason_of(const BadInput& e) {
+    const std::string what = e.what();
+    const auto colon = what.find(": ");
+    return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+}  // namespace
+
 RunConfig variant_config(const RunConfig& base, const Expectations& x, std::size_t i,
                          std::string_view origin) {
-    RunConfig c = base;
-    ConfigSources sources;
-    const std::string where = std::string(origin) + " (compare_with " + x.variants.at(i) + ")";
-    apply_scenario_json(x.variants.at(i), where, c, sources);
+    Variant v = apply_variant(base, x, i, origin);
     try {
-        validate(c, sources);
+        validate(v.config, v.sources);
     } catch (const BadInput& e) {
         // A setting the comparison kept from the scenario: name it as a key of the scenario
         // in the comparison run, not as a command-line flag.
         if (e.key().rfind("--", 0) != 0) throw;
-        std::string key = e.key().substr(2);
-        for (char& ch : key)
-            if (ch == '-') ch = '_';
-        const std::string what = e.what();
-        const auto colon = what.find(": ");
-        throw BadInput("scenario key '" + key + "' in " + where,
-                       colon == std::string::npos ? what : what.substr(colon + 2), __FILE__,
-                       __LINE__);
+        throw BadInput("scenario key '" + as_scenario_key(e.key()) + "' in " + v.where,
+                       reason_of(e), __FILE__, __LINE__);
     }
-    return c;
+    return v.config;
 }
 
 bool expects_refusal(const Expectations& x, std::size_t i) {
@@ -1273,25 +1302,11 @@ bool expects_refusal(const Expectations& x, std::size_t i) {
 std::optional<Refusal> variant_refusal(const RunConfig& base, const Expectations& x, std::size_t i,
                                        std::string_view origin) {
     if (!expects_refusal(x, i)) return std::nullopt;
-    RunConfig c = base;
-    ConfigSources sources;
-    apply_scenario_json(x.variants.at(i), std::string(origin), c, sources);
+    Variant v = apply_variant(base, x, i, origin);
     try {
-        validate(c, sources);
+        validate(v.config, v.sources);
     } catch (const BadInput& e) {
-        // The setting as a scenario key: "--cp-algorithm" or "scenario key 'cp_algorithm' in
-        // ..." both name cp_algorithm.
-        std::string key = e.key();
-        if (key.rfind("--", 0) == 0) {
-            key = key.substr(2);
-            for (char& ch : key)
-                if (ch == '-') ch = '_';
-        } else if (const auto q = key.find('\''); q != std::string::npos) {
-            key = key.substr(q + 1, key.find('\'', q + 1) - q - 1);
-        }
-        const std::string what = e.what();
-        const auto colon = what.find(": ");
-        return Refusal{key, colon == std::string::npos ? what : what.substr(colon + 2)};
+        return Refusal{as_scenario_key(e.key()), reason_of(e)};
     }
     return std::nullopt;
 }

@@ -1,7 +1,8 @@
 #include "strategies/ulysses_exchange.h"
 
-#include <stdexcept>
 #include <utility>
+
+#include "pd/error.h"
 
 namespace pd {
 
@@ -21,11 +22,14 @@ UlyssesExchange::UlyssesExchange(int samples, int seq_len, int width,
     : samples_(samples), seq_len_(seq_len), width_(width), positions_(std::move(positions)) {
     const int p = members();
     if (p < 1 || width % p != 0 || seq_len % p != 0)
-        throw std::invalid_argument("Ulysses: width and seq_len must divide by the ring's devices");
+        // validate() refuses these first (naming cp_algorithm and heads); reaching here is a
+        // bug, reported where it happened.
+        throw Error("Ulysses: width and seq_len must divide by the ring's devices", __FILE__,
+                    __LINE__);
     group_width_ = width / p;
     for (const auto& pos : positions_)
         if (static_cast<int>(pos.size()) != seq_len / p)
-            throw std::invalid_argument("Ulysses: every device holds seq_len / devices tokens");
+            throw Error("Ulysses: every device holds seq_len / devices tokens", __FILE__, __LINE__);
     rows_ = static_cast<std::size_t>(samples) * static_cast<std::size_t>(seq_len / p);
 }
 
