@@ -33,6 +33,7 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
     std::optional<std::string> reduce_dtype, fp8, fp8_amax_compute_algo, matmul_precision;
+    std::optional<std::string> offload_optimizer, host_capacity, pcie_speed;
     std::optional<int> fp8_amax_history_len, fp8_margin;
     std::optional<int> reshard_to;
     std::optional<double> powersgd_min_rate;
@@ -147,6 +148,15 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_flag("--no-master-weights", no_master_weights,
                  "bf16-mixed, fp16-mixed: no fp32 master copy; updates are rounded into the "
                  "16-bit weights");
+    app.add_option("--offload-optimizer", offload_optimizer,
+                   "zero1-3, CPU: ZeRO-Offload: none | cpu (optimizer state, fp32 parameter and "
+                   "gradient shards in host memory; the update runs on the host, PCIe copies "
+                   "each way)");
+    app.add_option("--host-capacity", host_capacity,
+                   "With --offload-optimizer cpu: each device's host memory budget (64GiB)");
+    app.add_option("--pcie-gbps", pcie_speed,
+                   "With --offload-optimizer cpu: host <-> device link speed (252 Gb/s, PCIe 4.0 "
+                   "x16)");
     app.add_option("--float32-matmul-precision", matmul_precision,
                    "fp32, MLP, CPU: torch.set_float32_matmul_precision: highest (fp32 product "
                    "inputs, the default) | high (TF32, as --tf32) | medium (bf16 inputs)");
@@ -413,6 +423,27 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         choose("--reduce-dtype", *reduce_dtype, {"bf16", "fp32"});
         c.fp32_reduce = *reduce_dtype == "fp32";
         src["reduce_dtype"] = "--reduce-dtype";
+    }
+    if (offload_optimizer) {
+        choose("--offload-optimizer", *offload_optimizer, {"none", "cpu"});
+        c.offload_optimizer = *offload_optimizer == "cpu";
+        src["offload_optimizer"] = "--offload-optimizer";
+    }
+    if (host_capacity) {
+        const auto bytes = parse_byte_size(*host_capacity);
+        if (!bytes)
+            throw BadInput("--host-capacity", "'" + *host_capacity + "' is not a size (e.g. 8GiB)",
+                           __FILE__, __LINE__);
+        c.host_capacity_bytes = *bytes;
+        src["host_capacity"] = "--host-capacity";
+    }
+    if (pcie_speed) {
+        const auto gbit = parse_link_speed_gbit(*pcie_speed);
+        if (!gbit)
+            throw BadInput("--pcie-gbps", "'" + *pcie_speed + "' is not a speed (e.g. 252)",
+                           __FILE__, __LINE__);
+        c.pcie.set_gbit_per_s(*gbit);
+        src["pcie_gbps"] = "--pcie-gbps";
     }
     if (matmul_precision) {
         choose("--float32-matmul-precision", *matmul_precision, {"highest", "high", "medium"});

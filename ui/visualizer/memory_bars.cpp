@@ -201,7 +201,9 @@ void MemoryBarsView::rebuild() {
     axis_x_ = new QBarCategoryAxis();
     QStringList names;
     // Short category names keep bars readable when two charts share the width.
-    for (int d = 0; d < n; ++d) names << QString::number(d);
+    const int devices = n - peak_.host_rows;  // host rows (ZeRO-Offload) come after
+    for (int d = 0; d < n; ++d)
+        names << (d < devices ? QString::number(d) : QStringLiteral("host %1").arg(d - devices));
     axis_x_->append(names);
     axis_x_->setTitleText(QStringLiteral("device"));
     c->addAxis(axis_x_, Qt::AlignBottom);

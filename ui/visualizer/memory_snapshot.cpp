@@ -51,6 +51,21 @@ MemorySnapshot peak_memory(const pd::RunResult& result, const pd::RunMetrics& me
             d < static_cast<int>(result.trace.capacity_bytes.size())
                 ? static_cast<double>(result.trace.capacity_bytes[static_cast<std::size_t>(d)])
                 : 0.0);
+    // Host memory (ZeRO-Offload): each device's share, each category's own peak.
+    const auto& host = result.trace.host_memory;
+    if (!host.empty()) {
+        const int h = static_cast<int>(result.trace.host_capacity_bytes.size());
+        s.host_rows = h;
+        s.bytes.resize(static_cast<std::size_t>(n + h));
+        for (const auto& m : host)
+            if (m.device >= 0 && m.device < h) {
+                double& v = s.bytes[static_cast<std::size_t>(n + m.device)]
+                                   [static_cast<std::size_t>(m.category)];
+                v = std::max(v, static_cast<double>(m.bytes));
+            }
+        for (std::size_t d = 0; d < static_cast<std::size_t>(h); ++d)
+            s.capacity.push_back(static_cast<double>(result.trace.host_capacity_bytes[d]));
+    }
     s.ooms = ooms_of(result, n);
     for (const auto& o : s.ooms) {
         // The peak of a run that died is what was live when the request failed.
@@ -82,6 +97,19 @@ MemoryTimeline::MemoryTimeline(const pd::RunResult& result) {
         capacity_.push_back(d < static_cast<int>(t.capacity_bytes.size())
                                 ? static_cast<double>(t.capacity_bytes[static_cast<std::size_t>(d)])
                                 : 0.0);
+    // Host memory (ZeRO-Offload): rows after the devices'.
+    const int h = t.host_memory.empty() ? 0 : static_cast<int>(t.host_capacity_bytes.size());
+    host_rows_ = h;
+    series_.resize(static_cast<std::size_t>(n + h));
+    for (const auto& m : t.host_memory) {
+        if (m.device < 0 || m.device >= h) continue;
+        series_[static_cast<std::size_t>(n + m.device)][static_cast<std::size_t>(m.category)]
+            .push_back({m.t_ns, static_cast<double>(m.bytes)});
+        end_ns_ = std::max(end_ns_, m.t_ns);
+    }
+    for (int d = 0; d < h; ++d)
+        capacity_.push_back(
+            static_cast<double>(t.host_capacity_bytes[static_cast<std::size_t>(d)]));
     for (const auto& e : t.events)
         if (e.kind == pd::EventKind::oom) end_ns_ = std::max(end_ns_, e.start_ns);
     ooms_ = ooms_of(result, n);
@@ -90,6 +118,7 @@ MemoryTimeline::MemoryTimeline(const pd::RunResult& result) {
 MemorySnapshot MemoryTimeline::at(std::int64_t t_ns) const {
     MemorySnapshot s;
     s.capacity = capacity_;
+    s.host_rows = host_rows_;
     s.bytes.resize(series_.size());
     for (std::size_t d = 0; d < series_.size(); ++d)
         for (std::size_t c = 0; c < pd::kMemoryCategoryCount; ++c) {

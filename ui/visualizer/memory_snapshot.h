@@ -15,6 +15,9 @@ namespace pd::vis {
 struct MemorySnapshot {
     std::vector<std::array<double, pd::kMemoryCategoryCount>> bytes;  // [device][category]
     std::vector<double> capacity;                                     // per device
+    // ZeRO-Offload: the last `host_rows` rows are devices 0, 1, ...'s shares of host memory,
+    // each a bar of its own beside the devices' (0: nothing offloaded).
+    int host_rows = 0;
     // The out-of-memory requests, one per device that ran out (RunResult::ooms, lowest device
     // first): each drawn on top of its device's bar, past capacity.
     std::vector<pd::OomInfo> ooms;
@@ -44,6 +47,7 @@ class MemoryTimeline {
     std::vector<double> capacity_;
     std::vector<pd::OomInfo> ooms_;
     std::int64_t end_ns_ = 0;
+    int host_rows_ = 0;
 };
 
 }  // namespace pd::vis

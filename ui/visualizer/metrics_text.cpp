@@ -537,15 +537,21 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
         if (tm.transfers == 0) continue;
         // On one node every transfer is inside it: the line is then what the devices sent.
         const bool one_node = nodes < 2 && !config.cluster.nvls;
-        static const char* const names[] = {"", "Inside nodes", "Between nodes", "Through NVLS",
-                                            "Through SHARP"};
-        out.push_back({one_node ? QStringLiteral("Bytes sent") : QString::fromLatin1(names[t]),
-                       QStringLiteral("%1 a step · transfers %2 a step (all devices)")
-                           .arg(bytes_text(tm.bytes_per_step))
-                           .arg(duration_text(tm.busy_s_per_step * 1e9)),
-                       QStringLiteral("Bytes that crossed this tier per figure step, all devices "
-                                      "together, and the time of those transfers on the "
-                                      "device clock summed over devices")});
+        static const char* const names[] = {"",
+                                            "Inside nodes",
+                                            "Between nodes",
+                                            "Through NVLS",
+                                            "Through SHARP",
+                                            "PCIe to and from host"};
+        const bool host = t == static_cast<int>(pd::LinkTier::host);
+        out.push_back(
+            {one_node && !host ? QStringLiteral("Bytes sent") : QString::fromLatin1(names[t]),
+             QStringLiteral("%1 a step · transfers %2 a step (all devices)")
+                 .arg(bytes_text(tm.bytes_per_step))
+                 .arg(duration_text(tm.busy_s_per_step * 1e9)),
+             QStringLiteral("Bytes that crossed this tier per figure step, all devices "
+                            "together, and the time of those transfers on the "
+                            "device clock summed over devices")});
     }
     if (config.allreduce_algorithm != pd::CollectiveAlgorithm::ring &&
         !m.cluster.allreduce_calls_per_step.empty()) {
@@ -582,6 +588,15 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                  .arg(bytes_text(measured), bytes_text(analytic)),
              QStringLiteral("Parameters + gradients + optimizer state beside the ZeRO paper's "
                             "formula for this strategy (fp32)")});
+        if (s.host_total() > 0)
+            out.push_back(
+                {QStringLiteral("Host memory (device 0)"),
+                 QStringLiteral("%1 measured · %2 analytic · optimizer state %3")
+                     .arg(bytes_text(static_cast<double>(s.host_total())),
+                          bytes_text(s.analytic_host),
+                          bytes_text(static_cast<double>(s.host_optimizer_state))),
+                 QStringLiteral("ZeRO-Offload: the device's optimizer state, its shard's "
+                                "parameters and its fp32 gradients, kept in host memory")});
     }
     if (!m.stage_activations.empty() &&
         m.stage_activations.front().analytic_activation_bytes >= 0) {

@@ -202,6 +202,7 @@ TimelineData::TimelineData(std::shared_ptr<const pd::RunResult> result,
         lanes_[static_cast<std::size_t>(e.device * pd::kStreamsPerDevice +
                                         static_cast<int>(e.stream))]
             .events.push_back(i);
+        if (e.stream == pd::StreamKind::host) has_host_lane_ = true;
         begin_ns_ = std::min(begin_ns_, e.start_ns);
         end_ns_ = std::max(end_ns_, e.end_ns);
         // Waits are tagged with the step they wait for but begin while the previous step

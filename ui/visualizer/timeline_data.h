@@ -86,6 +86,8 @@ class TimelineData {
     const pd::RunResult* result() const { return result_.get(); }
     const pd::Trace& trace() const;
     int devices() const { return devices_; }
+    // Whether any device's host stream has work (ZeRO-Offload): its lane is drawn then.
+    bool has_host_lane() const { return has_host_lane_; }
     // Lane of (device, stream): index device * kStreamsPerDevice + stream.
     const std::vector<TimelineLane>& lanes() const { return lanes_; }
     const TimelineLane& lane(int device, pd::StreamKind stream) const;
@@ -127,6 +129,7 @@ class TimelineData {
   private:
     std::shared_ptr<const pd::RunResult> result_;
     int devices_ = 0;
+    bool has_host_lane_ = false;
     std::vector<TimelineLane> lanes_;
     std::vector<std::pair<std::int64_t, std::int64_t>> steps_;  // (-1, -1) for a missing step
     std::vector<TimelineFlow> flows_;

@@ -198,6 +198,14 @@ TimelinePaintStats paint_lanes(const TimelineFrame& f) {
             p.drawText(QRectF(8, my, kLeftMargin - 14, l.comm_h), Qt::AlignRight | Qt::AlignVCenter,
                        QStringLiteral("comm"));
         p.fillRect(QRectF(f.plot_left, my, f.plot_right - f.plot_left, l.comm_h), f.pal.comm_lane);
+        if (l.host_h > 0) {
+            const double hy = l.host_top(d);
+            if (l.host_h >= 10)
+                p.drawText(QRectF(8, hy, kLeftMargin - 14, l.host_h),
+                           Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("host"));
+            p.fillRect(QRectF(f.plot_left, hy, f.plot_right - f.plot_left, l.host_h),
+                       f.pal.comm_lane);
+        }
     }
     p.restore();
     return {};
@@ -235,11 +243,13 @@ DrawnBoxes paint_event_boxes(const TimelineFrame& f) {
     p.save();
     p.setClipRect(rows_clip(f));
     for (int d = 0; d < data.devices(); ++d) {
-        for (pd::StreamKind s : {pd::StreamKind::compute, pd::StreamKind::comm}) {
+        for (pd::StreamKind s :
+             {pd::StreamKind::compute, pd::StreamKind::comm, pd::StreamKind::host}) {
+            if (s == pd::StreamKind::host && l.host_h <= 0) continue;
             const TimelineLane& lane = data.lane(d, s);
             const bool compute = s == pd::StreamKind::compute;
-            const double top = compute ? l.compute_top(d) : l.comm_top(d);
-            const double h = compute ? l.compute_h : l.comm_h;
+            const double top = l.top(d, s);
+            const double h = l.height(s);
             // Ring steps too narrow to read: each collective call is one box in two halves.
             const bool collapsed = collectives_collapsed(lane, m.ns_per_px);
             const std::vector<TimelineBox>& boxes = collapsed ? lane.collective_boxes : lane.boxes;

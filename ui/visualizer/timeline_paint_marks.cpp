@@ -198,14 +198,13 @@ TimelinePaintStats paint_highlight(const TimelineFrame& f) {
     const auto& e = events[static_cast<std::size_t>(i)];
     if (static_cast<double>(e.start_ns) > f.t_end) return {};
     const TimelineLayout& l = f.layout;
-    const bool compute = e.stream == pd::StreamKind::compute;
-    const double top = compute ? l.compute_top(e.device) : l.comm_top(e.device);
+    const double top = l.top(e.device, e.stream);
     const double x0 = f.x_of(static_cast<double>(e.start_ns));
     const double x1 = std::max(x0 + 2, f.x_of(std::min(static_cast<double>(e.end_ns), f.t_end)));
     f.p.save();
     f.p.setClipRect(marks_clip(f));
     f.p.setPen(QPen(f.pal.highlight, 2));
-    f.p.drawRect(QRectF(x0 - 1, top - 1, x1 - x0 + 2, (compute ? l.compute_h : l.comm_h) + 2));
+    f.p.drawRect(QRectF(x0 - 1, top - 1, x1 - x0 + 2, l.height(e.stream) + 2));
     f.p.restore();
     return {};
 }

@@ -62,9 +62,13 @@ TimelineLayout timeline_rows_layout(const TimelineScene& scene, const QSizeF& si
     const double per_device = (size.height() - l.rows_top - kBottomPad) / n;
     // Lanes grow with the space but keep their proportion: compute work is the story, the
     // comm lane beneath it is the supporting act.
-    l.compute_h = std::clamp((per_device - kRowGap) * 0.62, 10.0, 34.0);
-    l.comm_h = std::clamp((per_device - kRowGap) * 0.38, 7.0, 22.0);
-    l.row_h = l.compute_h + 1 + l.comm_h + kRowGap;
+    // A host lane (ZeRO-Offload's PCIe copies and CPU update) takes a share like comm's.
+    const bool host = scene.data.has_host_lane();
+    const double lanes = per_device - kRowGap - (host ? 1 : 0);
+    l.compute_h = std::clamp(lanes * (host ? 0.5 : 0.62), 10.0, 34.0);
+    l.comm_h = std::clamp(lanes * (host ? 0.25 : 0.38), 7.0, 22.0);
+    l.host_h = host ? l.comm_h : 0.0;
+    l.row_h = l.compute_h + 1 + l.comm_h + (host ? 1 + l.host_h : 0.0) + kRowGap;
     return l;
 }
 

@@ -122,9 +122,21 @@ struct TimelineLayout {
     double rows_top = 0;
     double compute_h = 26;
     double comm_h = 16;
+    double host_h = 0;  // 0: no host lane (nothing offloaded)
     double row_h = 52;
     double compute_top(int device) const { return rows_top + device * row_h; }
     double comm_top(int device) const { return compute_top(device) + compute_h + 1; }
+    double host_top(int device) const { return comm_top(device) + comm_h + 1; }
+    double top(int device, pd::StreamKind s) const {
+        return s == pd::StreamKind::compute ? compute_top(device)
+               : s == pd::StreamKind::comm  ? comm_top(device)
+                                            : host_top(device);
+    }
+    double height(pd::StreamKind s) const {
+        return s == pd::StreamKind::compute ? compute_h
+               : s == pd::StreamKind::comm  ? comm_h
+                                            : host_h;
+    }
 };
 
 double timeline_header_height(const TimelineScene& scene, double width, bool header, bool legend);

@@ -66,16 +66,17 @@ double TimelineView::layoutWidth() const {
 
 double TimelineView::preferredHeight(bool header, bool legend, std::optional<double> width) const {
     return timeline_header_height(scene(), width.value_or(layoutWidth()), header, legend) +
-           kRulerHeight + std::max(1, data_.devices()) * (26.0 + 1 + 16.0 + kRowGap) + kBottomPad;
+           kRulerHeight +
+           std::max(1, data_.devices()) *
+               (26.0 + 1 + 16.0 + (data_.has_host_lane() ? 1 + 16.0 : 0.0) + kRowGap) +
+           kBottomPad;
 }
 
 QRectF TimelineView::laneRect(int device, pd::StreamKind stream, const QSizeF& size, bool header,
                               bool legend) const {
     const TimelineLayout l = timeline_layout(scene(), size, header, legend);
-    const bool compute = stream == pd::StreamKind::compute;
-    return QRectF(kLeftMargin, compute ? l.compute_top(device) : l.comm_top(device),
-                  std::max(1.0, size.width() - kLeftMargin - kRightMargin),
-                  compute ? l.compute_h : l.comm_h);
+    return QRectF(kLeftMargin, l.top(device, stream),
+                  std::max(1.0, size.width() - kLeftMargin - kRightMargin), l.height(stream));
 }
 
 QSize TimelineView::sizeHint() const {
@@ -425,6 +426,9 @@ const TimelineLane* TimelineView::laneAt(const QPointF& pos) const {
     if (in_row < l.compute_h) return &data_.lane(device, pd::StreamKind::compute);
     if (in_row >= l.compute_h + 1 && in_row < l.compute_h + 1 + l.comm_h)
         return &data_.lane(device, pd::StreamKind::comm);
+    const double host_from = l.compute_h + 1 + l.comm_h + 1;
+    if (l.host_h > 0 && in_row >= host_from && in_row < host_from + l.host_h)
+        return &data_.lane(device, pd::StreamKind::host);
     return nullptr;
 }
 

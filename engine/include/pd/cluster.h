@@ -54,9 +54,10 @@ std::string_view name_of(InterNodeTransport t);
 
 // The tier a transfer crossed: a link inside a node, the inter-node fabric, or a reducing
 // switch (NVLS inside a node, SHARP across nodes). none: no transfer (a local copy).
-enum class LinkTier { none, intra_node, inter_node, nvls, sharp };
-inline constexpr int kLinkTierCount = 5;
-std::string_view name_of(LinkTier t);  // "intra-node", "inter-node", "nvls", "sharp"
+// host: a device's PCIe link to its host's memory (ZeRO-Offload's copies).
+enum class LinkTier { none, intra_node, inter_node, nvls, sharp, host };
+inline constexpr int kLinkTierCount = 6;
+std::string_view name_of(LinkTier t);  // "intra-node", "inter-node", "nvls", "sharp", "host"
 
 struct ClusterConfig {
     std::string preset;  // the named machine these figures came from (empty: set by hand)

@@ -52,6 +52,8 @@ class MemoryTracker {
                    DType dtype = DType::fp32) noexcept;
 
     std::size_t capacity() const { return capacity_; }
+    // A device's share of host memory (ZeRO-Offload): its out-of-memory errors say so.
+    void mark_as_host() { host_ = true; }
     std::size_t live(MemoryCategory category) const;
     std::size_t live_total() const;
     std::size_t peak(MemoryCategory category) const;
@@ -71,6 +73,7 @@ class MemoryTracker {
     void empty_cache_locked() noexcept;
 
     int device_;
+    bool host_ = false;  // a device's share of host memory (its OOM says so)
     std::size_t capacity_;
     const RunContext& ctx_;
     DeviceOps& ops_;
@@ -122,8 +125,10 @@ class Buffer {
 
 class Device {
   public:
+    // `host_capacity`: its share of host memory (what it offloads; 0: none).
     Device(int id, std::size_t capacity, RunContext& ctx);  // on the CPU backend
-    Device(int id, std::size_t capacity, RunContext& ctx, std::unique_ptr<DeviceBackend> backend);
+    Device(int id, std::size_t capacity, RunContext& ctx, std::unique_ptr<DeviceBackend> backend,
+           std::size_t host_capacity = 0);
     ~Device();
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
@@ -135,14 +140,25 @@ class Device {
     const MemoryTracker& memory() const { return memory_; }
     Stream& compute() { return *compute_; }
     Stream& comm() { return *comm_; }
-    Stream& stream(StreamKind kind) { return kind == StreamKind::compute ? *compute_ : *comm_; }
+    // The host's side of this device: PCIe copies and the CPU's optimizer step (ZeRO-Offload).
+    Stream& host() { return *host_; }
+    Stream& stream(StreamKind kind) {
+        return kind == StreamKind::compute ? *compute_ : kind == StreamKind::comm ? *comm_ : *host_;
+    }
+    // Host memory this device's offloaded state lives in (its own budget and bar).
+    MemoryTracker& host_memory() { return host_memory_; }
+    const MemoryTracker& host_memory() const { return host_memory_; }
+    // Finishes the work of every stream.
+    void synchronize();
 
   private:
     int id_;
     std::unique_ptr<DeviceBackend> backend_;  // outlives memory_ and the streams
     MemoryTracker memory_;
+    MemoryTracker host_memory_;
     std::unique_ptr<Stream> compute_;
     std::unique_ptr<Stream> comm_;
+    std::unique_ptr<Stream> host_;
 };
 
 }  // namespace pd

@@ -36,6 +36,7 @@ struct OomInfo {
     std::size_t live_bytes = 0;
     std::size_t capacity_bytes = 0;
     bool injected = false;  // a FaultPlan's planned failure, not a real shortage
+    bool host = false;      // the device's share of host memory (ZeRO-Offload), not its own
     std::string describe() const;
 };
 

@@ -21,6 +21,10 @@ struct ModelStateBytes {
     double total() const { return parameters + gradients + optimizer_state; }
 };
 std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config);
+// ZeRO-Offload (offload_optimizer cpu): what each device keeps in host memory (its shard's
+// parameters in the run's dtype, its gradients in fp32, its optimizer state; in zero1-3 the
+// shards divide by the devices); all zero without offload.
+std::vector<ModelStateBytes> analytic_host_state(const RunConfig& config);
 
 struct HostMemoryNeed {
     double initial_parameters = 0;  // the fp32 initial weights every strategy starts from

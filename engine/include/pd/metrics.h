@@ -161,6 +161,12 @@ struct ModelStateMetrics {
     int device = 0;
     std::size_t parameters = 0, gradients = 0, optimizer_state = 0;
     double analytic_parameters = 0, analytic_gradients = 0, analytic_optimizer_state = 0;
+    // ZeRO-Offload: what the device keeps in host memory, measured and analytic.
+    std::size_t host_parameters = 0, host_gradients = 0, host_optimizer_state = 0;
+    double analytic_host = 0;
+    std::size_t host_total() const {
+        return host_parameters + host_gradients + host_optimizer_state;
+    }
 };
 
 struct StageBoundary {

@@ -188,6 +188,17 @@ struct RunConfig {
     // the shards are bf16 with an fp32 master in the optimizer state (DeepSpeed's layout) and
     // gradients are reduced in bf16.
     bool fp32_reduce = false;
+    // zero1, zero2, zero3: ZeRO-Offload (DeepSpeed's offload_optimizer device "cpu"): each
+    // device's optimizer state, an fp32 copy of its parameter shard and its gradient shard
+    // live in host memory (host_capacity_bytes each, a budget of its own); every step the
+    // reduced gradient shard crosses PCIe to the host, the CPU runs the update there (on the
+    // device's host stream), and the updated shard crosses back before the all-gather.
+    bool offload_optimizer = false;
+    std::size_t host_capacity_bytes = std::size_t{64} << 30;
+    // Host <-> device: PCIe 4.0 x16 (16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s each way) by
+    // default; the device clock times every offload copy by it (scenario key pcie_gbps).
+    LinkModel pcie{2.0, 31.5};
+    bool offloads() const { return offload_optimizer; }
     // How all-reduces move their data (CPU backend; a CUDA run's library picks its own).
     CollectiveAlgorithm allreduce_algorithm = CollectiveAlgorithm::ring;
     Straggler straggler;

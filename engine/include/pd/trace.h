@@ -46,8 +46,10 @@ std::string_view name_of(EventKind k);
 bool is_compute(EventKind k);
 bool is_communication(EventKind k);
 
-enum class StreamKind : int { compute = 0, comm = 1 };
-inline constexpr int kStreamsPerDevice = 2;
+// host: the device's side of the host (ZeRO-Offload's PCIe copies and the optimizer step the
+// CPU runs for it); a run that offloads nothing leaves it empty.
+enum class StreamKind : int { compute = 0, comm = 1, host = 2 };
+inline constexpr int kStreamsPerDevice = 3;
 std::string_view name_of(StreamKind s);
 
 enum class CollectivePhase { none, reduce_scatter, all_gather };
@@ -183,7 +185,8 @@ struct Trace {
     LinkModel link;
     ClusterConfig cluster;  // nodes, NICs and tiers (one node by default)
     int devices = 0;
-    std::vector<std::size_t> capacity_bytes;  // per device
+    std::vector<std::size_t> capacity_bytes;       // per device
+    std::vector<std::size_t> host_capacity_bytes;  // per device: its share of host memory
     std::vector<std::string>
         device_names;  // "device 0 (cpu)", "device 1 (cuda:0 NVIDIA H200, ...)"
     BackendKind backend = BackendKind::cpu;
@@ -195,6 +198,9 @@ struct Trace {
     std::vector<std::size_t> peak_reserved_bytes;
     std::vector<TraceEvent> events;    // sorted by device, stream, start
     std::vector<MemorySample> memory;  // sorted by time
+    // Each device's share of host memory (ZeRO-Offload), apart from the device's own: sorted
+    // by time, empty where nothing was offloaded.
+    std::vector<MemorySample> host_memory;
     std::vector<CollectiveRecord> collectives;
     std::vector<StepRecord> steps;
     std::vector<GradientUpdate> gradient_updates;  // ps only

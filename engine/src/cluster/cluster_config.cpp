@@ -56,6 +56,8 @@ std::string_view name_of(LinkTier t) {
             return "nvls";
         case LinkTier::sharp:
             return "sharp";
+        case LinkTier::host:
+            return "host";
     }
     return "?";
 }

@@ -167,6 +167,8 @@ const char* Topology::transport_name(LinkTier tier) const {
             return "NVLS";
         case LinkTier::sharp:
             return "CollNet/SHARP";
+        case LinkTier::host:
+            return "PCIe to host";
         case LinkTier::none:
             return "local";
     }

@@ -45,7 +45,7 @@ Unit unit_of(std::string_view m) {
     if (m == "bubble" || starts(m, "bubble.") || m == "busy_fraction" ||
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
         return Unit::fraction;
-    if (starts(m, "peak.") || m == "capacity" || starts(m, "model_state.") ||
+    if (starts(m, "peak.") || m == "capacity" || starts(m, "model_state.") || starts(m, "host.") ||
         m == "activations.analytic" || starts(m, "comm_bytes_per_step."))
         return Unit::bytes;
     return Unit::number;
@@ -117,6 +117,9 @@ std::string metric_words(std::string_view m) {
         {"optimizer.state_error_v", "8-bit Adam: error of the stored second moment"},
         {"products.input_error", "Relative rounding error of the matrix products' inputs"},
         {"fp8.forward.relative_error", "FP8: error of the forward casts"},
+        {"host.optimizer_state", "Optimizer state kept in host memory"},
+        {"host.total", "Bytes kept in host memory"},
+        {"host.analytic", "Analytic bytes in host memory"},
         {"fp8.gradients.relative_error.last", "FP8: error of the gradient casts, last step"},
         {"fp8.gradients.flushed_fraction.first",
          "FP8: gradients flushed to zero before any amax history"},

@@ -369,8 +369,8 @@ std::vector<MetricDef> build_metrics() {
             }));
     }
     // The cluster: traffic and transfer time per link tier, algorithms, the straggler.
-    for (LinkTier tier :
-         {LinkTier::intra_node, LinkTier::inter_node, LinkTier::nvls, LinkTier::sharp}) {
+    for (LinkTier tier : {LinkTier::intra_node, LinkTier::inter_node, LinkTier::nvls,
+                          LinkTier::sharp, LinkTier::host}) {
         std::string t(name_of(tier));
         std::replace(t.begin(), t.end(), '-', '_');
         const auto i = static_cast<std::size_t>(tier);
@@ -508,6 +508,17 @@ std::vector<MetricDef> build_metrics() {
     v.push_back(
         per_model_state("model_state.optimizer_state", "optimizer-state bytes at the end",
                         [](const ModelStateMetrics& s) { return double(s.optimizer_state); }));
+    v.push_back(per_model_state(
+        "host.optimizer_state",
+        "ZeRO-Offload: optimizer-state bytes the device keeps in host memory at the end",
+        [](const ModelStateMetrics& s) { return double(s.host_optimizer_state); }));
+    v.push_back(per_model_state(
+        "host.total",
+        "ZeRO-Offload: bytes the device keeps in host memory at the end (optimizer state, its "
+        "shard's parameters and fp32 gradients)",
+        [](const ModelStateMetrics& s) { return double(s.host_total()); }));
+    v.push_back(per_model_state("host.analytic", "ZeRO-Offload: the analytic bytes of host.total",
+                                [](const ModelStateMetrics& s) { return s.analytic_host; }));
     v.push_back(per_model_state("model_state.analytic_parameters",
                                 "the strategy's analytic parameter bytes",
                                 [](const ModelStateMetrics& s) { return s.analytic_parameters; }));

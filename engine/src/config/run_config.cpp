@@ -237,6 +237,10 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "heads" || key == "seq_len") return c.model == ModelKind::transformer;
     if (key == "fp8_amax_history_len" || key == "fp8_amax_compute_algo" || key == "fp8_margin")
         return c.fp8.enabled();
+    if (key == "offload_optimizer")
+        return c.strategy == StrategyKind::zero1 || c.strategy == StrategyKind::zero2 ||
+               c.strategy == StrategyKind::zero3;
+    if (key == "host_capacity" || key == "pcie_gbps") return c.offloads();
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return c.precision == Precision::fp16_mixed;
     if (key == "clip_grad_norm")
@@ -275,6 +279,9 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "heads" || key == "seq_len") return "model 'transformer'";
     if (key == "fp8_amax_history_len" || key == "fp8_amax_compute_algo" || key == "fp8_margin")
         return "FP8 runs (fp8 hybrid or e4m3)";
+    if (key == "offload_optimizer") return "strategies zero1, zero2 and zero3";
+    if (key == "host_capacity" || key == "pcie_gbps")
+        return "runs that offload (offload_optimizer cpu)";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
     if (key == "clip_grad_norm") return "strategies single and dp";
@@ -686,6 +693,21 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         if (c.accumulate > 1)
             fail("fp8", fp8 + "with gradient accumulation is not built yet (accumulate 1)");
     }
+    if (c.offload_optimizer) {
+        if (c.backend != BackendKind::cpu)
+            fail("offload_optimizer",
+                 "'cpu' runs on the CPU backend only so far (its PCIe copies from a GPU are not "
+                 "built yet)");
+        if (c.quantized_gradients || c.hybrid_shard || c.fp32_reduce)
+            fail("offload_optimizer",
+                 "'cpu' with qgZ, hybrid sharding or reduce_dtype fp32 is not built yet");
+        if (c.optimizer == OptimizerKind::lamb || c.optimizer == OptimizerKind::adamw8bit)
+            fail("offload_optimizer", "'cpu' runs SGD and AdamW (DeepSpeedCPUAdam's), not '" +
+                                          std::string(name_of(c.optimizer)) + "'");
+        if (c.host_capacity_bytes == 0) fail("host_capacity", "must be more than 0 bytes");
+    }
+    if (!(c.pcie.bytes_per_ns > 0) || !std::isfinite(c.pcie.bytes_per_ns))
+        fail("pcie_gbps", "must be more than 0 Gb/s");
     if (c.fp8.amax_history_len < 1 || c.fp8.amax_history_len > 65536)
         fail("fp8_amax_history_len", "must be from 1 to 65536 (TE's default 1024; got " +
                                          std::to_string(c.fp8.amax_history_len) + ")");

@@ -152,6 +152,10 @@ void write_chrome_trace(std::ostream& out, const Trace& trace) {
     JsonOut j(out);
     bool first_event = true;
     j.raw("{\"traceEvents\":[");
+    // The host stream is named only where a run used it (ZeRO-Offload).
+    const bool host_used =
+        std::any_of(trace.events.begin(), trace.events.end(),
+                    [](const TraceEvent& e) { return e.stream == StreamKind::host; });
     for (int d = 0; d < trace.devices; ++d) {
         const std::string name = d < static_cast<int>(trace.device_names.size())
                                      ? trace.device_names[static_cast<std::size_t>(d)]
@@ -164,7 +168,8 @@ void write_chrome_trace(std::ostream& out, const Trace& trace) {
         j.raw(",\"args\":{\"sort_index\":");
         j.integer(d);
         j.raw("}}");
-        for (StreamKind s : {StreamKind::compute, StreamKind::comm}) {
+        for (StreamKind s : {StreamKind::compute, StreamKind::comm, StreamKind::host}) {
+            if (s == StreamKind::host && !host_used) continue;
             begin_event(j, first_event, "M", "thread_name", d, static_cast<int>(s));
             j.raw(",\"args\":{\"name\":");
             j.string(name_of(s));

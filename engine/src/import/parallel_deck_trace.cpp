@@ -80,7 +80,9 @@ RankTrace read_parallel_deck_trace(const RawTraceFile& f) {
             if (!kind) continue;  // a slice of someone else's: not ours to read
             TraceEvent te;
             te.device = device_of(e);
-            te.stream = f.str(e.tid) == "1" ? StreamKind::comm : StreamKind::compute;
+            te.stream = f.str(e.tid) == "1"   ? StreamKind::comm
+                        : f.str(e.tid) == "2" ? StreamKind::host
+                                              : StreamKind::compute;
             te.kind = *kind;
             te.label = f.text(e, k_label);
             te.step = int_of(f, e, k_step);

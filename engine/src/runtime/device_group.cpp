@@ -29,10 +29,7 @@ std::vector<Device*> DeviceGroup::members() {
 }
 
 void DeviceGroup::synchronize() {
-    for (auto& d : devices_) {
-        d->compute().synchronize();
-        d->comm().synchronize();
-    }
+    for (auto& d : devices_) d->synchronize();
 }
 
 namespace {

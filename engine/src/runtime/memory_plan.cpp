@@ -85,7 +85,25 @@ std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config) {
                 break;
             }
         }
+        if (config.offload_optimizer) state = 0;  // in host memory (analytic_host_state)
         out.push_back({params, grads, state});
+    }
+    return out;
+}
+
+std::vector<ModelStateBytes> analytic_host_state(const RunConfig& config) {
+    std::vector<ModelStateBytes> out(static_cast<std::size_t>(config.devices));
+    if (!config.offload_optimizer) return out;
+    const ParamLayout layout = ParamLayout::build(model_shape(config));
+    OptimizerSettings optimizer = OptimizerSettings::from(config);
+    optimizer.set_tensors(layout);
+    const double N = config.devices;
+    const double psi = static_cast<double>(layout.total);
+    for (ModelStateBytes& s : out) {
+        s.parameters = psi * static_cast<double>(bytes_of(config.tensor_dtype())) / N;
+        s.gradients = psi * static_cast<double>(sizeof(float)) / N;
+        s.optimizer_state = static_cast<double>(optimizer.state_floats(layout.total)) *
+                            static_cast<double>(sizeof(float)) / N;
     }
     return out;
 }
@@ -97,6 +115,8 @@ HostMemoryNeed host_memory_need(const RunConfig& config) {
     if (config.backend == BackendKind::cpu)
         for (const ModelStateBytes& s : analytic_model_state(config))
             need.devices += std::min(s.total(), static_cast<double>(config.capacity_bytes));
+    for (const ModelStateBytes& s : analytic_host_state(config))
+        need.devices += std::min(s.total(), static_cast<double>(config.host_capacity_bytes));
     return need;
 }
 

@@ -57,13 +57,14 @@ void collect_trace(RunEnvironment& env, Trace& trace, Gather gather = Gather::ta
     trace.backend = env.config.backend;
     for (auto& d : env.devices) {
         trace.capacity_bytes.push_back(d->memory().capacity());
+        if (env.config.offloads()) trace.host_capacity_bytes.push_back(d->host_memory().capacity());
         trace.peak_reserved_bytes.push_back(d->memory().peak_reserved());
         trace.device_names.push_back("device " + std::to_string(d->id()) + " (" +
                                      d->backend().name() + ")");
         if (const auto gpu = d->backend().physical_memory()) trace.gpu_memory_bytes.push_back(*gpu);
         std::vector<TraceEvent> events;
         std::vector<CollectiveRecord> collectives;
-        for (StreamKind kind : {StreamKind::compute, StreamKind::comm}) {
+        for (StreamKind kind : {StreamKind::compute, StreamKind::comm, StreamKind::host}) {
             Stream& stream = d->stream(kind);
             auto stream_events = take ? stream.take_events() : stream.events_so_far();
             events.insert(events.end(), std::make_move_iterator(stream_events.begin()),
@@ -84,9 +85,14 @@ void collect_trace(RunEnvironment& env, Trace& trace, Gather gather = Gather::ta
                             std::make_move_iterator(events.end()));
         trace.collectives.insert(trace.collectives.end(), collectives.begin(), collectives.end());
         trace.memory.insert(trace.memory.end(), samples.begin(), samples.end());
+        auto host = take ? d->host_memory().take_samples() : d->host_memory().samples_so_far();
+        trace.host_memory.insert(trace.host_memory.end(), host.begin(), host.end());
     }
-    std::stable_sort(trace.memory.begin(), trace.memory.end(),
-                     [](const MemorySample& a, const MemorySample& b) { return a.t_ns < b.t_ns; });
+    const auto by_time = [](const MemorySample& a, const MemorySample& b) {
+        return a.t_ns < b.t_ns;
+    };
+    std::stable_sort(trace.memory.begin(), trace.memory.end(), by_time);
+    std::stable_sort(trace.host_memory.begin(), trace.host_memory.end(), by_time);
     if (!env.routing.empty()) {
         ExpertRouting& r = trace.routing;
         r.experts = env.shape.experts;

@@ -54,8 +54,9 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
       backend(make_run_backend(cfg, context)) {
     optimizer.set_tensors(layout);
     for (int d = 0; d < cfg.devices; ++d)
-        devices.push_back(
-            std::make_unique<Device>(d, cfg.capacity_bytes, context, backend->make_device(d)));
+        devices.push_back(std::make_unique<Device>(d, cfg.capacity_bytes, context,
+                                                   backend->make_device(d),
+                                                   cfg.offloads() ? cfg.host_capacity_bytes : 0));
     if (shape.moe())
         for (auto& d : devices)
             routing.push_back(std::make_unique<RoutingCounters>(d->ops(), shape.experts));
@@ -76,10 +77,7 @@ RunEnvironment::~RunEnvironment() {
 }
 
 void RunEnvironment::synchronize_all() {
-    for (auto& d : devices) {
-        d->compute().synchronize();
-        d->comm().synchronize();
-    }
+    for (auto& d : devices) d->synchronize();
 }
 
 }  // namespace pd

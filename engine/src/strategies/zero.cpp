@@ -22,6 +22,10 @@ struct Zero::Rank {
     Buffer shard_params;               // zero3
     Buffer shard_grads;                // zero2, zero3
     Buffer state;                      // every level: the owned chunks' optimizer state
+    // offload_optimizer (ZeRO-Offload), in host memory with `state`: the owned chunks'
+    // parameters (the run's dtype; fp32 runs' fp32 copy) and their reduced gradients (fp32).
+    Buffer host_params;
+    Buffer host_grads;
     std::size_t shard_size = 0;
     // zero3's working set: one unit's gathered parameters and gradients at a time.
     std::unique_ptr<ShardLayout> layout;
@@ -162,7 +166,14 @@ void Zero::enqueue_setup() {
         rank.device->compute().launch(ev, [this, &rank] {
             MemoryTracker& mem = rank.device->memory();
             const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
-            rank.state = Buffer(mem, MemoryCategory::optimizer_state, k * rank.shard_size);
+            const bool offload = env_.config.offload_optimizer;
+            MemoryTracker& state_mem = offload ? rank.device->host_memory() : mem;
+            rank.state = Buffer(state_mem, MemoryCategory::optimizer_state, k * rank.shard_size);
+            if (offload) {
+                rank.host_params = Buffer(state_mem, MemoryCategory::parameters, rank.shard_size,
+                                          Fill::zero, shard_dtype_);
+                rank.host_grads = Buffer(state_mem, MemoryCategory::gradients, rank.shard_size);
+            }
             if (level_ >= 2) {
                 rank.shard_grads = Buffer(mem, MemoryCategory::gradients, rank.shard_size,
                                           Fill::zero, shard_dtype_);
@@ -187,6 +198,13 @@ void Zero::enqueue_setup() {
                                            env_.initial.data() + begin, count, state);
                 else if (float* master = env_.optimizer.master(state, count))
                     mem.ops().upload(master, env_.initial.data() + begin, count);
+                // The host's copy of the shard: the device's own initial values.
+                if (offload && level_ == 3)
+                    state_mem.ops().copy(rank.host_params.data() + off,
+                                         rank.shard_params.data() + off, count);
+                else if (offload)
+                    state_mem.ops().copy(rank.host_params.data() + off,
+                                         rank.replica->params().data() + begin, count);
             }
         });
     }
@@ -201,7 +219,67 @@ void Zero::enqueue_step(int step) {
     }
 }
 
+// ZeRO-Offload: the reduced gradients of the owned chunks cross PCIe to the host, the CPU
+// updates the host's shard with the state kept there (DeepSpeedCPUAdam's role), and the
+// updated shard crosses back, all on the device's host stream; the device's compute stream
+// waits for it before the all-gather.
+void Zero::enqueue_offloaded_update(Rank& rank, int step, bool full_grads) {
+    Device& dev = *rank.device;
+    Stream& host = dev.host();
+    host.wait(dev.compute().record(), step);
+    const std::size_t bytes = rank.shard_size * bytes_of(shard_dtype_);
+    // Each copy takes the PCIe link's time on the device clock (wall: the copy's own).
+    auto pcie = [this, &dev, step, bytes](const char* label, auto copy) {
+        TraceEvent ev;
+        ev.kind = EventKind::copy;
+        ev.label = label;
+        ev.step = step;
+        ev.bytes = bytes;
+        ev.tier = LinkTier::host;
+        dev.host().launch(ev, [this, bytes, copy] {
+            Stream& s = *Stream::current();
+            const std::int64_t start = s.now_ns();
+            copy();
+            s.advance_to(start + static_cast<std::int64_t>(env_.config.pcie.transfer_ns(bytes)));
+        });
+    };
+    auto for_each_chunk = [this, &rank](auto body) {
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            const std::size_t begin = own_begin(buckets_[b], rank.r);
+            body(
+                begin, own_end(buckets_[b], rank.r) - begin,
+                shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
+        }
+    };
+    pcie("PCIe: gradient shard to host", [this, &rank, full_grads, for_each_chunk] {
+        for_each_chunk([&](std::size_t begin, std::size_t count, std::size_t off) {
+            const float* grads =
+                full_grads ? rank.replica->grads().data() + begin : rank.shard_grads.data() + off;
+            rank.device->host_memory().ops().copy(rank.host_grads.data() + off, grads, count);
+        });
+    });
+    host.launch(optimizer_event(env_.optimizer, step, " on the host (own shard)"),
+                [this, &rank, step, for_each_chunk] {
+                    const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+                    DeviceOps& ops = rank.device->host_memory().ops();
+                    for_each_chunk([&](std::size_t, std::size_t count, std::size_t off) {
+                        ops.optimizer_update(
+                            env_.optimizer, step + 1, rank.host_params.data() + off,
+                            rank.host_grads.data() + off, rank.state.data() + k * off, count);
+                    });
+                });
+    pcie("PCIe: updated shard to device", [this, &rank, for_each_chunk] {
+        for_each_chunk([&](std::size_t begin, std::size_t count, std::size_t off) {
+            float* params = rank.replica ? rank.replica->params().data() + begin
+                                         : rank.shard_params.data() + off;
+            rank.device->host_memory().ops().copy(params, rank.host_params.data() + off, count);
+        });
+    });
+    dev.compute().wait(host.record(), step);
+}
+
 void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
+    if (env_.config.offload_optimizer) return enqueue_offloaded_update(rank, step, full_grads);
     rank.device->compute().launch(
         optimizer_event(env_.optimizer, step, " (own shard)"), [this, &rank, step, full_grads] {
             const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());

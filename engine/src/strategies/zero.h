@@ -34,6 +34,7 @@ class Zero : public Strategy {
     void enqueue_step_stage12(Rank& rank, int step);
     void enqueue_step_stage3(Rank& rank, int step);
     void enqueue_shard_update(Rank& rank, int step, bool full_grads);
+    void enqueue_offloaded_update(Rank& rank, int step, bool full_grads);
     // reshard_to: after unit u's forward, this rank's slice of its gathered parameters.
     void keep_secondary(Rank& rank, int u);
     // quantized_gradients (qgZ), comm stream: unit u's gradients to their owners by an int8

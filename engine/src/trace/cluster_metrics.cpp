@@ -78,7 +78,8 @@ ClusterMetrics cluster_metrics(const Trace& trace, std::optional<StepRange> step
     // Summed as integers, divided once: a count that is the same every step reads exactly.
     std::array<unsigned long long, kLinkTierCount> bytes{}, busy_ns{};
     for (const auto& e : trace.events) {
-        if (!counted(steps, e.step) || e.tier == LinkTier::none || !is_communication(e.kind))
+        if (!counted(steps, e.step) || e.tier == LinkTier::none ||
+            (!is_communication(e.kind) && e.tier != LinkTier::host))  // PCIe copies count
             continue;
         const auto i = static_cast<std::size_t>(e.tier);
         bytes[i] += e.bytes;

@@ -136,6 +136,7 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
 // their analytic figures (memory_plan.h).
 std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& config) {
     const std::vector<ModelStateBytes> analytic = analytic_model_state(config);
+    const std::vector<ModelStateBytes> analytic_host = analytic_host_state(config);
     std::vector<ModelStateMetrics> out;
     for (int d = 0; d < trace.devices; ++d) {
         ModelStateMetrics s;
@@ -152,6 +153,14 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
             s.analytic_gradients = a.gradients;
             s.analytic_optimizer_state = a.optimizer_state;
         }
+        std::array<std::size_t, kMemoryCategoryCount> host{};
+        for (const auto& sample : trace.host_memory)
+            if (sample.device == d) host[static_cast<std::size_t>(sample.category)] = sample.bytes;
+        s.host_parameters = host[static_cast<std::size_t>(MemoryCategory::parameters)];
+        s.host_gradients = host[static_cast<std::size_t>(MemoryCategory::gradients)];
+        s.host_optimizer_state = host[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
+        if (d < static_cast<int>(analytic_host.size()))
+            s.analytic_host = analytic_host[static_cast<std::size_t>(d)].total();
         out.push_back(s);
     }
     return out;

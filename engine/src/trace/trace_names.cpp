@@ -52,7 +52,7 @@ bool is_communication(EventKind k) {
 }
 
 std::string_view name_of(StreamKind s) {
-    return s == StreamKind::compute ? "compute" : "comm";
+    return s == StreamKind::compute ? "compute" : s == StreamKind::comm ? "comm" : "host";
 }
 
 }  // namespace pd
