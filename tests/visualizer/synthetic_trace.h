@@ -15,9 +15,10 @@ inline std::shared_ptr<const pd::RunResult> synthetic_result(int total_events, i
     t.clock = pd::ClockMode::device;
     t.devices = devices;
     t.capacity_bytes.assign(static_cast<std::size_t>(devices), std::size_t{1} << 30);
-    const int per_lane = total_events / (devices * pd::kStreamsPerDevice);
+    const int lanes = 2;  // compute and comm (no host stream: nothing offloaded)
+    const int per_lane = total_events / (devices * lanes);
     for (int d = 0; d < devices; ++d)
-        for (int s = 0; s < pd::kStreamsPerDevice; ++s) {
+        for (int s = 0; s < lanes; ++s) {
             std::int64_t clock = d * 1000;
             for (int i = 0; i < per_lane; ++i) {
                 pd::TraceEvent e;

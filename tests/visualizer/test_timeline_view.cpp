@@ -249,7 +249,7 @@ class TestTimelineView : public QObject {
         QPainter painter(&image);
         const auto stats = t.paint(painter, v);
         const double plot_width = 800 - TimelineView::kLeftMargin - TimelineView::kRightMargin;
-        const int lanes = 4 * pd::kStreamsPerDevice;
+        const int lanes = 4 * 2;  // four devices, compute and comm lanes each
         QVERIFY(stats.boxes > 0);
         QVERIFY2(stats.boxes <= lanes * plot_width,
                  qPrintable(

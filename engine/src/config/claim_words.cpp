@@ -145,6 +145,7 @@ std::string metric_words(std::string_view m) {
         const std::string where = tier == "intra_node"   ? "inside a node"
                                   : tier == "inter_node" ? "between nodes"
                                   : tier == "nvls"       ? "through the NVSwitch's reduction (NVLS)"
+                                  : tier == "host"       ? "over PCIe to and from the host"
                                                          : "through the InfiniBand switches' "
                                                            "reduction (SHARP)";
         return m.ends_with(".busy_per_step") ? "Transfer time per step " + where
