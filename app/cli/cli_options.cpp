@@ -33,7 +33,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<int> loss_scale_growth_interval, powersgd_rank, powersgd_start_iter;
     std::optional<int> optimizer_blocksize, min_8bit_size;
     std::optional<std::string> reduce_dtype, fp8, fp8_amax_compute_algo, matmul_precision;
-    std::optional<std::string> offload_optimizer, host_capacity, pcie_speed;
+    std::optional<std::string> offload_optimizer, offload_param, host_capacity, pcie_speed;
+    std::optional<std::string> nvme_capacity, nvme_read_speed, nvme_write_speed;
     std::optional<int> fp8_amax_history_len, fp8_margin;
     std::optional<int> reshard_to;
     std::optional<double> powersgd_min_rate;
@@ -151,12 +152,23 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     app.add_option("--offload-optimizer", offload_optimizer,
                    "zero1-3, CPU: ZeRO-Offload: none | cpu (optimizer state, fp32 parameter and "
                    "gradient shards in host memory; the update runs on the host, PCIe copies "
-                   "each way)");
+                   "each way) | nvme (ZeRO-Infinity: the optimizer state on NVMe, swapped in "
+                   "a unit at a time)");
+    app.add_option("--offload-param", offload_param,
+                   "zero3 with --offload-optimizer: ZeRO-Infinity: none | cpu | nvme (the "
+                   "parameter shard kept off the device; each unit's chunk crosses PCIe before "
+                   "its all-gather)");
     app.add_option("--host-capacity", host_capacity,
-                   "With --offload-optimizer cpu: each device's host memory budget (64GiB)");
+                   "With --offload-optimizer: each device's host memory budget (64GiB)");
+    app.add_option("--nvme-capacity", nvme_capacity,
+                   "Offloading to nvme: each device's NVMe budget (1TiB)");
     app.add_option("--pcie-gbps", pcie_speed,
-                   "With --offload-optimizer cpu: host <-> device link speed (252 Gb/s, PCIe 4.0 "
+                   "With --offload-optimizer: host <-> device link speed (252 Gb/s, PCIe 4.0 "
                    "x16)");
+    app.add_option("--nvme-read-gbps", nvme_read_speed,
+                   "Offloading to nvme: NVMe -> host speed (80 Gb/s, DeepNVMe's measured 10 GB/s)");
+    app.add_option("--nvme-write-gbps", nvme_write_speed,
+                   "Offloading to nvme: host -> NVMe speed (40 Gb/s, DeepNVMe's measured 5 GB/s)");
     app.add_option("--float32-matmul-precision", matmul_precision,
                    "fp32, MLP, CPU: torch.set_float32_matmul_precision: highest (fp32 product "
                    "inputs, the default) | high (TF32, as --tf32) | medium (bf16 inputs)");
@@ -425,26 +437,38 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
         src["reduce_dtype"] = "--reduce-dtype";
     }
     if (offload_optimizer) {
-        choose("--offload-optimizer", *offload_optimizer, {"none", "cpu"});
-        c.offload_optimizer = *offload_optimizer == "cpu";
+        choose("--offload-optimizer", *offload_optimizer, {"none", "cpu", "nvme"});
+        c.offload_optimizer = *offload_device_from_name(*offload_optimizer);
         src["offload_optimizer"] = "--offload-optimizer";
     }
-    if (host_capacity) {
-        const auto bytes = parse_byte_size(*host_capacity);
+    if (offload_param) {
+        choose("--offload-param", *offload_param, {"none", "cpu", "nvme"});
+        c.offload_param = *offload_device_from_name(*offload_param);
+        src["offload_param"] = "--offload-param";
+    }
+    const auto size_option = [&](const char* flag, const char* key,
+                                 const std::optional<std::string>& text, std::size_t& out) {
+        if (!text) return;
+        const auto bytes = parse_byte_size(*text);
         if (!bytes)
-            throw BadInput("--host-capacity", "'" + *host_capacity + "' is not a size (e.g. 8GiB)",
-                           __FILE__, __LINE__);
-        c.host_capacity_bytes = *bytes;
-        src["host_capacity"] = "--host-capacity";
-    }
-    if (pcie_speed) {
-        const auto gbit = parse_link_speed_gbit(*pcie_speed);
+            throw BadInput(flag, "'" + *text + "' is not a size (e.g. 8GiB)", __FILE__, __LINE__);
+        out = *bytes;
+        src[key] = flag;
+    };
+    size_option("--host-capacity", "host_capacity", host_capacity, c.host_capacity_bytes);
+    size_option("--nvme-capacity", "nvme_capacity", nvme_capacity, c.nvme_capacity_bytes);
+    const auto speed_option = [&](const char* flag, const char* key,
+                                  const std::optional<std::string>& text, LinkModel& out) {
+        if (!text) return;
+        const auto gbit = parse_link_speed_gbit(*text);
         if (!gbit)
-            throw BadInput("--pcie-gbps", "'" + *pcie_speed + "' is not a speed (e.g. 252)",
-                           __FILE__, __LINE__);
-        c.pcie.set_gbit_per_s(*gbit);
-        src["pcie_gbps"] = "--pcie-gbps";
-    }
+            throw BadInput(flag, "'" + *text + "' is not a speed (e.g. 252)", __FILE__, __LINE__);
+        out.set_gbit_per_s(*gbit);
+        src[key] = flag;
+    };
+    speed_option("--pcie-gbps", "pcie_gbps", pcie_speed, c.pcie);
+    speed_option("--nvme-read-gbps", "nvme_read_gbps", nvme_read_speed, c.nvme_read);
+    speed_option("--nvme-write-gbps", "nvme_write_gbps", nvme_write_speed, c.nvme_write);
     if (matmul_precision) {
         choose("--float32-matmul-precision", *matmul_precision, {"highest", "high", "medium"});
         c.tf32 = *matmul_precision == "high";

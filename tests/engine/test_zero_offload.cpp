@@ -18,7 +18,7 @@ RunConfig offload_config(StrategyKind strategy, bool offload) {
     RunConfig c = small_config(strategy, 4);
     c.batch = 32;
     c.steps = 3;
-    c.offload_optimizer = offload;
+    c.offload_optimizer = offload ? OffloadDevice::cpu : OffloadDevice::none;
     return c;
 }
 
@@ -50,7 +50,7 @@ class TestZeroOffload : public QObject {
         RunConfig a = offload_config(static_cast<StrategyKind>(strategy), false);
         a.precision = static_cast<Precision>(precision);
         RunConfig b = a;
-        b.offload_optimizer = true;
+        b.offload_optimizer = OffloadDevice::cpu;
         const RunResult plain = run_config(a), offloaded = run_config(b);
         QCOMPARE(plain.status, RunStatus::ok);
         QCOMPARE(offloaded.status, RunStatus::ok);

@@ -201,9 +201,13 @@ void MemoryBarsView::rebuild() {
     axis_x_ = new QBarCategoryAxis();
     QStringList names;
     // Short category names keep bars readable when two charts share the width.
-    const int devices = n - peak_.host_rows;  // host rows (ZeRO-Offload) come after
+    // Host rows (ZeRO-Offload), then NVMe rows (ZeRO-Infinity), come after the devices'.
+    const int devices = n - peak_.host_rows - peak_.nvme_rows;
     for (int d = 0; d < n; ++d)
-        names << (d < devices ? QString::number(d) : QStringLiteral("host %1").arg(d - devices));
+        names << (d < devices ? QString::number(d)
+                  : d < devices + peak_.host_rows
+                      ? QStringLiteral("host %1").arg(d - devices)
+                      : QStringLiteral("nvme %1").arg(d - devices - peak_.host_rows));
     axis_x_->append(names);
     axis_x_->setTitleText(QStringLiteral("device"));
     c->addAxis(axis_x_, Qt::AlignBottom);

@@ -10,9 +10,21 @@ double MemorySnapshot::total(int device) const {
     return sum;
 }
 
-const pd::OomInfo* MemorySnapshot::oom_on(int device) const {
+int MemorySnapshot::row_of(const pd::OomInfo& o) const {
+    switch (o.where) {
+        case pd::OffloadDevice::cpu:
+            return devices() + o.device;
+        case pd::OffloadDevice::nvme:
+            return devices() + host_rows + o.device;
+        case pd::OffloadDevice::none:
+            break;
+    }
+    return o.device;
+}
+
+const pd::OomInfo* MemorySnapshot::oom_on(int row) const {
     for (const auto& o : ooms)
-        if (o.device == device) return &o;
+        if (row_of(o) == row) return &o;
     return nullptr;
 }
 
@@ -51,28 +63,34 @@ MemorySnapshot peak_memory(const pd::RunResult& result, const pd::RunMetrics& me
             d < static_cast<int>(result.trace.capacity_bytes.size())
                 ? static_cast<double>(result.trace.capacity_bytes[static_cast<std::size_t>(d)])
                 : 0.0);
-    // Host memory (ZeRO-Offload): each device's share, each category's own peak.
-    const auto& host = result.trace.host_memory;
-    if (!host.empty()) {
-        const int h = static_cast<int>(result.trace.host_capacity_bytes.size());
-        s.host_rows = h;
-        s.bytes.resize(static_cast<std::size_t>(n + h));
-        for (const auto& m : host)
-            if (m.device >= 0 && m.device < h) {
-                double& v = s.bytes[static_cast<std::size_t>(n + m.device)]
+    // Host memory (ZeRO-Offload), then NVMe (ZeRO-Infinity): each device's share, each
+    // category's own peak, in rows after the devices'.
+    const auto offload_rows = [&s](const std::vector<pd::MemorySample>& samples,
+                                   const std::vector<std::size_t>& capacities) {
+        if (samples.empty()) return 0;
+        const int first = static_cast<int>(s.bytes.size());
+        const int rows = static_cast<int>(capacities.size());
+        s.bytes.resize(static_cast<std::size_t>(first + rows));
+        for (const auto& m : samples)
+            if (m.device >= 0 && m.device < rows) {
+                double& v = s.bytes[static_cast<std::size_t>(first + m.device)]
                                    [static_cast<std::size_t>(m.category)];
                 v = std::max(v, static_cast<double>(m.bytes));
             }
-        for (std::size_t d = 0; d < static_cast<std::size_t>(h); ++d)
-            s.capacity.push_back(static_cast<double>(result.trace.host_capacity_bytes[d]));
-    }
+        for (std::size_t c : capacities) s.capacity.push_back(static_cast<double>(c));
+        return rows;
+    };
+    s.host_rows = offload_rows(result.trace.host_memory, result.trace.host_capacity_bytes);
+    s.nvme_rows = offload_rows(result.trace.nvme_memory, result.trace.nvme_capacity_bytes);
     s.ooms = ooms_of(result, n);
     for (const auto& o : s.ooms) {
         // The peak of a run that died is what was live when the request failed.
-        if (s.total(o.device) < static_cast<double>(o.live_bytes)) {
-            auto& row = s.bytes[static_cast<std::size_t>(o.device)];
+        const int r = s.row_of(o);
+        if (r < static_cast<int>(s.bytes.size()) &&
+            s.total(r) < static_cast<double>(o.live_bytes)) {
+            auto& row = s.bytes[static_cast<std::size_t>(r)];
             row[static_cast<std::size_t>(pd::MemoryCategory::workspace)] +=
-                static_cast<double>(o.live_bytes) - s.total(o.device);
+                static_cast<double>(o.live_bytes) - s.total(r);
         }
     }
     return s;
@@ -97,19 +115,25 @@ MemoryTimeline::MemoryTimeline(const pd::RunResult& result) {
         capacity_.push_back(d < static_cast<int>(t.capacity_bytes.size())
                                 ? static_cast<double>(t.capacity_bytes[static_cast<std::size_t>(d)])
                                 : 0.0);
-    // Host memory (ZeRO-Offload): rows after the devices'.
-    const int h = t.host_memory.empty() ? 0 : static_cast<int>(t.host_capacity_bytes.size());
-    host_rows_ = h;
-    series_.resize(static_cast<std::size_t>(n + h));
-    for (const auto& m : t.host_memory) {
-        if (m.device < 0 || m.device >= h) continue;
-        series_[static_cast<std::size_t>(n + m.device)][static_cast<std::size_t>(m.category)]
-            .push_back({m.t_ns, static_cast<double>(m.bytes)});
-        end_ns_ = std::max(end_ns_, m.t_ns);
-    }
-    for (int d = 0; d < h; ++d)
-        capacity_.push_back(
-            static_cast<double>(t.host_capacity_bytes[static_cast<std::size_t>(d)]));
+    // Host memory (ZeRO-Offload), then NVMe (ZeRO-Infinity): rows after the devices'.
+    const auto offload_rows = [this](const std::vector<pd::MemorySample>& samples,
+                                     const std::vector<std::size_t>& capacities) {
+        if (samples.empty()) return 0;
+        const int first = static_cast<int>(series_.size());
+        const int rows = static_cast<int>(capacities.size());
+        series_.resize(static_cast<std::size_t>(first + rows));
+        for (const auto& m : samples) {
+            if (m.device < 0 || m.device >= rows) continue;
+            series_[static_cast<std::size_t>(first + m.device)]
+                   [static_cast<std::size_t>(m.category)]
+                       .push_back({m.t_ns, static_cast<double>(m.bytes)});
+            end_ns_ = std::max(end_ns_, m.t_ns);
+        }
+        for (std::size_t c : capacities) capacity_.push_back(static_cast<double>(c));
+        return rows;
+    };
+    host_rows_ = offload_rows(t.host_memory, t.host_capacity_bytes);
+    nvme_rows_ = offload_rows(t.nvme_memory, t.nvme_capacity_bytes);
     for (const auto& e : t.events)
         if (e.kind == pd::EventKind::oom) end_ns_ = std::max(end_ns_, e.start_ns);
     ooms_ = ooms_of(result, n);
@@ -119,6 +143,7 @@ MemorySnapshot MemoryTimeline::at(std::int64_t t_ns) const {
     MemorySnapshot s;
     s.capacity = capacity_;
     s.host_rows = host_rows_;
+    s.nvme_rows = nvme_rows_;
     s.bytes.resize(series_.size());
     for (std::size_t d = 0; d < series_.size(); ++d)
         for (std::size_t c = 0; c < pd::kMemoryCategoryCount; ++c) {

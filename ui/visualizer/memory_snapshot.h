@@ -15,14 +15,19 @@ namespace pd::vis {
 struct MemorySnapshot {
     std::vector<std::array<double, pd::kMemoryCategoryCount>> bytes;  // [device][category]
     std::vector<double> capacity;                                     // per device
-    // ZeRO-Offload: the last `host_rows` rows are devices 0, 1, ...'s shares of host memory,
-    // each a bar of its own beside the devices' (0: nothing offloaded).
+    // ZeRO-Offload: after the devices' rows, `host_rows` rows of devices 0, 1, ...'s shares
+    // of host memory, then (ZeRO-Infinity) `nvme_rows` of their NVMe shares, each a bar of
+    // its own beside the devices' (0: nothing offloaded there).
     int host_rows = 0;
+    int nvme_rows = 0;
+    int devices() const { return static_cast<int>(bytes.size()) - host_rows - nvme_rows; }
     // The out-of-memory requests, one per device that ran out (RunResult::ooms, lowest device
-    // first): each drawn on top of its device's bar, past capacity.
+    // first): each drawn on top of its row's bar (the device's, or its host or NVMe share's),
+    // past capacity.
     std::vector<pd::OomInfo> ooms;
-    // The request that did not fit on `device`, or null.
-    const pd::OomInfo* oom_on(int device) const;
+    int row_of(const pd::OomInfo& o) const;
+    // The request that did not fit in row `row`, or null.
+    const pd::OomInfo* oom_on(int row) const;
     double total(int device) const;
     // Live bytes plus a failed request, compared with capacity.
     bool over_capacity(int device) const;
@@ -48,6 +53,7 @@ class MemoryTimeline {
     std::vector<pd::OomInfo> ooms_;
     std::int64_t end_ns_ = 0;
     int host_rows_ = 0;
+    int nvme_rows_ = 0;
 };
 
 }  // namespace pd::vis

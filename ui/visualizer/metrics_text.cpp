@@ -542,8 +542,11 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                                             "Between nodes",
                                             "Through NVLS",
                                             "Through SHARP",
-                                            "PCIe to and from host"};
-        const bool host = t == static_cast<int>(pd::LinkTier::host);
+                                            "PCIe to and from host",
+                                            "NVMe reads and writes"};
+        static_assert(std::size(names) == pd::kLinkTierCount);
+        const bool host =
+            t == static_cast<int>(pd::LinkTier::host) || t == static_cast<int>(pd::LinkTier::nvme);
         out.push_back(
             {one_node && !host ? QStringLiteral("Bytes sent") : QString::fromLatin1(names[t]),
              QStringLiteral("%1 a step · transfers %2 a step (all devices)")
@@ -597,6 +600,16 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                           bytes_text(static_cast<double>(s.host_optimizer_state))),
                  QStringLiteral("ZeRO-Offload: the device's optimizer state, its shard's "
                                 "parameters and its fp32 gradients, kept in host memory")});
+        if (s.nvme_total() > 0)
+            out.push_back(
+                {QStringLiteral("NVMe (device 0)"),
+                 QStringLiteral("%1 measured · %2 analytic · optimizer state %3 · parameters %4")
+                     .arg(bytes_text(static_cast<double>(s.nvme_total())),
+                          bytes_text(s.analytic_nvme),
+                          bytes_text(static_cast<double>(s.nvme_optimizer_state)),
+                          bytes_text(static_cast<double>(s.nvme_parameters))),
+                 QStringLiteral("ZeRO-Infinity: what the device keeps in its NVMe share, swapped "
+                                "through host memory a unit at a time for the update")});
     }
     if (!m.stage_activations.empty() &&
         m.stage_activations.front().analytic_activation_bytes >= 0) {

@@ -54,10 +54,12 @@ std::string_view name_of(InterNodeTransport t);
 
 // The tier a transfer crossed: a link inside a node, the inter-node fabric, or a reducing
 // switch (NVLS inside a node, SHARP across nodes). none: no transfer (a local copy).
-// host: a device's PCIe link to its host's memory (ZeRO-Offload's copies).
-enum class LinkTier { none, intra_node, inter_node, nvls, sharp, host };
-inline constexpr int kLinkTierCount = 6;
-std::string_view name_of(LinkTier t);  // "intra-node", "inter-node", "nvls", "sharp", "host"
+// host: a device's PCIe link to its host's memory (ZeRO-Offload's copies); nvme: the host's
+// reads and writes of a device's NVMe share (ZeRO-Infinity's swaps).
+enum class LinkTier { none, intra_node, inter_node, nvls, sharp, host, nvme };
+inline constexpr int kLinkTierCount = 7;
+// "intra-node", "inter-node", "nvls", "sharp", "host", "nvme"
+std::string_view name_of(LinkTier t);
 
 struct ClusterConfig {
     std::string preset;  // the named machine these figures came from (empty: set by hand)

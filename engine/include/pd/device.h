@@ -52,8 +52,9 @@ class MemoryTracker {
                    DType dtype = DType::fp32) noexcept;
 
     std::size_t capacity() const { return capacity_; }
-    // A device's share of host memory (ZeRO-Offload): its out-of-memory errors say so.
-    void mark_as_host() { host_ = true; }
+    // A device's share of host memory (ZeRO-Offload) or of NVMe (ZeRO-Infinity): its
+    // out-of-memory errors say so.
+    void mark_as(OffloadDevice where) { where_ = where; }
     std::size_t live(MemoryCategory category) const;
     std::size_t live_total() const;
     std::size_t peak(MemoryCategory category) const;
@@ -73,7 +74,7 @@ class MemoryTracker {
     void empty_cache_locked() noexcept;
 
     int device_;
-    bool host_ = false;  // a device's share of host memory (its OOM says so)
+    OffloadDevice where_ = OffloadDevice::none;  // none: the device's own memory
     std::size_t capacity_;
     const RunContext& ctx_;
     DeviceOps& ops_;
@@ -125,10 +126,11 @@ class Buffer {
 
 class Device {
   public:
-    // `host_capacity`: its share of host memory (what it offloads; 0: none).
+    // `host_capacity`, `nvme_capacity`: its shares of host memory and NVMe (what it
+    // offloads; 0: none).
     Device(int id, std::size_t capacity, RunContext& ctx);  // on the CPU backend
     Device(int id, std::size_t capacity, RunContext& ctx, std::unique_ptr<DeviceBackend> backend,
-           std::size_t host_capacity = 0);
+           std::size_t host_capacity = 0, std::size_t nvme_capacity = 0);
     ~Device();
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
@@ -148,6 +150,9 @@ class Device {
     // Host memory this device's offloaded state lives in (its own budget and bar).
     MemoryTracker& host_memory() { return host_memory_; }
     const MemoryTracker& host_memory() const { return host_memory_; }
+    // NVMe this device's ZeRO-Infinity state lives in (its own budget and bar).
+    MemoryTracker& nvme_memory() { return nvme_memory_; }
+    const MemoryTracker& nvme_memory() const { return nvme_memory_; }
     // Finishes the work of every stream.
     void synchronize();
 
@@ -156,6 +161,7 @@ class Device {
     std::unique_ptr<DeviceBackend> backend_;  // outlives memory_ and the streams
     MemoryTracker memory_;
     MemoryTracker host_memory_;
+    MemoryTracker nvme_memory_;
     std::unique_ptr<Stream> compute_;
     std::unique_ptr<Stream> comm_;
     std::unique_ptr<Stream> host_;

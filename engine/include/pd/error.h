@@ -36,7 +36,8 @@ struct OomInfo {
     std::size_t live_bytes = 0;
     std::size_t capacity_bytes = 0;
     bool injected = false;  // a FaultPlan's planned failure, not a real shortage
-    bool host = false;      // the device's share of host memory (ZeRO-Offload), not its own
+    // The device's own memory (none), or its share of host memory (ZeRO-Offload) or NVMe.
+    OffloadDevice where = OffloadDevice::none;
     std::string describe() const;
 };
 

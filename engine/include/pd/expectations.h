@@ -32,6 +32,8 @@ struct Claim {
     RunStatus status = RunStatus::ok;
     std::optional<int> oom_device;
     std::optional<MemoryCategory> oom_category;
+    // Which memory ran out: the device's own (none), or its host or NVMe share.
+    std::optional<OffloadDevice> oom_memory;
     // refused: the comparison run subject.variant is refused before it starts, naming this
     // setting (a scenario key, e.g. "cp_algorithm").
     std::string refused_key;

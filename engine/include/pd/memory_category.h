@@ -30,4 +30,9 @@ inline std::string_view name_of(MemoryCategory c) {
 }
 std::optional<MemoryCategory> memory_category_from_name(std::string_view name);
 
+// Where memory lives: a device's own (none), or the share of host memory (ZeRO-Offload) or
+// NVMe (ZeRO-Infinity) that it offloads to (DeepSpeed's offload "device").
+enum class OffloadDevice { none, cpu, nvme };
+std::string_view name_of(OffloadDevice d);  // "none", "cpu", "nvme"
+
 }  // namespace pd

@@ -23,8 +23,11 @@ struct ModelStateBytes {
 std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config);
 // ZeRO-Offload (offload_optimizer cpu): what each device keeps in host memory (its shard's
 // parameters in the run's dtype, its gradients in fp32, its optimizer state; in zero1-3 the
-// shards divide by the devices); all zero without offload.
+// shards divide by the devices); all zero without offload. ZeRO-Infinity moves the optimizer
+// state (offload_optimizer nvme) and the parameter shard (offload_param nvme) to NVMe:
+// analytic_nvme_state.
 std::vector<ModelStateBytes> analytic_host_state(const RunConfig& config);
+std::vector<ModelStateBytes> analytic_nvme_state(const RunConfig& config);
 
 struct HostMemoryNeed {
     double initial_parameters = 0;  // the fp32 initial weights every strategy starts from

@@ -167,6 +167,10 @@ struct ModelStateMetrics {
     std::size_t host_total() const {
         return host_parameters + host_gradients + host_optimizer_state;
     }
+    // ZeRO-Infinity: what the device keeps in its NVMe share, measured and analytic.
+    std::size_t nvme_parameters = 0, nvme_optimizer_state = 0;
+    double analytic_nvme = 0;
+    std::size_t nvme_total() const { return nvme_parameters + nvme_optimizer_state; }
 };
 
 struct StageBoundary {

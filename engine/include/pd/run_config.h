@@ -12,6 +12,7 @@
 #include "pd/cluster.h"
 #include "pd/dtype.h"
 #include "pd/fp8.h"
+#include "pd/memory_category.h"
 
 namespace pd {
 
@@ -59,6 +60,7 @@ std::optional<OptimizerKind> optimizer_from_name(std::string_view name);
 inline constexpr const char* kOptimizerNames = "sgd, adamw, lamb, adamw8bit";
 std::optional<StrategyKind> strategy_from_name(std::string_view name);
 std::optional<PipelineSchedule> schedule_from_name(std::string_view name);
+std::optional<OffloadDevice> offload_device_from_name(std::string_view name);
 inline constexpr const char* kStrategyNames =
     "single, dp, ps, pipeline, tp, zero1, zero2, zero3, hybrid, cp, ep";
 inline constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved, zb-h1, zb-v";
@@ -193,12 +195,29 @@ struct RunConfig {
     // live in host memory (host_capacity_bytes each, a budget of its own); every step the
     // reduced gradient shard crosses PCIe to the host, the CPU runs the update there (on the
     // device's host stream), and the updated shard crosses back before the all-gather.
-    bool offload_optimizer = false;
+    // "nvme" (ZeRO-Infinity): the optimizer state lives in the device's NVMe share instead
+    // and is swapped into host memory one unit (bucket) at a time for the update.
+    OffloadDevice offload_optimizer = OffloadDevice::none;
+    // zero3 with offload_optimizer: ZeRO-Infinity's offload_param: the parameter shard lives
+    // in host memory ("cpu") or NVMe ("nvme") only; each unit's own chunk crosses PCIe (read
+    // from NVMe first) just before its all-gather, and the host's update writes it in place.
+    OffloadDevice offload_param = OffloadDevice::none;
     std::size_t host_capacity_bytes = std::size_t{64} << 30;
+    // Each device's share of NVMe (a budget, not a hardware figure).
+    std::size_t nvme_capacity_bytes = std::size_t{1} << 40;
     // Host <-> device: PCIe 4.0 x16 (16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s each way) by
     // default; the device clock times every offload copy by it (scenario key pcie_gbps).
     LinkModel pcie{2.0, 31.5};
-    bool offloads() const { return offload_optimizer; }
+    // NVMe <-> host: DeepNVMe's measured 10 GB/s reads and 5 GB/s writes on an Azure
+    // NC96ads_A100_v4 VM (DeepSpeed's DeepNVMe blog, 2024) by default, each device taking
+    // its share at that speed (scenario keys nvme_read_gbps, nvme_write_gbps); 20 us an
+    // access, an assumed order of magnitude for an NVMe read.
+    LinkModel nvme_read{20.0, 10.0};
+    LinkModel nvme_write{20.0, 5.0};
+    bool offloads() const { return offload_optimizer != OffloadDevice::none; }
+    bool uses_nvme() const {
+        return offload_optimizer == OffloadDevice::nvme || offload_param == OffloadDevice::nvme;
+    }
     // How all-reduces move their data (CPU backend; a CUDA run's library picks its own).
     CollectiveAlgorithm allreduce_algorithm = CollectiveAlgorithm::ring;
     Straggler straggler;

@@ -187,6 +187,7 @@ struct Trace {
     int devices = 0;
     std::vector<std::size_t> capacity_bytes;       // per device
     std::vector<std::size_t> host_capacity_bytes;  // per device: its share of host memory
+    std::vector<std::size_t> nvme_capacity_bytes;  // per device: its share of NVMe
     std::vector<std::string>
         device_names;  // "device 0 (cpu)", "device 1 (cuda:0 NVIDIA H200, ...)"
     BackendKind backend = BackendKind::cpu;
@@ -201,6 +202,8 @@ struct Trace {
     // Each device's share of host memory (ZeRO-Offload), apart from the device's own: sorted
     // by time, empty where nothing was offloaded.
     std::vector<MemorySample> host_memory;
+    // Each device's share of NVMe (ZeRO-Infinity), likewise.
+    std::vector<MemorySample> nvme_memory;
     std::vector<CollectiveRecord> collectives;
     std::vector<StepRecord> steps;
     std::vector<GradientUpdate> gradient_updates;  // ps only

@@ -58,6 +58,8 @@ std::string_view name_of(LinkTier t) {
             return "sharp";
         case LinkTier::host:
             return "host";
+        case LinkTier::nvme:
+            return "nvme";
     }
     return "?";
 }

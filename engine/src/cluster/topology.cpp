@@ -169,6 +169,8 @@ const char* Topology::transport_name(LinkTier tier) const {
             return "CollNet/SHARP";
         case LinkTier::host:
             return "PCIe to host";
+        case LinkTier::nvme:
+            return "NVMe";
         case LinkTier::none:
             return "local";
     }

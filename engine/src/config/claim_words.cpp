@@ -46,7 +46,7 @@ Unit unit_of(std::string_view m) {
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
         return Unit::fraction;
     if (starts(m, "peak.") || m == "capacity" || starts(m, "model_state.") || starts(m, "host.") ||
-        m == "activations.analytic" || starts(m, "comm_bytes_per_step."))
+        starts(m, "nvme.") || m == "activations.analytic" || starts(m, "comm_bytes_per_step."))
         return Unit::bytes;
     return Unit::number;
 }
@@ -120,6 +120,11 @@ std::string metric_words(std::string_view m) {
         {"host.optimizer_state", "Optimizer state kept in host memory"},
         {"host.total", "Bytes kept in host memory"},
         {"host.analytic", "Analytic bytes in host memory"},
+        {"host.parameters", "Parameter shard kept in host memory"},
+        {"nvme.optimizer_state", "Optimizer state kept on NVMe"},
+        {"nvme.parameters", "Parameter shard kept on NVMe"},
+        {"nvme.total", "Bytes kept on NVMe"},
+        {"nvme.analytic", "Analytic bytes on NVMe"},
         {"fp8.gradients.relative_error.last", "FP8: error of the gradient casts, last step"},
         {"fp8.gradients.flushed_fraction.first",
          "FP8: gradients flushed to zero before any amax history"},
@@ -146,6 +151,7 @@ std::string metric_words(std::string_view m) {
                                   : tier == "inter_node" ? "between nodes"
                                   : tier == "nvls"       ? "through the NVSwitch's reduction (NVLS)"
                                   : tier == "host"       ? "over PCIe to and from the host"
+                                  : tier == "nvme"       ? "read from and written to NVMe"
                                                          : "through the InfiniBand switches' "
                                                            "reduction (SHARP)";
         return m.ends_with(".busy_per_step") ? "Transfer time per step " + where

@@ -370,7 +370,7 @@ std::vector<MetricDef> build_metrics() {
     }
     // The cluster: traffic and transfer time per link tier, algorithms, the straggler.
     for (LinkTier tier : {LinkTier::intra_node, LinkTier::inter_node, LinkTier::nvls,
-                          LinkTier::sharp, LinkTier::host}) {
+                          LinkTier::sharp, LinkTier::host, LinkTier::nvme}) {
         std::string t(name_of(tier));
         std::replace(t.begin(), t.end(), '-', '_');
         const auto i = static_cast<std::size_t>(tier);
@@ -519,6 +519,26 @@ std::vector<MetricDef> build_metrics() {
         [](const ModelStateMetrics& s) { return double(s.host_total()); }));
     v.push_back(per_model_state("host.analytic", "ZeRO-Offload: the analytic bytes of host.total",
                                 [](const ModelStateMetrics& s) { return s.analytic_host; }));
+    v.push_back(per_model_state(
+        "host.parameters",
+        "ZeRO-Offload: parameter bytes (the shard's copy) the device keeps in host memory at the "
+        "end",
+        [](const ModelStateMetrics& s) { return double(s.host_parameters); }));
+    v.push_back(per_model_state(
+        "nvme.optimizer_state",
+        "ZeRO-Infinity: optimizer-state bytes the device keeps in its NVMe share at the end",
+        [](const ModelStateMetrics& s) { return double(s.nvme_optimizer_state); }));
+    v.push_back(per_model_state(
+        "nvme.parameters",
+        "ZeRO-Infinity: parameter-shard bytes the device keeps in its NVMe share at the end",
+        [](const ModelStateMetrics& s) { return double(s.nvme_parameters); }));
+    v.push_back(per_model_state(
+        "nvme.total",
+        "ZeRO-Infinity: bytes the device keeps in its NVMe share at the end (optimizer state "
+        "and parameter shard)",
+        [](const ModelStateMetrics& s) { return double(s.nvme_total()); }));
+    v.push_back(per_model_state("nvme.analytic", "ZeRO-Infinity: the analytic bytes of nvme.total",
+                                [](const ModelStateMetrics& s) { return s.analytic_nvme; }));
     v.push_back(per_model_state("model_state.analytic_parameters",
                                 "the strategy's analytic parameter bytes",
                                 [](const ModelStateMetrics& s) { return s.analytic_parameters; }));
@@ -637,8 +657,10 @@ class ClaimParser {
 
     void parse_status(Claim& c) {
         if (claim_.at("status") == "refused") return parse_refused(c);
-        only({"status", "device", "category"});
+        only({"status", "device", "category", "memory", "compare_with"});
         c.kind = Claim::Kind::status;
+        // A comparison run's status: the run beside this one ends so (e.g. out of memory).
+        if (claim_.contains("compare_with")) c.subject.variant = parse_variant();
         const std::string s = field("status").text();
         if (s == "ok")
             c.status = RunStatus::ok;
@@ -647,9 +669,23 @@ class ClaimParser {
         else
             field("status").fail("must be \"ok\", \"out_of_memory\" or \"refused\", got \"" + s +
                                  "\"");
-        if ((claim_.contains("device") || claim_.contains("category")) &&
+        if ((claim_.contains("device") || claim_.contains("category") ||
+             claim_.contains("memory")) &&
             c.status != RunStatus::out_of_memory)
-            field("status").fail("device and category describe an out_of_memory status");
+            field("status").fail("device, category and memory describe an out_of_memory status");
+        if (claim_.contains("memory")) {
+            // Which memory ran out: the device's own, or its host or NVMe share (offload).
+            const std::string name = field("memory").text();
+            if (name == "device")
+                c.oom_memory = OffloadDevice::none;
+            else if (name == "host")
+                c.oom_memory = OffloadDevice::cpu;
+            else if (name == "nvme")
+                c.oom_memory = OffloadDevice::nvme;
+            else
+                field("memory").fail("must be \"device\", \"host\" or \"nvme\", got \"" + name +
+                                     "\"");
+        }
         if (claim_.contains("device")) c.oom_device = field("device").device();
         if (claim_.contains("category")) {
             const std::string name = field("category").text();
@@ -993,31 +1029,49 @@ struct Checker {
                                      : " (the ranges overlap: the difference is within the noise)";
     }
 
+    static std::string memory_words(OffloadDevice where) {
+        return where == OffloadDevice::cpu    ? "host memory"
+               : where == OffloadDevice::nvme ? "NVMe share"
+                                              : "device memory";
+    }
+
     ClaimOutcome status(const Claim& c) const {
         ClaimOutcome o;
-        o.description = "status " + std::string(name_of(c.status));
+        const int v = c.subject.variant;
+        const std::string words =
+            v >= 0 ? variant_words(x.variants[static_cast<std::size_t>(v)]) : std::string();
+        const std::string who = v >= 0 ? "The comparison run (" + words + ")" : "The run";
+        o.description = (v >= 0 ? "comparison run (" + words + ") " : std::string()) + "status " +
+                        std::string(name_of(c.status));
+        if (c.oom_memory) o.description += " in " + memory_words(*c.oom_memory);
         if (c.oom_device) o.description += " on device " + std::to_string(*c.oom_device);
         if (c.oom_category) o.description += " in " + std::string(name_of(*c.oom_category));
-        o.measured = std::string(name_of(run.result.status));
-        const auto& oom = run.result.oom;
+        const RunEvidence* e = evidence(v);
+        const RunStatus measured = e ? e->result.status : RunStatus::failed;
+        o.measured = e ? std::string(name_of(measured)) : "not run";
+        const OomInfo* oom = e && e->result.oom ? &*e->result.oom : nullptr;
         if (oom)
-            o.measured += " on device " + std::to_string(oom->device) + " in " +
+            o.measured += " in " + memory_words(oom->where) + " on device " +
+                          std::to_string(oom->device) + " in " +
                           std::string(name_of(oom->category));
         o.kind = c.kind;
         o.status = c.status;
+        o.variant = v;
         if (c.oom_device) o.devices = {*c.oom_device};
         if (c.status == RunStatus::out_of_memory) {
-            o.plain = "The run runs out of memory";
+            o.plain = who + " runs out of " +
+                      (c.oom_memory ? memory_words(*c.oom_memory) : std::string("memory"));
             if (c.oom_device) o.plain += " on device " + std::to_string(*c.oom_device);
             if (c.oom_category) o.plain += ", allocating " + std::string(name_of(*c.oom_category));
         } else {
-            o.plain = "The run " + std::string(c.status == RunStatus::ok
-                                                   ? "completes every step"
-                                                   : "ends " + std::string(name_of(c.status)));
+            o.plain = who + " " +
+                      (c.status == RunStatus::ok ? "completes every step"
+                                                 : "ends " + std::string(name_of(c.status)));
         }
-        o.passed = run.result.status == c.status;
+        o.passed = e && measured == c.status;
         if (c.oom_device) o.passed = o.passed && oom && oom->device == *c.oom_device;
         if (c.oom_category) o.passed = o.passed && oom && oom->category == *c.oom_category;
+        if (c.oom_memory) o.passed = o.passed && oom && oom->where == *c.oom_memory;
         return o;
     }
 
@@ -1265,6 +1319,11 @@ Variant apply_variant(const RunConfig& base, const Expectations& x, std::size_t 
                       std::string_view origin) {
     Variant v{base, {}, std::string(origin) + " (compare_with " + x.variants.at(i) + ")"};
     apply_scenario_json(x.variants.at(i), v.where, v.config, v.sources);
+    // A setting the comparison switches off ("none") is no longer one the run names: a
+    // comparison under a strategy it does not apply to keeps it switched off, not refused.
+    const nlohmann::json settings = nlohmann::json::parse(x.variants.at(i));
+    for (const auto& [key, value] : settings.items())
+        if (value.is_string() && value.get<std::string>() == "none") v.sources.erase(key);
     return v;
 }
 

@@ -102,6 +102,24 @@ std::optional<PipelineSchedule> schedule_from_name(std::string_view name) {
     return std::nullopt;
 }
 
+std::string_view name_of(OffloadDevice d) {
+    switch (d) {
+        case OffloadDevice::none:
+            return "none";
+        case OffloadDevice::cpu:
+            return "cpu";
+        case OffloadDevice::nvme:
+            return "nvme";
+    }
+    return "?";
+}
+
+std::optional<OffloadDevice> offload_device_from_name(std::string_view name) {
+    for (OffloadDevice d : {OffloadDevice::none, OffloadDevice::cpu, OffloadDevice::nvme})
+        if (name_of(d) == name) return d;
+    return std::nullopt;
+}
+
 std::string_view name_of(ClockMode c) {
     switch (c) {
         case ClockMode::wall:
@@ -240,7 +258,10 @@ bool setting_applies(const RunConfig& c, std::string_view key) {
     if (key == "offload_optimizer")
         return c.strategy == StrategyKind::zero1 || c.strategy == StrategyKind::zero2 ||
                c.strategy == StrategyKind::zero3;
+    if (key == "offload_param") return c.strategy == StrategyKind::zero3;
     if (key == "host_capacity" || key == "pcie_gbps") return c.offloads();
+    if (key == "nvme_capacity" || key == "nvme_read_gbps" || key == "nvme_write_gbps")
+        return c.uses_nvme();
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return c.precision == Precision::fp16_mixed;
     if (key == "clip_grad_norm")
@@ -280,8 +301,11 @@ std::string where_setting_applies(std::string_view key) {
     if (key == "fp8_amax_history_len" || key == "fp8_amax_compute_algo" || key == "fp8_margin")
         return "FP8 runs (fp8 hybrid or e4m3)";
     if (key == "offload_optimizer") return "strategies zero1, zero2 and zero3";
+    if (key == "offload_param") return "strategy 'zero3' (ZeRO-Infinity's parameter offload)";
     if (key == "host_capacity" || key == "pcie_gbps")
-        return "runs that offload (offload_optimizer cpu)";
+        return "runs that offload (offload_optimizer cpu or nvme)";
+    if (key == "nvme_capacity" || key == "nvme_read_gbps" || key == "nvme_write_gbps")
+        return "runs that offload to NVMe (offload_optimizer or offload_param nvme)";
     if (key == "loss_scale" || key == "loss_scale_init" || key == "loss_scale_growth_interval")
         return "precision 'fp16-mixed' (GradScaler's loss scaling)";
     if (key == "clip_grad_norm") return "strategies single and dp";
@@ -693,21 +717,40 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         if (c.accumulate > 1)
             fail("fp8", fp8 + "with gradient accumulation is not built yet (accumulate 1)");
     }
-    if (c.offload_optimizer) {
+    if (c.offloads()) {
+        const std::string device = "'" + std::string(name_of(c.offload_optimizer)) + "' ";
         if (c.backend != BackendKind::cpu)
             fail("offload_optimizer",
-                 "'cpu' runs on the CPU backend only so far (its PCIe copies from a GPU are not "
-                 "built yet)");
+                 device +
+                     "runs on the CPU backend only so far (its PCIe copies from a GPU are not "
+                     "built yet)");
         if (c.quantized_gradients || c.hybrid_shard || c.fp32_reduce)
             fail("offload_optimizer",
-                 "'cpu' with qgZ, hybrid sharding or reduce_dtype fp32 is not built yet");
+                 device + "with qgZ, hybrid sharding or reduce_dtype fp32 is not built yet");
         if (c.optimizer == OptimizerKind::lamb || c.optimizer == OptimizerKind::adamw8bit)
-            fail("offload_optimizer", "'cpu' runs SGD and AdamW (DeepSpeedCPUAdam's), not '" +
+            fail("offload_optimizer", device + "runs SGD and AdamW (DeepSpeedCPUAdam's), not '" +
                                           std::string(name_of(c.optimizer)) + "'");
         if (c.host_capacity_bytes == 0) fail("host_capacity", "must be more than 0 bytes");
     }
+    if (c.offload_param != OffloadDevice::none) {
+        if (c.strategy != StrategyKind::zero3)
+            fail("offload_param",
+                 "is ZeRO-3's (ZeRO-Infinity shards the parameters first): use "
+                 "strategy zero3");
+        if (!c.offloads())
+            fail("offload_param",
+                 "needs offload_optimizer cpu or nvme as well: the host's update writes the "
+                 "offloaded parameter shard in place (a device-side update of a host shard is "
+                 "not built)");
+    }
+    if (c.uses_nvme() && c.nvme_capacity_bytes == 0)
+        fail("nvme_capacity", "must be more than 0 bytes");
     if (!(c.pcie.bytes_per_ns > 0) || !std::isfinite(c.pcie.bytes_per_ns))
         fail("pcie_gbps", "must be more than 0 Gb/s");
+    if (!(c.nvme_read.bytes_per_ns > 0) || !std::isfinite(c.nvme_read.bytes_per_ns))
+        fail("nvme_read_gbps", "must be more than 0 Gb/s");
+    if (!(c.nvme_write.bytes_per_ns > 0) || !std::isfinite(c.nvme_write.bytes_per_ns))
+        fail("nvme_write_gbps", "must be more than 0 Gb/s");
     if (c.fp8.amax_history_len < 1 || c.fp8.amax_history_len > 65536)
         fail("fp8_amax_history_len", "must be from 1 to 65536 (TE's default 1024; got " +
                                          std::to_string(c.fp8.amax_history_len) + ")");

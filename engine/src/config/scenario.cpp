@@ -268,16 +268,22 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.link.latency_us = r.number();
         else if (key == "link_gbps")
             c.link.set_gbit_per_s(r.link_speed_gbit());
-        else if (key == "offload_optimizer") {
+        else if (key == "offload_optimizer" || key == "offload_param") {
             const std::string name = r.text();
-            if (name != "none" && name != "cpu")
-                r.fail("unknown offload device '" + name +
-                       "' (available: none, cpu; DeepSpeed's nvme tier is not built yet)");
-            c.offload_optimizer = name == "cpu";
+            const auto device = offload_device_from_name(name);
+            if (!device)
+                r.fail("unknown offload device '" + name + "' (available: none, cpu, nvme)");
+            (key == "offload_param" ? c.offload_param : c.offload_optimizer) = *device;
         } else if (key == "host_capacity")
             c.host_capacity_bytes = r.bytes();
+        else if (key == "nvme_capacity")
+            c.nvme_capacity_bytes = r.bytes();
         else if (key == "pcie_gbps")
             c.pcie.set_gbit_per_s(r.link_speed_gbit());
+        else if (key == "nvme_read_gbps")
+            c.nvme_read.set_gbit_per_s(r.link_speed_gbit());
+        else if (key == "nvme_write_gbps")
+            c.nvme_write.set_gbit_per_s(r.link_speed_gbit());
         else if (key == "schedule") {
             const std::string name = r.text();
             const auto kind = schedule_from_name(name);
@@ -416,7 +422,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "inter_transport, inter_gbps, inter_latency_us, socket_gbps, socket_latency_us, "
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
                 "reshard_after_forward, reduce_dtype, quantized_weights, quantized_gradients, "
-                "offload_optimizer, host_capacity, pcie_gbps, "
+                "offload_optimizer, offload_param, host_capacity, nvme_capacity, pcie_gbps, "
+                "nvme_read_gbps, nvme_write_gbps, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
@@ -494,10 +501,17 @@ std::string scenario_json(const RunConfig& c) {
     if (c.fp32_reduce) j["reduce_dtype"] = "fp32";
     if (c.quantized_weights) j["quantized_weights"] = true;
     if (c.quantized_gradients) j["quantized_gradients"] = true;
-    if (c.offload_optimizer) {
-        j["offload_optimizer"] = "cpu";
+    if (c.offloads()) {
+        j["offload_optimizer"] = std::string(name_of(c.offload_optimizer));
         j["host_capacity"] = c.host_capacity_bytes;
         j["pcie_gbps"] = c.pcie.gbit_per_s();
+    }
+    if (c.offload_param != OffloadDevice::none)
+        j["offload_param"] = std::string(name_of(c.offload_param));
+    if (c.uses_nvme()) {
+        j["nvme_capacity"] = c.nvme_capacity_bytes;
+        j["nvme_read_gbps"] = c.nvme_read.gbit_per_s();
+        j["nvme_write_gbps"] = c.nvme_write.gbit_per_s();
     }
     if (c.allreduce_algorithm != CollectiveAlgorithm::ring)
         j["allreduce_algorithm"] = std::string(name_of(c.allreduce_algorithm));

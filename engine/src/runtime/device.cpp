@@ -134,7 +134,7 @@ void MemoryTracker::account_locked(MemoryCategory category, std::size_t bytes) {
         info.requested_bytes = bytes;
         info.live_bytes = total_;
         info.capacity_bytes = capacity_;
-        info.host = host_;
+        info.where = where_;
         PD_THROW(OutOfMemory, info);
     }
     live_[c] += bytes;
@@ -253,16 +253,19 @@ Device::Device(int id, std::size_t capacity, RunContext& ctx)
     : Device(id, capacity, ctx, make_cpu_device_backend()) {}
 
 Device::Device(int id, std::size_t capacity, RunContext& ctx,
-               std::unique_ptr<DeviceBackend> backend, std::size_t host_capacity)
+               std::unique_ptr<DeviceBackend> backend, std::size_t host_capacity,
+               std::size_t nvme_capacity)
     : id_(id),
       backend_(std::move(backend)),
       memory_(id, capacity, ctx, backend_->ops()),
       host_memory_(id, host_capacity, ctx),
+      nvme_memory_(id, nvme_capacity, ctx),
       compute_(std::make_unique<Stream>(id, StreamKind::compute, ctx, backend_->make_stream())),
       comm_(std::make_unique<Stream>(id, StreamKind::comm, ctx, backend_->make_stream())),
       // The host's work runs on its own thread, on the CPU whatever the backend.
       host_(std::make_unique<Stream>(id, StreamKind::host, ctx)) {
-    host_memory_.mark_as_host();
+    host_memory_.mark_as(OffloadDevice::cpu);
+    nvme_memory_.mark_as(OffloadDevice::nvme);
 }
 
 void Device::synchronize() {

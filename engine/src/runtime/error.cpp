@@ -20,9 +20,12 @@ BadInput::BadInput(std::string key, const std::string& reason, const char* file,
     : Error(key + ": " + reason, file, line), key_(std::move(key)) {}
 
 std::string OomInfo::describe() const {
-    return (host ? "the host memory of device " : "device ") + std::to_string(device) +
-           " out of memory: allocating " + format_bytes(static_cast<double>(requested_bytes)) +
-           " of " + std::string(name_of(category)) + " with " +
+    const char* whose = where == OffloadDevice::cpu    ? "the host memory of device "
+                        : where == OffloadDevice::nvme ? "the NVMe share of device "
+                                                       : "device ";
+    return whose + std::to_string(device) + " out of memory: allocating " +
+           format_bytes(static_cast<double>(requested_bytes)) + " of " +
+           std::string(name_of(category)) + " with " +
            format_bytes(static_cast<double>(live_bytes)) + " live of " +
            format_bytes(static_cast<double>(capacity_bytes)) + " capacity" +
            (injected ? " (an injected fault: the allocation was made to fail)" : "");

@@ -85,27 +85,49 @@ std::vector<ModelStateBytes> analytic_model_state(const RunConfig& config) {
                 break;
             }
         }
-        if (config.offload_optimizer) state = 0;  // in host memory (analytic_host_state)
+        // Offloaded to host memory or NVMe (analytic_host_state, analytic_nvme_state).
+        if (config.offloads()) state = 0;
+        if (config.offload_param != OffloadDevice::none) params = 0;
         out.push_back({params, grads, state});
     }
     return out;
 }
 
-std::vector<ModelStateBytes> analytic_host_state(const RunConfig& config) {
+namespace {
+
+// The offloaded shards' bytes kept on `where` (host memory or NVMe) at rest: the parameter
+// shard where offload_param puts it (host memory when only the optimizer is offloaded), the
+// fp32 gradient shard in host memory, the optimizer state where offload_optimizer puts it.
+std::vector<ModelStateBytes> analytic_offloaded_state(const RunConfig& config,
+                                                      OffloadDevice where) {
     std::vector<ModelStateBytes> out(static_cast<std::size_t>(config.devices));
-    if (!config.offload_optimizer) return out;
+    if (!config.offloads()) return out;
     const ParamLayout layout = ParamLayout::build(model_shape(config));
     OptimizerSettings optimizer = OptimizerSettings::from(config);
     optimizer.set_tensors(layout);
     const double N = config.devices;
     const double psi = static_cast<double>(layout.total);
+    const OffloadDevice params_on =
+        config.offload_param == OffloadDevice::none ? OffloadDevice::cpu : config.offload_param;
     for (ModelStateBytes& s : out) {
-        s.parameters = psi * static_cast<double>(bytes_of(config.tensor_dtype())) / N;
-        s.gradients = psi * static_cast<double>(sizeof(float)) / N;
-        s.optimizer_state = static_cast<double>(optimizer.state_floats(layout.total)) *
-                            static_cast<double>(sizeof(float)) / N;
+        if (params_on == where)
+            s.parameters = psi * static_cast<double>(bytes_of(config.tensor_dtype())) / N;
+        if (where == OffloadDevice::cpu) s.gradients = psi * static_cast<double>(sizeof(float)) / N;
+        if (config.offload_optimizer == where)
+            s.optimizer_state = static_cast<double>(optimizer.state_floats(layout.total)) *
+                                static_cast<double>(sizeof(float)) / N;
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<ModelStateBytes> analytic_host_state(const RunConfig& config) {
+    return analytic_offloaded_state(config, OffloadDevice::cpu);
+}
+
+std::vector<ModelStateBytes> analytic_nvme_state(const RunConfig& config) {
+    return analytic_offloaded_state(config, OffloadDevice::nvme);
 }
 
 HostMemoryNeed host_memory_need(const RunConfig& config) {
@@ -117,6 +139,9 @@ HostMemoryNeed host_memory_need(const RunConfig& config) {
             need.devices += std::min(s.total(), static_cast<double>(config.capacity_bytes));
     for (const ModelStateBytes& s : analytic_host_state(config))
         need.devices += std::min(s.total(), static_cast<double>(config.host_capacity_bytes));
+    // The NVMe tier is emulated in this process's memory too.
+    for (const ModelStateBytes& s : analytic_nvme_state(config))
+        need.devices += std::min(s.total(), static_cast<double>(config.nvme_capacity_bytes));
     return need;
 }
 

@@ -58,6 +58,8 @@ void collect_trace(RunEnvironment& env, Trace& trace, Gather gather = Gather::ta
     for (auto& d : env.devices) {
         trace.capacity_bytes.push_back(d->memory().capacity());
         if (env.config.offloads()) trace.host_capacity_bytes.push_back(d->host_memory().capacity());
+        if (env.config.uses_nvme())
+            trace.nvme_capacity_bytes.push_back(d->nvme_memory().capacity());
         trace.peak_reserved_bytes.push_back(d->memory().peak_reserved());
         trace.device_names.push_back("device " + std::to_string(d->id()) + " (" +
                                      d->backend().name() + ")");
@@ -87,12 +89,15 @@ void collect_trace(RunEnvironment& env, Trace& trace, Gather gather = Gather::ta
         trace.memory.insert(trace.memory.end(), samples.begin(), samples.end());
         auto host = take ? d->host_memory().take_samples() : d->host_memory().samples_so_far();
         trace.host_memory.insert(trace.host_memory.end(), host.begin(), host.end());
+        auto nvme = take ? d->nvme_memory().take_samples() : d->nvme_memory().samples_so_far();
+        trace.nvme_memory.insert(trace.nvme_memory.end(), nvme.begin(), nvme.end());
     }
     const auto by_time = [](const MemorySample& a, const MemorySample& b) {
         return a.t_ns < b.t_ns;
     };
     std::stable_sort(trace.memory.begin(), trace.memory.end(), by_time);
     std::stable_sort(trace.host_memory.begin(), trace.host_memory.end(), by_time);
+    std::stable_sort(trace.nvme_memory.begin(), trace.nvme_memory.end(), by_time);
     if (!env.routing.empty()) {
         ExpertRouting& r = trace.routing;
         r.experts = env.shape.experts;

@@ -56,7 +56,8 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
     for (int d = 0; d < cfg.devices; ++d)
         devices.push_back(std::make_unique<Device>(d, cfg.capacity_bytes, context,
                                                    backend->make_device(d),
-                                                   cfg.offloads() ? cfg.host_capacity_bytes : 0));
+                                                   cfg.offloads() ? cfg.host_capacity_bytes : 0,
+                                                   cfg.uses_nvme() ? cfg.nvme_capacity_bytes : 0));
     if (shape.moe())
         for (auto& d : devices)
             routing.push_back(std::make_unique<RoutingCounters>(d->ops(), shape.experts));

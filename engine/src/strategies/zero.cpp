@@ -24,8 +24,11 @@ struct Zero::Rank {
     Buffer state;                      // every level: the owned chunks' optimizer state
     // offload_optimizer (ZeRO-Offload), in host memory with `state`: the owned chunks'
     // parameters (the run's dtype; fp32 runs' fp32 copy) and their reduced gradients (fp32).
+    // ZeRO-Infinity: `state` on NVMe (offload_optimizer nvme); `host_params` the only copy of
+    // the shard (offload_param), in host memory or on NVMe.
     Buffer host_params;
     Buffer host_grads;
+    std::vector<Buffer> param_stage;  // offload_param: each unit's chunk, just copied up
     std::size_t shard_size = 0;
     // zero3's working set: one unit's gathered parameters and gradients at a time.
     std::unique_ptr<ShardLayout> layout;
@@ -127,6 +130,7 @@ Zero::Zero(RunEnvironment& env, int level)
                 env.shape, *rank->layout, rank->device->memory(), env.config.recompute, env.dtype,
                 false, env.routing_of(rank->device->id()));
             rank->gathered.resize(static_cast<std::size_t>(env.layout.units));
+            rank->param_stage.resize(static_cast<std::size_t>(env.layout.units));
             rank->unit_grads.resize(static_cast<std::size_t>(env.layout.units));
             rank->saved.resize(static_cast<std::size_t>(env.layout.units));
             rank->loss = DeviceScalar(rank->device->ops());
@@ -166,22 +170,30 @@ void Zero::enqueue_setup() {
         rank.device->compute().launch(ev, [this, &rank] {
             MemoryTracker& mem = rank.device->memory();
             const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
-            const bool offload = env_.config.offload_optimizer;
-            MemoryTracker& state_mem = offload ? rank.device->host_memory() : mem;
+            const RunConfig& config = env_.config;
+            const bool offload = config.offloads();
+            const bool params_offloaded = config.offload_param != OffloadDevice::none;
+            MemoryTracker& state_mem =
+                offload ? offload_memory(*rank.device, config.offload_optimizer) : mem;
             rank.state = Buffer(state_mem, MemoryCategory::optimizer_state, k * rank.shard_size);
             if (offload) {
-                rank.host_params = Buffer(state_mem, MemoryCategory::parameters, rank.shard_size,
-                                          Fill::zero, shard_dtype_);
-                rank.host_grads = Buffer(state_mem, MemoryCategory::gradients, rank.shard_size);
+                rank.host_params =
+                    Buffer(offload_memory(*rank.device, params_offloaded ? config.offload_param
+                                                                         : OffloadDevice::cpu),
+                           MemoryCategory::parameters, rank.shard_size, Fill::zero, shard_dtype_);
+                rank.host_grads =
+                    Buffer(rank.device->host_memory(), MemoryCategory::gradients, rank.shard_size);
             }
             if (level_ >= 2) {
                 rank.shard_grads = Buffer(mem, MemoryCategory::gradients, rank.shard_size,
                                           Fill::zero, shard_dtype_);
                 if (rank.replica) rank.replica->grads().reset();  // only live during backward
             }
-            if (level_ == 3)
+            if (level_ == 3 && !params_offloaded)
                 rank.shard_params = Buffer(mem, MemoryCategory::parameters, rank.shard_size,
                                            Fill::zero, shard_dtype_);
+            // zero3's shard: on the device, or (offload_param) only off it.
+            Buffer& shard = params_offloaded ? rank.host_params : rank.shard_params;
             // Each owned chunk's state is [moments..., master...] at k * its shard offset; the
             // master (mixed precision) starts from the fp32 initialisation.
             for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -191,14 +203,14 @@ void Zero::enqueue_setup() {
                                                       static_cast<std::size_t>(rank.r)];
                 float* state = rank.state.data() + k * off;
                 if (level_ == 3 && shard_dtype_ == DType::fp32)  // the fp32 initialisation
-                    mem.ops().upload(rank.shard_params.data() + off, env_.initial.data() + begin,
-                                     count);
+                    mem.ops().upload(shard.data() + off, env_.initial.data() + begin, count);
                 else if (level_ == 3)
-                    env_.upload_parameters(*rank.device, rank.shard_params.data() + off,
+                    env_.upload_parameters(*rank.device, shard.data() + off,
                                            env_.initial.data() + begin, count, state);
                 else if (float* master = env_.optimizer.master(state, count))
                     mem.ops().upload(master, env_.initial.data() + begin, count);
                 // The host's copy of the shard: the device's own initial values.
+                if (params_offloaded) continue;  // the host's is the shard itself
                 if (offload && level_ == 3)
                     state_mem.ops().copy(rank.host_params.data() + off,
                                          rank.shard_params.data() + off, count);
@@ -219,67 +231,176 @@ void Zero::enqueue_step(int step) {
     }
 }
 
+MemoryTracker& Zero::offload_memory(Device& dev, OffloadDevice where) {
+    return where == OffloadDevice::nvme ? dev.nvme_memory() : dev.host_memory();
+}
+
+// A copy on the device's host stream that takes `link`'s time for `bytes` on the device clock
+// (wall: the copy's own), drawn on `tier`.
+void Zero::enqueue_host_copy(Device& dev, int step, std::string label, std::size_t bytes,
+                             LinkTier tier, const LinkModel& link, std::function<void()> copy) {
+    TraceEvent ev;
+    ev.kind = EventKind::copy;
+    ev.label = std::move(label);
+    ev.step = step;
+    ev.bytes = bytes;
+    ev.tier = tier;
+    dev.host().launch(ev, [bytes, &link, copy = std::move(copy)] {
+        Stream& s = *Stream::current();
+        const std::int64_t start = s.now_ns();
+        copy();
+        s.advance_to(start + static_cast<std::int64_t>(link.transfer_ns(bytes)));
+    });
+}
+
+// offload_param (ZeRO-Infinity): unit u's own chunk of the parameters, from host memory (read
+// from NVMe into a host buffer first when it lives there), crosses PCIe into a device buffer
+// the gather takes it from. Gated like the gather itself: after the comm stream's work so far.
+void Zero::enqueue_parameter_fetch(Rank& rank, int u, int step) {
+    Device& dev = *rank.device;
+    const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
+    const std::size_t count = own_end(bucket, rank.r) - own_begin(bucket, rank.r);
+    const std::size_t off =
+        shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
+                      static_cast<std::size_t>(rank.r)];
+    const std::size_t bytes = count * bytes_of(shard_dtype_);
+    dev.host().wait(dev.comm().record(), step);
+    const std::string unit = " unit " + std::to_string(u);
+    // The chunk's host-side source: the shard itself, or a buffer read from NVMe.
+    auto bounce = std::make_shared<Buffer>();
+    if (env_.config.offload_param == OffloadDevice::nvme)
+        enqueue_host_copy(dev, step, "NVMe read: parameters" + unit, bytes, LinkTier::nvme,
+                          env_.config.nvme_read, [this, &rank, bounce, count, off] {
+                              *bounce =
+                                  Buffer(rank.device->host_memory(), MemoryCategory::parameters,
+                                         count, Fill::none, shard_dtype_);
+                              rank.device->host_memory().ops().copy(
+                                  bounce->data(), rank.host_params.data() + off, count);
+                          });
+    enqueue_host_copy(dev, step, "PCIe: parameters" + unit + " to device", bytes, LinkTier::host,
+                      env_.config.pcie, [this, &rank, bounce, u, count, off] {
+                          Buffer& stage = rank.param_stage[static_cast<std::size_t>(u)];
+                          stage = Buffer(rank.device->memory(), MemoryCategory::parameters, count,
+                                         Fill::none, shard_dtype_);
+                          const float* from =
+                              bounce->empty() ? rank.host_params.data() + off : bounce->data();
+                          rank.device->host_memory().ops().copy(stage.data(), from, count);
+                          bounce->reset();
+                      });
+    dev.comm().wait(dev.host().record(), step);
+}
+
 // ZeRO-Offload: the reduced gradients of the owned chunks cross PCIe to the host, the CPU
 // updates the host's shard with the state kept there (DeepSpeedCPUAdam's role), and the
 // updated shard crosses back, all on the device's host stream; the device's compute stream
-// waits for it before the all-gather.
+// waits for it before the all-gather. ZeRO-Infinity: what lives on NVMe (the optimizer state,
+// the parameter shard) is swapped through host buffers one bucket (zero3: one unit) at a time,
+// DeepSpeed's sub-groups, so host memory holds one bucket's worth of it; a parameter shard
+// kept off the device (offload_param) is not copied back: each gather fetches its chunk.
 void Zero::enqueue_offloaded_update(Rank& rank, int step, bool full_grads) {
     Device& dev = *rank.device;
     Stream& host = dev.host();
+    const RunConfig& config = env_.config;
     host.wait(dev.compute().record(), step);
-    const std::size_t bytes = rank.shard_size * bytes_of(shard_dtype_);
-    // Each copy takes the PCIe link's time on the device clock (wall: the copy's own).
-    auto pcie = [this, &dev, step, bytes](const char* label, auto copy) {
-        TraceEvent ev;
-        ev.kind = EventKind::copy;
-        ev.label = label;
-        ev.step = step;
-        ev.bytes = bytes;
-        ev.tier = LinkTier::host;
-        dev.host().launch(ev, [this, bytes, copy] {
-            Stream& s = *Stream::current();
-            const std::int64_t start = s.now_ns();
-            copy();
-            s.advance_to(start + static_cast<std::int64_t>(env_.config.pcie.transfer_ns(bytes)));
-        });
-    };
+    const std::size_t element = bytes_of(shard_dtype_);
+    const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
     auto for_each_chunk = [this, &rank](auto body) {
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
             const std::size_t begin = own_begin(buckets_[b], rank.r);
             body(
-                begin, own_end(buckets_[b], rank.r) - begin,
+                b, begin, own_end(buckets_[b], rank.r) - begin,
                 shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank.r)]);
         }
     };
-    pcie("PCIe: gradient shard to host", [this, &rank, full_grads, for_each_chunk] {
-        for_each_chunk([&](std::size_t begin, std::size_t count, std::size_t off) {
-            const float* grads =
-                full_grads ? rank.replica->grads().data() + begin : rank.shard_grads.data() + off;
-            rank.device->host_memory().ops().copy(rank.host_grads.data() + off, grads, count);
+    enqueue_host_copy(
+        dev, step, "PCIe: gradient shard to host", rank.shard_size * element, LinkTier::host,
+        config.pcie, [&rank, full_grads, for_each_chunk] {
+            for_each_chunk([&](std::size_t, std::size_t begin, std::size_t count, std::size_t off) {
+                const float* grads = full_grads ? rank.replica->grads().data() + begin
+                                                : rank.shard_grads.data() + off;
+                rank.device->host_memory().ops().copy(rank.host_grads.data() + off, grads, count);
+            });
         });
-    });
-    host.launch(optimizer_event(env_.optimizer, step, " on the host (own shard)"),
-                [this, &rank, step, for_each_chunk] {
-                    const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
-                    DeviceOps& ops = rank.device->host_memory().ops();
-                    for_each_chunk([&](std::size_t, std::size_t count, std::size_t off) {
-                        ops.optimizer_update(
-                            env_.optimizer, step + 1, rank.host_params.data() + off,
-                            rank.host_grads.data() + off, rank.state.data() + k * off, count);
-                    });
+    const bool state_on_nvme = config.offload_optimizer == OffloadDevice::nvme;
+    const bool params_on_nvme = config.offload_param == OffloadDevice::nvme;
+    if (!state_on_nvme && !params_on_nvme) {
+        host.launch(
+            optimizer_event(env_.optimizer, step, " on the host (own shard)"),
+            [this, &rank, step, k, for_each_chunk] {
+                DeviceOps& ops = rank.device->host_memory().ops();
+                for_each_chunk([&](std::size_t, std::size_t, std::size_t count, std::size_t off) {
+                    ops.optimizer_update(env_.optimizer, step + 1, rank.host_params.data() + off,
+                                         rank.host_grads.data() + off, rank.state.data() + k * off,
+                                         count);
                 });
-    pcie("PCIe: updated shard to device", [this, &rank, for_each_chunk] {
-        for_each_chunk([&](std::size_t begin, std::size_t count, std::size_t off) {
-            float* params = rank.replica ? rank.replica->params().data() + begin
-                                         : rank.shard_params.data() + off;
-            rank.device->host_memory().ops().copy(params, rank.host_params.data() + off, count);
+            });
+    } else {
+        for_each_chunk([&](std::size_t b, std::size_t, std::size_t count, std::size_t off) {
+            const std::string unit = (level_ == 3 ? " unit " : " bucket ") + std::to_string(b);
+            // Host buffers the chunk's NVMe-resident parts are read into (empty: used in place).
+            auto state_swap = std::make_shared<Buffer>();
+            auto params_swap = std::make_shared<Buffer>();
+            auto swap_in = [&rank](std::shared_ptr<Buffer> swap, Buffer& from, std::size_t at,
+                                   std::size_t n, MemoryCategory category, DType dtype) {
+                return [&rank, swap, &from, at, n, category, dtype] {
+                    *swap = Buffer(rank.device->host_memory(), category, n, Fill::none, dtype);
+                    rank.device->host_memory().ops().copy(swap->data(), from.data() + at, n);
+                };
+            };
+            auto swap_out = [&rank](std::shared_ptr<Buffer> swap, Buffer& to, std::size_t at) {
+                return [&rank, swap, &to, at] {
+                    rank.device->host_memory().ops().copy(to.data() + at, swap->data(),
+                                                          swap->size());
+                    swap->reset();
+                };
+            };
+            if (state_on_nvme)
+                enqueue_host_copy(dev, step, "NVMe read: optimizer state" + unit,
+                                  k * count * sizeof(float), LinkTier::nvme, config.nvme_read,
+                                  swap_in(state_swap, rank.state, k * off, k * count,
+                                          MemoryCategory::optimizer_state, DType::fp32));
+            if (params_on_nvme)
+                enqueue_host_copy(dev, step, "NVMe read: parameters" + unit, count * element,
+                                  LinkTier::nvme, config.nvme_read,
+                                  swap_in(params_swap, rank.host_params, off, count,
+                                          MemoryCategory::parameters, shard_dtype_));
+            host.launch(optimizer_event(env_.optimizer, step, " on the host" + unit),
+                        [this, &rank, step, k, count, off, state_swap, params_swap] {
+                            float* params = params_swap->empty() ? rank.host_params.data() + off
+                                                                 : params_swap->data();
+                            float* state = state_swap->empty() ? rank.state.data() + k * off
+                                                               : state_swap->data();
+                            rank.device->host_memory().ops().optimizer_update(
+                                env_.optimizer, step + 1, params, rank.host_grads.data() + off,
+                                state, count);
+                        });
+            if (state_on_nvme)
+                enqueue_host_copy(dev, step, "NVMe write: optimizer state" + unit,
+                                  k * count * sizeof(float), LinkTier::nvme, config.nvme_write,
+                                  swap_out(state_swap, rank.state, k * off));
+            if (params_on_nvme)
+                enqueue_host_copy(dev, step, "NVMe write: parameters" + unit, count * element,
+                                  LinkTier::nvme, config.nvme_write,
+                                  swap_out(params_swap, rank.host_params, off));
         });
-    });
+    }
+    if (config.offload_param == OffloadDevice::none)
+        enqueue_host_copy(dev, step, "PCIe: updated shard to device", rank.shard_size * element,
+                          LinkTier::host, config.pcie, [&rank, for_each_chunk] {
+                              for_each_chunk([&](std::size_t, std::size_t begin, std::size_t count,
+                                                 std::size_t off) {
+                                  float* params = rank.replica
+                                                      ? rank.replica->params().data() + begin
+                                                      : rank.shard_params.data() + off;
+                                  rank.device->host_memory().ops().copy(
+                                      params, rank.host_params.data() + off, count);
+                              });
+                          });
     dev.compute().wait(host.record(), step);
 }
 
 void Zero::enqueue_shard_update(Rank& rank, int step, bool full_grads) {
-    if (env_.config.offload_optimizer) return enqueue_offloaded_update(rank, step, full_grads);
+    if (env_.config.offloads()) return enqueue_offloaded_update(rank, step, full_grads);
     rank.device->compute().launch(
         optimizer_event(env_.optimizer, step, " (own shard)"), [this, &rank, step, full_grads] {
             const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
@@ -374,8 +495,10 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
     MemoryTracker& mem = dev.memory();
 
     // Materialise one unit's parameters: own chunk from the shard, the rest from the peers.
-    auto gather = [this, &rank, &dev, &mem, step](int u, const char* why) {
-        dev.comm().enqueue([this, &rank, &dev, &mem, u, step, why] {
+    const bool params_offloaded = env_.config.offload_param != OffloadDevice::none;
+    auto gather = [this, &rank, &dev, &mem, step, params_offloaded](int u, const char* why) {
+        if (params_offloaded) enqueue_parameter_fetch(rank, u, step);
+        dev.comm().enqueue([this, &rank, &dev, &mem, u, step, why, params_offloaded] {
             const GradBucket& bucket = buckets_[static_cast<std::size_t>(u)];
             Buffer& full = rank.gathered[static_cast<std::size_t>(u)];
             // Written whole: this rank's chunk here, the peers' by the all-gather.
@@ -385,8 +508,11 @@ void Zero::enqueue_step_stage3(Rank& rank, int step) {
             const std::size_t off =
                 shard_offset_[static_cast<std::size_t>(u) * static_cast<std::size_t>(n_) +
                               static_cast<std::size_t>(rank.r)];
-            dev.ops().copy(full.data() + (begin - bucket.begin), rank.shard_params.data() + off,
+            Buffer& stage = rank.param_stage[static_cast<std::size_t>(u)];
+            dev.ops().copy(full.data() + (begin - bucket.begin),
+                           params_offloaded ? stage.data() : rank.shard_params.data() + off,
                            own_end(bucket, rank.r) - begin);
+            stage.reset();
             // MixedPrecisionPolicy: the fp32 shard is cast to param_dtype before the gather.
             if (shard_dtype_ != env_.dtype)
                 dev.ops().round_to(env_.dtype, full.data() + (begin - bucket.begin),
@@ -581,7 +707,9 @@ std::vector<float> Zero::parameters() const {
     }
     std::vector<float> full(env_.layout.total, 0.0f);
     for (const auto& rank : ranks_) {
-        const std::vector<float> shard = rank->shard_params.to_host();
+        const std::vector<float> shard = env_.config.offload_param != OffloadDevice::none
+                                             ? rank->host_params.to_host()
+                                             : rank->shard_params.to_host();
         for (std::size_t b = 0; b < buckets_.size(); ++b) {
             const std::size_t begin = own_begin(buckets_[b], rank->r);
             std::copy_n(shard.begin() + static_cast<std::ptrdiff_t>(

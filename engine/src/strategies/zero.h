@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "strategies/replica.h"
@@ -35,6 +37,10 @@ class Zero : public Strategy {
     void enqueue_step_stage3(Rank& rank, int step);
     void enqueue_shard_update(Rank& rank, int step, bool full_grads);
     void enqueue_offloaded_update(Rank& rank, int step, bool full_grads);
+    void enqueue_parameter_fetch(Rank& rank, int u, int step);
+    void enqueue_host_copy(Device& dev, int step, std::string label, std::size_t bytes,
+                           LinkTier tier, const LinkModel& link, std::function<void()> copy);
+    static MemoryTracker& offload_memory(Device& dev, OffloadDevice where);
     // reshard_to: after unit u's forward, this rank's slice of its gathered parameters.
     void keep_secondary(Rank& rank, int u);
     // quantized_gradients (qgZ), comm stream: unit u's gradients to their owners by an int8

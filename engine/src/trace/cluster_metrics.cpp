@@ -79,7 +79,8 @@ ClusterMetrics cluster_metrics(const Trace& trace, std::optional<StepRange> step
     std::array<unsigned long long, kLinkTierCount> bytes{}, busy_ns{};
     for (const auto& e : trace.events) {
         if (!counted(steps, e.step) || e.tier == LinkTier::none ||
-            (!is_communication(e.kind) && e.tier != LinkTier::host))  // PCIe copies count
+            (!is_communication(e.kind) && e.tier != LinkTier::host &&
+             e.tier != LinkTier::nvme))  // PCIe copies and NVMe swaps count
             continue;
         const auto i = static_cast<std::size_t>(e.tier);
         bytes[i] += e.bytes;

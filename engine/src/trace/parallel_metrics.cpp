@@ -137,6 +137,7 @@ std::vector<StageActivationMetrics> measure_activations(const Trace& trace,
 std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& config) {
     const std::vector<ModelStateBytes> analytic = analytic_model_state(config);
     const std::vector<ModelStateBytes> analytic_host = analytic_host_state(config);
+    const std::vector<ModelStateBytes> analytic_nvme = analytic_nvme_state(config);
     std::vector<ModelStateMetrics> out;
     for (int d = 0; d < trace.devices; ++d) {
         ModelStateMetrics s;
@@ -153,14 +154,27 @@ std::vector<ModelStateMetrics> model_state(const Trace& trace, const RunConfig& 
             s.analytic_gradients = a.gradients;
             s.analytic_optimizer_state = a.optimizer_state;
         }
-        std::array<std::size_t, kMemoryCategoryCount> host{};
-        for (const auto& sample : trace.host_memory)
-            if (sample.device == d) host[static_cast<std::size_t>(sample.category)] = sample.bytes;
-        s.host_parameters = host[static_cast<std::size_t>(MemoryCategory::parameters)];
+        // What each category holds at the end (its last sample).
+        const auto at_end = [d](const std::vector<MemorySample>& samples) {
+            std::array<std::size_t, kMemoryCategoryCount> bytes{};
+            for (const auto& sample : samples)
+                if (sample.device == d)
+                    bytes[static_cast<std::size_t>(sample.category)] = sample.bytes;
+            return bytes;
+        };
+        constexpr auto kParams = static_cast<std::size_t>(MemoryCategory::parameters);
+        constexpr auto kState = static_cast<std::size_t>(MemoryCategory::optimizer_state);
+        const auto host = at_end(trace.host_memory);
+        s.host_parameters = host[kParams];
         s.host_gradients = host[static_cast<std::size_t>(MemoryCategory::gradients)];
-        s.host_optimizer_state = host[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
+        s.host_optimizer_state = host[kState];
         if (d < static_cast<int>(analytic_host.size()))
             s.analytic_host = analytic_host[static_cast<std::size_t>(d)].total();
+        const auto nvme = at_end(trace.nvme_memory);
+        s.nvme_parameters = nvme[kParams];
+        s.nvme_optimizer_state = nvme[kState];
+        if (d < static_cast<int>(analytic_nvme.size()))
+            s.analytic_nvme = analytic_nvme[static_cast<std::size_t>(d)].total();
         out.push_back(s);
     }
     return out;
