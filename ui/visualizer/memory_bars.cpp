@@ -78,18 +78,23 @@ double MemoryBarsView::maxTotal() const {
     return max_total;
 }
 
+bool MemoryBarsView::capacityOnScale(int row) const {
+    // A budget is drawn only when it is on the same scale as the bars; a 4 GiB budget above
+    // 2 MiB of use would squash every bar to a sliver (so would a 1 TiB NVMe share).
+    const auto r = static_cast<std::size_t>(row);
+    return r < peak_.capacity.size() && peak_.capacity[r] > 0 &&
+           peak_.capacity[r] <= 2.5 * maxTotal();
+}
+
 double MemoryBarsView::maxCapacity() const {
     double max_capacity = 0;
-    for (double c : peak_.capacity) max_capacity = std::max(max_capacity, c);
+    for (int d = 0; d < static_cast<int>(peak_.capacity.size()); ++d)
+        if (capacityOnScale(d))
+            max_capacity = std::max(max_capacity, peak_.capacity[static_cast<std::size_t>(d)]);
     return max_capacity;
 }
 
-bool MemoryBarsView::capacityOnChart() const {
-    // The capacity line is drawn only when it is on the same scale as the bars; a 4 GiB
-    // budget above 2 MiB of use would squash every bar to a sliver.
-    const double cap = maxCapacity();
-    return cap > 0 && cap <= 2.5 * maxTotal();
-}
+bool MemoryBarsView::capacityOnChart() const { return maxCapacity() > 0; }
 
 double MemoryBarsView::naturalTopBytes() const {
     if (peak_.bytes.empty()) return 0;
@@ -168,7 +173,6 @@ void MemoryBarsView::rebuild() {
 
     // One axis for peak and playback alike, so bars grow and shrink against a fixed scale;
     // compared runs share the larger of their two scales.
-    const double max_capacity = maxCapacity();
     const bool capacity_on_chart = capacityOnChart();
     const double top = std::max(naturalTopBytes(), shared_top_);
     scale_ = 1;
@@ -203,13 +207,17 @@ void MemoryBarsView::rebuild() {
     // Short category names keep bars readable when two charts share the width.
     // Host rows (ZeRO-Offload), then NVMe rows (ZeRO-Infinity), come after the devices'.
     const int devices = n - peak_.host_rows - peak_.nvme_rows;
+    // Short names ("h0", "n0") fit under narrow bars; the axis title says what they are.
     for (int d = 0; d < n; ++d)
-        names << (d < devices ? QString::number(d)
-                  : d < devices + peak_.host_rows
-                      ? QStringLiteral("host %1").arg(d - devices)
-                      : QStringLiteral("nvme %1").arg(d - devices - peak_.host_rows));
+        names << (d < devices                     ? QString::number(d)
+                  : d < devices + peak_.host_rows ? QStringLiteral("h%1").arg(d - devices)
+                                                  : QStringLiteral("n%1").arg(
+                                                        d - devices - peak_.host_rows));
     axis_x_->append(names);
-    axis_x_->setTitleText(QStringLiteral("device"));
+    QString axis_title = QStringLiteral("device");
+    if (peak_.host_rows > 0) axis_title += QStringLiteral(" · h: host");
+    if (peak_.nvme_rows > 0) axis_title += QStringLiteral(" · n: NVMe");
+    axis_x_->setTitleText(axis_title);
     c->addAxis(axis_x_, Qt::AlignBottom);
     series_->attachAxis(axis_x_);
     axis_y_ = new QValueAxis();
@@ -225,8 +233,10 @@ void MemoryBarsView::rebuild() {
     if (capacity_on_chart) {
         capacity_line_ = new QLineSeries();
         capacity_line_->setName(QStringLiteral("capacity"));
-        // Category axes place device d at x = d; the line spans every bar.
+        // Category axes place device d at x = d; the line spans every bar whose budget is on
+        // the scale, stepping where host or NVMe shares have budgets of their own.
         for (int d = 0; d < n; ++d) {
+            if (!capacityOnScale(d)) continue;
             const double cap = peak_.capacity[static_cast<std::size_t>(d)] / scale_;
             capacity_line_->append(d - 0.45, cap);
             capacity_line_->append(d + 0.45, cap);
@@ -234,12 +244,22 @@ void MemoryBarsView::rebuild() {
         c->addSeries(capacity_line_);
         capacity_line_->attachAxis(axis_x_);
         capacity_line_->attachAxis(axis_y_);
-    } else if (max_capacity > 0) {
-        cap_text =
-            QStringLiteral(
-                "<br><span style=\"font-weight:normal\">capacity %1 per device (off scale)</span>")
-                .arg(bytes_text(max_capacity));
     }
+    // Each kind of budget off the scale, named once (the devices', host's or NVMe's).
+    QStringList off_scale;
+    const auto note_group = [&](int first, int rows, const QString& what) {
+        double cap = 0;
+        for (int d = first; d < first + rows; ++d)
+            if (!capacityOnScale(d) && static_cast<std::size_t>(d) < peak_.capacity.size())
+                cap = std::max(cap, peak_.capacity[static_cast<std::size_t>(d)]);
+        if (cap > 0) off_scale << what.arg(bytes_text(cap));
+    };
+    note_group(0, devices, QStringLiteral("capacity %1 per device"));
+    note_group(devices, peak_.host_rows, QStringLiteral("host memory %1 per device"));
+    note_group(devices + peak_.host_rows, peak_.nvme_rows, QStringLiteral("NVMe %1 per device"));
+    if (!off_scale.isEmpty())
+        cap_text = QStringLiteral("<br><span style=\"font-weight:normal\">%1 (off scale)</span>")
+                       .arg(off_scale.join(QStringLiteral(" · ")));
     capacity_note_ = cap_text;
     applyPalette(TimelinePalette::choose(theme_, palette()));
     show(mode_ == Mode::peak ? peak_ : timeline_.at(cursor_ns_));

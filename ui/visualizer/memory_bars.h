@@ -75,7 +75,8 @@ class MemoryBarsView : public QChartView {
   private:
     void rebuild();
     double maxTotal() const;     // the tallest bar, a failed request included (bytes)
-    double maxCapacity() const;  // the largest device budget (bytes)
+    bool capacityOnScale(int row) const;  // whether row's budget is drawn
+    double maxCapacity() const;           // the largest budget drawn (bytes)
     bool capacityOnChart() const;
     void show(const MemorySnapshot& s);
     void applyPalette(const TimelinePalette& palette);

@@ -65,8 +65,10 @@ TimelineLayout timeline_rows_layout(const TimelineScene& scene, const QSizeF& si
     // A host lane (ZeRO-Offload's PCIe copies and CPU update) takes a share like comm's.
     const bool host = scene.data.has_host_lane();
     const double lanes = per_device - kRowGap - (host ? 1 : 0);
+    // With three lanes the thin ones keep room for their labels ("comm", "host"): the rows
+    // then scroll rather than shrink past reading.
     l.compute_h = std::clamp(lanes * (host ? 0.5 : 0.62), 10.0, 34.0);
-    l.comm_h = std::clamp(lanes * (host ? 0.25 : 0.38), 7.0, 22.0);
+    l.comm_h = std::clamp(lanes * (host ? 0.25 : 0.38), host ? 10.0 : 7.0, 22.0);
     l.host_h = host ? l.comm_h : 0.0;
     l.row_h = l.compute_h + 1 + l.comm_h + (host ? 1 + l.host_h : 0.0) + kRowGap;
     return l;
