@@ -37,6 +37,8 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     std::optional<std::string> nvme_capacity, nvme_read_speed, nvme_write_speed;
     std::optional<int> fp8_amax_history_len, fp8_margin;
     std::optional<int> reshard_to;
+    std::optional<int> checkpoint_every;
+    std::optional<std::string> checkpoint_dir, resume_dir;
     std::optional<double> powersgd_min_rate;
     bool powersgd_no_error_feedback = false, powersgd_no_warm_start = false;
     bool sequence_parallel = false, cp_load_balance = false;
@@ -154,6 +156,13 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
                    "gradient shards in host memory; the update runs on the host, PCIe copies "
                    "each way) | nvme (ZeRO-Infinity: the optimizer state on NVMe, swapped in "
                    "a unit at a time)");
+    app.add_option("--checkpoint-every", checkpoint_every,
+                   "single, dp, zero1-3, CPU: write a sharded checkpoint (a file per device and "
+                   "metadata.json) into --checkpoint-dir/step-N every N steps");
+    app.add_option("--checkpoint-dir", checkpoint_dir, "Where --checkpoint-every writes");
+    app.add_option("--resume", resume_dir,
+                   "Start from a checkpoint (a step-N directory, or the newest in a "
+                   "--checkpoint-dir), under any device count and strategy that checkpoints");
     app.add_option("--offload-param", offload_param,
                    "zero3 with --offload-optimizer: ZeRO-Infinity: none | cpu | nvme (the "
                    "parameter shard kept off the device; each unit's chunk crosses PCIe before "
@@ -493,6 +502,18 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(fp8_margin, c.fp8.margin, "fp8_margin");
     set_flag(quantized_weights, c.quantized_weights, true, "quantized_weights");
     set_flag(quantized_gradients, c.quantized_gradients, true, "quantized_gradients");
+    if (checkpoint_every) {
+        c.checkpoint_every = *checkpoint_every;
+        src["checkpoint_every"] = "--checkpoint-every";
+    }
+    if (checkpoint_dir) {
+        c.checkpoint_dir = *checkpoint_dir;
+        src["checkpoint_dir"] = "--checkpoint-dir";
+    }
+    if (resume_dir) {
+        c.resume_dir = *resume_dir;
+        src["resume"] = "--resume";
+    }
     if (reshard_to) {
         c.reshard_to = *reshard_to;
         src["reshard_after_forward"] = "--reshard-after-forward";

@@ -17,6 +17,8 @@
 
 namespace pd {
 
+struct LoadedCheckpoint;
+
 class RunContext;
 
 enum class RunStatus { ok, out_of_memory, cancelled, failed };
@@ -89,6 +91,8 @@ class Run {
     FaultPlan faults_;
     int share_interval_ms_ = -1;  // < 0: progress carries no copies
     std::size_t allocations_made_ = 0;
+    // resume_dir's checkpoint, read and checked when the run is made.
+    std::shared_ptr<const LoadedCheckpoint> resume_;
 };
 
 }  // namespace pd

@@ -215,6 +215,15 @@ struct RunConfig {
     LinkModel nvme_read{20.0, 10.0};
     LinkModel nvme_write{20.0, 5.0};
     bool offloads() const { return offload_optimizer != OffloadDevice::none; }
+    // Sharded checkpoints (single, dp, zero1-3; CPU backend): after every `checkpoint_every`
+    // steps each device writes what it owns into checkpoint_dir/step-N (see
+    // runtime/checkpoint.h); 0: none. `resume_dir`: a checkpoint (a step-N directory, or the
+    // newest inside a root) the run starts from, under any device count and strategy that can
+    // checkpoint; its step is the first one run.
+    int checkpoint_every = 0;
+    std::string checkpoint_dir;
+    std::string resume_dir;
+    bool checkpoints() const { return checkpoint_every > 0 || !resume_dir.empty(); }
     bool uses_nvme() const {
         return offload_optimizer == OffloadDevice::nvme || offload_param == OffloadDevice::nvme;
     }

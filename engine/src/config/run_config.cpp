@@ -743,6 +743,32 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                  "offloaded parameter shard in place (a device-side update of a host shard is "
                  "not built)");
     }
+    if (c.checkpoint_every < 0)
+        fail("checkpoint_every",
+             "must be 0 (none) or more (got " + std::to_string(c.checkpoint_every) + ")");
+    if (c.checkpoint_every > 0 && c.checkpoint_dir.empty())
+        fail("checkpoint_dir", "is needed to write checkpoints (checkpoint_every " +
+                                   std::to_string(c.checkpoint_every) + ")");
+    if (c.checkpoints()) {
+        const std::string key = c.checkpoint_every > 0 ? "checkpoint_every" : "resume";
+        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
+            c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
+            c.strategy != StrategyKind::zero3)
+            fail(key,
+                 "checkpoints are built for strategies single, dp and zero1-3 so far (this "
+                 "run's is '" +
+                     std::string(name_of(c.strategy)) + "')");
+        if (c.backend != BackendKind::cpu)
+            fail(key, "checkpoints run on the CPU backend only so far");
+        if (c.optimizer != OptimizerKind::sgd && c.optimizer != OptimizerKind::adamw)
+            fail(key, "checkpoints hold SGD and AdamW state so far, not '" +
+                          std::string(name_of(c.optimizer)) + "'");
+        if (c.precision == Precision::fp16_mixed || c.fp8.enabled() || c.powersgd.rank > 0 ||
+            c.hybrid_shard)
+            fail(key,
+                 "checkpoints do not hold GradScaler, FP8 scaling, PowerSGD or hybrid-shard "
+                 "state yet (fp32 or bf16-mixed, plain data parallelism or ZeRO)");
+    }
     if (c.uses_nvme() && c.nvme_capacity_bytes == 0)
         fail("nvme_capacity", "must be more than 0 bytes");
     if (!(c.pcie.bytes_per_ns > 0) || !std::isfinite(c.pcie.bytes_per_ns))

@@ -274,6 +274,12 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             if (!device)
                 r.fail("unknown offload device '" + name + "' (available: none, cpu, nvme)");
             (key == "offload_param" ? c.offload_param : c.offload_optimizer) = *device;
+        } else if (key == "checkpoint_every") {
+            c.checkpoint_every = r.integer();
+        } else if (key == "checkpoint_dir") {
+            c.checkpoint_dir = r.text();
+        } else if (key == "resume") {
+            c.resume_dir = r.text();
         } else if (key == "host_capacity")
             c.host_capacity_bytes = r.bytes();
         else if (key == "nvme_capacity")
@@ -423,7 +429,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "devices_per_nic, nvls, sharp, allreduce_algorithm, straggler, hybrid_shard, "
                 "reshard_after_forward, reduce_dtype, quantized_weights, quantized_gradients, "
                 "offload_optimizer, offload_param, host_capacity, nvme_capacity, pcie_gbps, "
-                "nvme_read_gbps, nvme_write_gbps, "
+                "nvme_read_gbps, nvme_write_gbps, checkpoint_every, checkpoint_dir, resume, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
@@ -506,6 +512,9 @@ std::string scenario_json(const RunConfig& c) {
         j["host_capacity"] = c.host_capacity_bytes;
         j["pcie_gbps"] = c.pcie.gbit_per_s();
     }
+    if (c.checkpoint_every > 0) j["checkpoint_every"] = c.checkpoint_every;
+    if (!c.checkpoint_dir.empty()) j["checkpoint_dir"] = c.checkpoint_dir;
+    if (!c.resume_dir.empty()) j["resume"] = c.resume_dir;
     if (c.offload_param != OffloadDevice::none)
         j["offload_param"] = std::string(name_of(c.offload_param));
     if (c.uses_nvme()) {

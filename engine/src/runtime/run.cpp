@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "backend/device_backend.h"
 #include "pd/memory_plan.h"
 #include "pd/run_context.h"
+#include "runtime/checkpoint.h"
 #include "strategies/strategy.h"
 
 namespace pd {
@@ -30,6 +32,18 @@ std::string_view name_of(RunStatus s) {
 
 Run::Run(RunConfig config) : config_(std::move(config)) {
     validate(config_);
+    if (!config_.resume_dir.empty()) {
+        LoadedCheckpoint loaded = read_checkpoint(config_.resume_dir, config_, "--resume");
+        if (loaded.step >= config_.steps)
+            throw BadInput("--resume",
+                           "'" + loaded.dir + "' was written after step " +
+                               std::to_string(loaded.step) + " and this run has " +
+                               std::to_string(config_.steps) +
+                               " steps: nothing is left to run (raise --steps)",
+                           __FILE__, __LINE__);
+        resume_ = std::make_shared<const LoadedCheckpoint>(std::move(loaded));
+    }
+    check_checkpoint_targets(config_, resume_ ? resume_->step : 0, "--checkpoint-dir");
 }
 
 Run::~Run() = default;
@@ -41,6 +55,57 @@ void Run::cancel() {
 }
 
 namespace {
+
+// After `step` steps, every device writes what it owns on its host stream (timed as a write to
+// local NVMe at nvme_write_gbps); the step directory appears once all are written.
+void write_checkpoint(RunEnvironment& env, Strategy& strategy, int step) {
+    const RunConfig& c = env.config;
+    const std::string staging = checkpoint_staging_dir(c.checkpoint_dir, step);
+    std::error_code ec;
+    std::filesystem::remove_all(staging, ec);
+    std::filesystem::create_directories(staging, ec);
+    if (ec)
+        throw Error("cannot create checkpoint directory '" + staging + "': " + ec.message(),
+                    __FILE__, __LINE__);
+    const int moments = env.optimizer.moments();
+    std::vector<std::vector<StateSlice>> mine(env.devices.size());
+    for (const StateSlice& s : slices_to_write(strategy.state_slices()))
+        mine[static_cast<std::size_t>(s.device)].push_back(s);
+    std::vector<CheckpointFile> files(env.devices.size());
+    for (std::size_t d = 0; d < env.devices.size(); ++d) {
+        if (mine[d].empty()) continue;
+        std::size_t bytes = 0;
+        for (const StateSlice& s : mine[d])
+            bytes += s.count * sizeof(float) * (1 + static_cast<std::size_t>(moments));
+        const std::string name = "device-" + std::to_string(d) + ".bin";
+        TraceEvent ev;
+        ev.kind = EventKind::copy;
+        ev.label = "checkpoint after step " + std::to_string(step) + ": " + name;
+        ev.step = step - 1;
+        ev.bytes = bytes;
+        env.devices[d]->host().launch(ev, [&, d, bytes, name] {
+            Stream& s = *Stream::current();
+            const std::int64_t start = s.now_ns();
+            files[d] = write_checkpoint_file((std::filesystem::path(staging) / name).string(),
+                                             mine[d], moments);
+            s.advance_to(start + static_cast<std::int64_t>(c.nvme_write.transfer_ns(bytes)));
+        });
+    }
+    env.synchronize_all();
+    if (env.ctx.aborted()) return;
+    std::vector<CheckpointFile> written;
+    for (CheckpointFile& f : files)
+        if (!f.file.empty()) written.push_back(std::move(f));
+    commit_checkpoint(c.checkpoint_dir, step, c, written);
+}
+
+// resume_dir's optimizer moments into every copy of the state the strategy holds (its
+// parameters came from the checkpoint through the initial values).
+void restore_moments(Strategy& strategy, const LoadedCheckpoint& loaded) {
+    for (const StateSlice& s : strategy.state_slices())
+        for (std::size_t j = 0; j < loaded.moments.size(); ++j)
+            std::copy_n(loaded.moments[j].data() + s.begin, s.count, s.moments + j * s.stride);
+}
 
 // What the devices recorded, gathered into `trace`. `Gather::take` empties the streams (the
 // run's end); `Gather::copy` leaves them as they are (a look while the run goes on).
@@ -218,6 +283,9 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
     try {
         RunEnvironment env(config_, ctx);
         std::unique_ptr<Strategy> strategy = make_strategy(env);
+        // Resuming: the checkpoint's parameters are where every strategy starts from.
+        if (resume_) env.initial = resume_->params;
+        const int first_step = resume_ ? resume_->step : 0;
         // Whatever happens, no stream may still run the strategy's work when it is destroyed.
         struct DrainOnExit {
             RunEnvironment& env;
@@ -235,9 +303,10 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 strategy->enqueue_setup();
             }
             env.synchronize_all();
+            if (resume_ && !ctx.aborted()) restore_moments(*strategy, *resume_);
             // Set-up is over: a long first step reads as training, not as set-up.
             if (!ctx.aborted()) report(0, 0.0, "training");
-            for (int step = 0; step < config_.steps && !ctx.aborted(); ++step) {
+            for (int step = first_step; step < config_.steps && !ctx.aborted(); ++step) {
                 {
                     const HostEnqueues enqueuing(ctx);
                     strategy->enqueue_step(step);
@@ -253,6 +322,10 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                 if (!env.routing.empty())
                     result.trace.routing.aux_loss.push_back(take_aux_loss(env));
                 result.steps_completed = step + 1;
+                if (config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0) {
+                    write_checkpoint(env, *strategy, step + 1);
+                    if (ctx.aborted()) break;
+                }
                 std::shared_ptr<RunResult> so_far;
                 const auto now = std::chrono::steady_clock::now();
                 if (share && step + 1 < config_.steps &&

@@ -91,6 +91,12 @@ void DataParallel::enqueue_step(int step) {
     }
 }
 
+std::vector<StateSlice> DataParallel::state_slices() {
+    std::vector<StateSlice> out;
+    for (auto& r : replicas_) out.push_back(r->state_slice());
+    return out;
+}
+
 double DataParallel::step_loss() const {
     double sum = 0.0;
     for (const auto& r : replicas_) sum += r->loss_sum();

@@ -20,6 +20,7 @@ class DataParallel : public Strategy {
     std::vector<float> parameters() const override;
     std::vector<float> master_parameters() const override;
     bool step_numerics(StepRecord& record) const override;
+    std::vector<StateSlice> state_slices() override;
 
   private:
     RunEnvironment& env_;

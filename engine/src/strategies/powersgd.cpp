@@ -25,9 +25,9 @@ std::vector<PowerSgdBucket> powersgd_buckets(const ParamLayout& layout,
             p.m = t.rows;
             p.rank = std::min({p.n, p.m, settings.rank});
             // _should_compress: (n + m) x rank x min_compression_rate < n x m.
-            p.compress = t.rows > 1 && static_cast<double>(p.n + p.m) * p.rank *
-                                               settings.min_compression_rate <
-                                           static_cast<double>(p.n) * p.m;
+            p.compress = t.rows > 1 &&
+                         static_cast<double>(p.n + p.m) * p.rank * settings.min_compression_rate <
+                             static_cast<double>(p.n) * p.m;
             if (p.compress) {
                 b.p_count += static_cast<std::size_t>(p.n) * p.rank;
                 b.q_count += static_cast<std::size_t>(p.m) * p.rank;
@@ -45,8 +45,9 @@ std::vector<PowerSgdBucket> powersgd_buckets(const ParamLayout& layout,
 
 void powersgd_random_q(std::uint64_t seed, int step, int bucket, int tensor, float* q,
                        std::size_t count) {
-    Rng rng(mix_seed(seed, 0x9054e5dULL + static_cast<std::uint64_t>(step),
-                     static_cast<std::uint64_t>(bucket) * 4096 + static_cast<std::uint64_t>(tensor)));
+    Rng rng(
+        mix_seed(seed, 0x9054e5dULL + static_cast<std::uint64_t>(step),
+                 static_cast<std::uint64_t>(bucket) * 4096 + static_cast<std::uint64_t>(tensor)));
     for (std::size_t i = 0; i < count; ++i) q[i] = static_cast<float>(rng.normal());
 }
 

@@ -52,6 +52,12 @@ void Replica::enqueue_allocate(bool initialise, bool with_optimizer_state) {
     });
 }
 
+StateSlice Replica::state_slice() {
+    const std::size_t total = env_.layout.total;
+    float* master = env_.optimizer.master(state_.data(), total);
+    return {device_.id(), 0, total, master ? master : params_.data(), state_.data(), total};
+}
+
 void Replica::enqueue_forward_backward(int step, int micro, int first, int rows, bool zero_grads,
                                        const std::function<void(int unit)>& after_backward) {
     Stream& compute = device_.compute();

@@ -40,6 +40,8 @@ class Replica {
     const Buffer& params() const { return params_; }
     // The fp32 master weights in this replica's optimizer state (empty without them).
     std::vector<float> master() const;
+    // The whole model's parameters (the fp32 master copy where there is one) and state.
+    StateSlice state_slice();
     double loss_sum() const { return loss_.read(); }
 
   private:

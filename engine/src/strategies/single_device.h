@@ -13,6 +13,7 @@ class SingleDevice : public Strategy {
     std::vector<float> parameters() const override;
     std::vector<float> master_parameters() const override;
     bool step_numerics(StepRecord& record) const override;
+    std::vector<StateSlice> state_slices() override { return {replica_.state_slice()}; }
 
   private:
     RunEnvironment& env_;

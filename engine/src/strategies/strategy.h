@@ -16,6 +16,7 @@
 #include "pd/run_context.h"
 #include "pd/trace.h"
 #include "pd/transport.h"
+#include "runtime/checkpoint.h"
 #include "strategies/batch_loader.h"
 
 namespace pd {
@@ -86,6 +87,10 @@ class Strategy {
     // After synchronize, with master weights (bf16-mixed): the full fp32 master copy in the
     // shared layout; empty without.
     virtual std::vector<float> master_parameters() const { return {}; }
+    // Checkpoints: every device's copy of the parameters and optimizer state it holds, as
+    // slices of the flat parameter vector (runtime/checkpoint.h), read and written by the host
+    // between steps while every stream is idle; empty where the strategy cannot checkpoint.
+    virtual std::vector<StateSlice> state_slices() { return {}; }
     // After synchronize: what the step's update read from its gradients (loss scale, skipped,
     // norm, zeros), filled into `record`; false where the strategy does not check them.
     virtual bool step_numerics(StepRecord& /*record*/) const { return false; }

@@ -695,6 +695,29 @@ void Zero::quantized_gradient_exchange(Rank& rank, int u, int step) {
     dev.ops().round_to(env_.dtype, mine, own);  // the fp32 sum, stored as the gradients are
 }
 
+// Each rank's owned chunks: its parameters (the master copy where there is one; else the
+// shard, or the host's only copy under offload_param) and the chunk's state [moments...].
+std::vector<StateSlice> Zero::state_slices() {
+    const auto k = static_cast<std::size_t>(env_.optimizer.state_per_parameter());
+    const bool params_offloaded = env_.config.offload_param != OffloadDevice::none;
+    std::vector<StateSlice> out;
+    for (auto& rank : ranks_)
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+            const std::size_t begin = own_begin(buckets_[b], rank->r);
+            const std::size_t count = own_end(buckets_[b], rank->r) - begin;
+            const std::size_t off =
+                shard_offset_[b * static_cast<std::size_t>(n_) + static_cast<std::size_t>(rank->r)];
+            float* state = rank->state.data() + k * off;
+            float* params = env_.optimizer.master(state, count);
+            if (!params)
+                params = params_offloaded ? rank->host_params.data() + off
+                         : level_ == 3    ? rank->shard_params.data() + off
+                                          : rank->replica->params().data() + begin;
+            out.push_back({rank->device->id(), begin, count, params, state, count});
+        }
+    return out;
+}
+
 double Zero::step_loss() const {
     double sum = 0.0;
     for (const auto& r : ranks_) sum += r->replica ? r->replica->loss_sum() : r->loss.read();

@@ -30,6 +30,7 @@ class Zero : public Strategy {
     double step_loss() const override;
     std::vector<float> parameters() const override;
     std::vector<float> master_parameters() const override;
+    std::vector<StateSlice> state_slices() override;
 
   private:
     struct Rank;
