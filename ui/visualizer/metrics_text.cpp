@@ -580,6 +580,34 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                            .arg(gbps_text(c.algbw_gbps), gbps_text(c.busbw_gbps)),
                        QStringLiteral("Per device; busbw = algbw × nccl-tests' factor (all-reduce "
                                       "2(n−1)/n, reduce-scatter and all-gather (n−1)/n)")});
+    const pd::Trace& trace = result.trace;
+    if (trace.resumed_from.step >= 0)
+        out.push_back({QStringLiteral("Resumed from"),
+                       QStringLiteral("a checkpoint after step %1, written by %2 on %3 device(s)")
+                           .arg(trace.resumed_from.step)
+                           .arg(qs(trace.resumed_from.strategy))
+                           .arg(trace.resumed_from.devices),
+                       QStringLiteral("The loader assembled the checkpoint's slices and each "
+                                      "device took its own part: parameters and optimizer state")});
+    if (!trace.checkpoints.empty()) {
+        int last = 0;
+        for (const auto& w : trace.checkpoints) last = std::max(last, w.step);
+        int files = 0;
+        double bytes = 0;
+        for (const auto& w : trace.checkpoints)
+            if (w.step == last) {
+                ++files;
+                bytes += static_cast<double>(w.bytes);
+            }
+        out.push_back({QStringLiteral("Checkpoint"),
+                       QStringLiteral("after step %1: %2 file(s), %3 in all (each device writes "
+                                      "what it owns, on its host lane)")
+                           .arg(last)
+                           .arg(files)
+                           .arg(bytes_text(bytes)),
+                       QStringLiteral("A sharded checkpoint: one file per device plus "
+                                      "metadata.json naming each file's slice of the model")});
+    }
     if (!m.model_state.empty()) {
         const auto& s = m.model_state.front();
         const double measured = static_cast<double>(s.parameters + s.gradients + s.optimizer_state);

@@ -91,8 +91,14 @@ class Run {
     FaultPlan faults_;
     int share_interval_ms_ = -1;  // < 0: progress carries no copies
     std::size_t allocations_made_ = 0;
-    // resume_dir's checkpoint, read and checked when the run is made.
+    // resume_dir's checkpoint, read and checked when the run is made (resume_from's: after its
+    // writer ran, at the start of execute).
     std::shared_ptr<const LoadedCheckpoint> resume_;
+    // resume_from: the run that writes the checkpoint this one resumes from.
+    std::unique_ptr<RunConfig> writer_;
+    // Checkpoint directories this run made for itself (no checkpoint_dir given, resume_from),
+    // removed with it.
+    std::vector<std::string> temporary_dirs_;
 };
 
 }  // namespace pd

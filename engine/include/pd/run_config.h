@@ -220,10 +220,18 @@ struct RunConfig {
     // runtime/checkpoint.h); 0: none. `resume_dir`: a checkpoint (a step-N directory, or the
     // newest inside a root) the run starts from, under any device count and strategy that can
     // checkpoint; its step is the first one run.
+    // An empty checkpoint_dir is a temporary directory, removed when the run ends.
     int checkpoint_every = 0;
     std::string checkpoint_dir;
     std::string resume_dir;
-    bool checkpoints() const { return checkpoint_every > 0 || !resume_dir.empty(); }
+    // Scenario key resume_from {"after_step": N, <keys>...}: before this run, the same job
+    // with those keys changed (another strategy, device count) runs N steps and checkpoints;
+    // this run resumes from it (a card's "saved on 4, resumed on 2"). JSON text of the keys.
+    int resume_from_step = 0;
+    std::string resume_from;
+    bool checkpoints() const {
+        return checkpoint_every > 0 || !resume_dir.empty() || resume_from_step > 0;
+    }
     bool uses_nvme() const {
         return offload_optimizer == OffloadDevice::nvme || offload_param == OffloadDevice::nvme;
     }

@@ -206,6 +206,18 @@ struct Trace {
     std::vector<MemorySample> nvme_memory;
     std::vector<CollectiveRecord> collectives;
     std::vector<StepRecord> steps;
+    // Checkpoints written (one record per device file) and the one the run resumed from.
+    struct CheckpointWrite {
+        int step = 0;  // steps completed when written
+        int device = 0;
+        std::size_t bytes = 0;
+    };
+    std::vector<CheckpointWrite> checkpoints;
+    struct ResumedFrom {
+        int step = -1;  // -1: the run started from its initial parameters
+        std::string strategy;
+        int devices = 0;
+    } resumed_from;
     std::vector<GradientUpdate> gradient_updates;  // ps only
     ExpertRouting routing;                         // mixture of experts only
     TraceOrigin origin;

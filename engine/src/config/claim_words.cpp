@@ -46,7 +46,8 @@ Unit unit_of(std::string_view m) {
         m == "exposed_comm_fraction" || m == "routing.dropped_fraction")
         return Unit::fraction;
     if (starts(m, "peak.") || m == "capacity" || starts(m, "model_state.") || starts(m, "host.") ||
-        starts(m, "nvme.") || m == "activations.analytic" || starts(m, "comm_bytes_per_step."))
+        starts(m, "nvme.") || starts(m, "checkpoint.bytes") || m == "activations.analytic" ||
+        starts(m, "comm_bytes_per_step."))
         return Unit::bytes;
     return Unit::number;
 }
@@ -121,6 +122,11 @@ std::string metric_words(std::string_view m) {
         {"host.total", "Bytes kept in host memory"},
         {"host.analytic", "Analytic bytes in host memory"},
         {"host.parameters", "Parameter shard kept in host memory"},
+        {"checkpoint.files", "Files in the last checkpoint"},
+        {"checkpoint.bytes_total", "Bytes of the last checkpoint"},
+        {"checkpoint.bytes", "Bytes written to the last checkpoint"},
+        {"resume.step", "Step the run resumed from"},
+        {"resume.from_devices", "Devices that wrote the checkpoint it resumed from"},
         {"nvme.optimizer_state", "Optimizer state kept on NVMe"},
         {"nvme.parameters", "Parameter shard kept on NVMe"},
         {"nvme.total", "Bytes kept on NVMe"},

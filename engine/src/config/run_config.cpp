@@ -746,11 +746,16 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.checkpoint_every < 0)
         fail("checkpoint_every",
              "must be 0 (none) or more (got " + std::to_string(c.checkpoint_every) + ")");
-    if (c.checkpoint_every > 0 && c.checkpoint_dir.empty())
-        fail("checkpoint_dir", "is needed to write checkpoints (checkpoint_every " +
-                                   std::to_string(c.checkpoint_every) + ")");
+    if (c.resume_from_step > 0 && !c.resume_dir.empty())
+        fail("resume_from", "and resume both name where to start from: choose one");
+    if (c.resume_from_step > 0 && c.resume_from_step >= c.steps)
+        fail("resume_from", "after_step " + std::to_string(c.resume_from_step) +
+                                " leaves none of this run's " + std::to_string(c.steps) +
+                                " steps to run");
     if (c.checkpoints()) {
-        const std::string key = c.checkpoint_every > 0 ? "checkpoint_every" : "resume";
+        const std::string key = c.checkpoint_every > 0 ? "checkpoint_every"
+                                : c.resume_from_step > 0 ? "resume_from"
+                                                         : "resume";
         if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
             c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
             c.strategy != StrategyKind::zero3)

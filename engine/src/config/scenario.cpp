@@ -280,6 +280,26 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
             c.checkpoint_dir = r.text();
         } else if (key == "resume") {
             c.resume_dir = r.text();
+        } else if (key == "resume_from" && value == "none") {
+            c.resume_from_step = 0;  // a comparison that starts from scratch
+            c.resume_from.clear();
+        } else if (key == "resume_from") {
+            if (!value.is_object() || !value.contains("after_step"))
+                r.fail(
+                    "must be an object {\"after_step\": N, <scenario keys of the run that "
+                    "writes the checkpoint>}, got " +
+                    value.dump());
+            json keys = value;
+            c.resume_from_step =
+                KeyReader{value["after_step"], r.spelled + " (after_step)"}.integer();
+            if (c.resume_from_step < 1) r.fail("after_step must be 1 or more");
+            keys.erase("after_step");
+            for (const char* own :
+                 {"expect", "steps", "resume", "resume_from", "checkpoint_every", "checkpoint_dir"})
+                if (keys.contains(own))
+                    r.fail(std::string("cannot set '") + own +
+                           "' of the run that writes the checkpoint");
+            c.resume_from = keys.dump();
         } else if (key == "host_capacity")
             c.host_capacity_bytes = r.bytes();
         else if (key == "nvme_capacity")
@@ -430,6 +450,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "reshard_after_forward, reduce_dtype, quantized_weights, quantized_gradients, "
                 "offload_optimizer, offload_param, host_capacity, nvme_capacity, pcie_gbps, "
                 "nvme_read_gbps, nvme_write_gbps, checkpoint_every, checkpoint_dir, resume, "
+                "resume_from, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
@@ -515,6 +536,10 @@ std::string scenario_json(const RunConfig& c) {
     if (c.checkpoint_every > 0) j["checkpoint_every"] = c.checkpoint_every;
     if (!c.checkpoint_dir.empty()) j["checkpoint_dir"] = c.checkpoint_dir;
     if (!c.resume_dir.empty()) j["resume"] = c.resume_dir;
+    if (c.resume_from_step > 0) {
+        j["resume_from"] = json::parse(c.resume_from);
+        j["resume_from"]["after_step"] = c.resume_from_step;
+    }
     if (c.offload_param != OffloadDevice::none)
         j["offload_param"] = std::string(name_of(c.offload_param));
     if (c.uses_nvme()) {

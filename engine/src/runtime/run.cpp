@@ -8,9 +8,12 @@
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
 #include "backend/device_backend.h"
 #include "pd/memory_plan.h"
 #include "pd/run_context.h"
+#include "pd/scenario.h"
 #include "runtime/checkpoint.h"
 #include "strategies/strategy.h"
 
@@ -30,8 +33,46 @@ std::string_view name_of(RunStatus s) {
     return "?";
 }
 
+namespace {
+
+// A new directory for checkpoints nobody asked to keep.
+std::string make_temporary_dir() {
+    static std::atomic<unsigned> counter{0};
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("paralleldeck-checkpoints-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(counter.fetch_add(1)));
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        throw Error("cannot create a temporary checkpoint directory '" + dir.string() +
+                        "': " + ec.message(),
+                    __FILE__, __LINE__);
+    return dir.string();
+}
+
+}  // namespace
+
 Run::Run(RunConfig config) : config_(std::move(config)) {
     validate(config_);
+    if (config_.checkpoint_every > 0 && config_.checkpoint_dir.empty()) {
+        config_.checkpoint_dir = make_temporary_dir();
+        temporary_dirs_.push_back(config_.checkpoint_dir);
+    }
+    if (config_.resume_from_step > 0) {
+        // The job as the scenario's resume_from changes it, run first to write the checkpoint.
+        writer_ = std::make_unique<RunConfig>(config_);
+        RunConfig& w = *writer_;
+        ConfigSources sources;
+        apply_scenario_json(config_.resume_from, "resume_from", w, sources);
+        w.steps = config_.resume_from_step;
+        w.resume_from_step = 0;
+        w.resume_from.clear();
+        w.checkpoint_every = w.steps;
+        w.checkpoint_dir = make_temporary_dir();
+        temporary_dirs_.push_back(w.checkpoint_dir);
+        validate(w, sources);
+    }
     if (!config_.resume_dir.empty()) {
         LoadedCheckpoint loaded = read_checkpoint(config_.resume_dir, config_, "--resume");
         if (loaded.step >= config_.steps)
@@ -46,7 +87,12 @@ Run::Run(RunConfig config) : config_(std::move(config)) {
     check_checkpoint_targets(config_, resume_ ? resume_->step : 0, "--checkpoint-dir");
 }
 
-Run::~Run() = default;
+Run::~Run() {
+    for (const std::string& dir : temporary_dirs_) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+}
 
 void Run::cancel() {
     cancel_requested_.store(true);
@@ -58,7 +104,7 @@ namespace {
 
 // After `step` steps, every device writes what it owns on its host stream (timed as a write to
 // local NVMe at nvme_write_gbps); the step directory appears once all are written.
-void write_checkpoint(RunEnvironment& env, Strategy& strategy, int step) {
+void write_checkpoint(RunEnvironment& env, Strategy& strategy, int step, Trace& trace) {
     const RunConfig& c = env.config;
     const std::string staging = checkpoint_staging_dir(c.checkpoint_dir, step);
     std::error_code ec;
@@ -78,18 +124,26 @@ void write_checkpoint(RunEnvironment& env, Strategy& strategy, int step) {
         for (const StateSlice& s : mine[d])
             bytes += s.count * sizeof(float) * (1 + static_cast<std::size_t>(moments));
         const std::string name = "device-" + std::to_string(d) + ".bin";
+        trace.checkpoints.push_back({step, static_cast<int>(d), bytes});
         TraceEvent ev;
         ev.kind = EventKind::copy;
         ev.label = "checkpoint after step " + std::to_string(step) + ": " + name;
         ev.step = step - 1;
         ev.bytes = bytes;
-        env.devices[d]->host().launch(ev, [&, d, bytes, name] {
+        // After the step's own work on this device, whose values it saves.
+        Device& dev = *env.devices[d];
+        dev.host().wait(dev.compute().record(), step - 1);
+        dev.host().wait(dev.comm().record(), step - 1);
+        dev.host().launch(ev, [&, d, bytes, name] {
             Stream& s = *Stream::current();
             const std::int64_t start = s.now_ns();
             files[d] = write_checkpoint_file((std::filesystem::path(staging) / name).string(),
                                              mine[d], moments);
             s.advance_to(start + static_cast<std::int64_t>(c.nvme_write.transfer_ns(bytes)));
         });
+        // A blocking save (dcp.save): the next step starts once the file is written.
+        dev.compute().wait(dev.host().record(), step);
+        dev.comm().wait(dev.host().record(), step);
     }
     env.synchronize_all();
     if (env.ctx.aborted()) return;
@@ -244,6 +298,22 @@ void classify_failure(RunContext& ctx, RunResult& result) {
 }  // namespace
 
 RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progress) {
+    if (writer_ && !resume_) {
+        // resume_from: the writer's run first; a failure of it is this run's.
+        Run writer(*writer_);
+        const RunResult written = writer.execute();
+        if (written.status != RunStatus::ok) {
+            RunResult failed;
+            failed.status = written.status;
+            failed.error =
+                "the run that writes the checkpoint to resume from (resume_from) "
+                "failed: " +
+                written.error;
+            return failed;
+        }
+        resume_ = std::make_shared<const LoadedCheckpoint>(
+            read_checkpoint(writer_->checkpoint_dir, config_, "resume_from"));
+    }
     const ClockMode clock = resolve_clock(config_, std::thread::hardware_concurrency());
     RunContext ctx(clock, config_.link, config_.trace_enabled, config_.collective_timeout_s);
     ctx.set_faults(faults_);
@@ -284,7 +354,10 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
         RunEnvironment env(config_, ctx);
         std::unique_ptr<Strategy> strategy = make_strategy(env);
         // Resuming: the checkpoint's parameters are where every strategy starts from.
-        if (resume_) env.initial = resume_->params;
+        if (resume_) {
+            env.initial = resume_->params;
+            result.trace.resumed_from = {resume_->step, resume_->strategy, resume_->devices};
+        }
         const int first_step = resume_ ? resume_->step : 0;
         // Whatever happens, no stream may still run the strategy's work when it is destroyed.
         struct DrainOnExit {
@@ -323,7 +396,7 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                     result.trace.routing.aux_loss.push_back(take_aux_loss(env));
                 result.steps_completed = step + 1;
                 if (config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0) {
-                    write_checkpoint(env, *strategy, step + 1);
+                    write_checkpoint(env, *strategy, step + 1, result.trace);
                     if (ctx.aborted()) break;
                 }
                 std::shared_ptr<RunResult> so_far;
