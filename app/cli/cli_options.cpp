@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <tuple>
 
 #include "pd/error.h"
 #include "pd/run.h"
@@ -502,18 +503,14 @@ std::optional<RunRequest> parse_run_args(int argc, char** argv, int& exit_code) 
     set_int(fp8_margin, c.fp8.margin, "fp8_margin");
     set_flag(quantized_weights, c.quantized_weights, true, "quantized_weights");
     set_flag(quantized_gradients, c.quantized_gradients, true, "quantized_gradients");
-    if (checkpoint_every) {
-        c.checkpoint_every = *checkpoint_every;
-        src["checkpoint_every"] = "--checkpoint-every";
-    }
-    if (checkpoint_dir) {
-        c.checkpoint_dir = *checkpoint_dir;
-        src["checkpoint_dir"] = "--checkpoint-dir";
-    }
-    if (resume_dir) {
-        c.resume_dir = *resume_dir;
-        src["resume"] = "--resume";
-    }
+    set_int(checkpoint_every, c.checkpoint_every, "checkpoint_every");
+    for (const auto& [text, field, key, flag] :
+         {std::tuple{&checkpoint_dir, &c.checkpoint_dir, "checkpoint_dir", "--checkpoint-dir"},
+          std::tuple{&resume_dir, &c.resume_dir, "resume", "--resume"}})
+        if (*text) {
+            *field = **text;
+            src[key] = flag;
+        }
     if (reshard_to) {
         c.reshard_to = *reshard_to;
         src["reshard_after_forward"] = "--reshard-after-forward";
