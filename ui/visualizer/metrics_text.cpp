@@ -589,22 +589,13 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                            .arg(trace.resumed_from.devices),
                        QStringLiteral("The loader assembled the checkpoint's slices and each "
                                       "device took its own part: parameters and optimizer state")});
-    if (!trace.checkpoints.empty()) {
-        int last = 0;
-        for (const auto& w : trace.checkpoints) last = std::max(last, w.step);
-        int files = 0;
-        double bytes = 0;
-        for (const auto& w : trace.checkpoints)
-            if (w.step == last) {
-                ++files;
-                bytes += static_cast<double>(w.bytes);
-            }
+    if (const pd::CheckpointSummary c = pd::last_checkpoint(trace); c.step >= 0) {
         out.push_back({QStringLiteral("Checkpoint"),
                        QStringLiteral("after step %1: %2 file(s), %3 in all (each device writes "
                                       "what it owns, on its host lane)")
-                           .arg(last)
-                           .arg(files)
-                           .arg(bytes_text(bytes)),
+                           .arg(c.step)
+                           .arg(c.files)
+                           .arg(bytes_text(static_cast<double>(c.bytes))),
                        QStringLiteral("A sharded checkpoint: one file per device plus "
                                       "metadata.json naming each file's slice of the model")});
     }

@@ -252,6 +252,16 @@ std::optional<Fp8RunSummary> fp8_run_summary(const std::vector<StepRecord>& step
 std::vector<CollectiveMetrics> collective_metrics(const Trace& trace,
                                                   std::optional<StepRange> steps = std::nullopt);
 
+// The last checkpoint a run wrote (Trace::checkpoints): its step (-1: none), its files and bytes,
+// and each device's bytes (0 for a device that wrote nothing).
+struct CheckpointSummary {
+    int step = -1;
+    int files = 0;
+    std::size_t bytes = 0;
+    std::vector<std::size_t> device_bytes;
+};
+CheckpointSummary last_checkpoint(const Trace& trace);
+
 RunMetrics compute_metrics(const Trace& trace, int global_batch);
 // All of the above plus what needs the run's settings: bubble, activations per stage, model
 // state beside its analytic size, stage boundaries, communication bytes per step.

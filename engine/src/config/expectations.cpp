@@ -437,39 +437,26 @@ std::vector<MetricDef> build_metrics() {
                              return static_cast<double>(most) * r.experts / sum;
                          }));
     // Checkpoints: the last one written, and the one the run resumed from.
-    const auto last_checkpoint = [](const RunEvidence& e) {
-        int step = -1;
-        for (const auto& w : e.result.trace.checkpoints) step = std::max(step, w.step);
-        return step;
-    };
     v.push_back(run_wide("checkpoint.files",
                          "files (one per device that owns a part) in the last checkpoint written",
-                         [last_checkpoint](const RunEvidence& e) -> std::optional<double> {
-                             const int step = last_checkpoint(e);
-                             if (step < 0) return std::nullopt;
-                             double n = 0;
-                             for (const auto& w : e.result.trace.checkpoints) n += w.step == step;
-                             return n;
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const CheckpointSummary c = last_checkpoint(e.result.trace);
+                             if (c.step < 0) return std::nullopt;
+                             return c.files;
                          }));
-    v.push_back(run_wide("checkpoint.bytes_total",
-                         "bytes of the last checkpoint written, all files",
-                         [last_checkpoint](const RunEvidence& e) -> std::optional<double> {
-                             const int step = last_checkpoint(e);
-                             if (step < 0) return std::nullopt;
-                             double n = 0;
-                             for (const auto& w : e.result.trace.checkpoints)
-                                 if (w.step == step) n += static_cast<double>(w.bytes);
-                             return n;
+    v.push_back(run_wide("checkpoint.bytes_total", "bytes of the last checkpoint written, all files",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const CheckpointSummary c = last_checkpoint(e.result.trace);
+                             if (c.step < 0) return std::nullopt;
+                             return static_cast<double>(c.bytes);
                          }));
     v.push_back(
         {{"checkpoint.bytes", true, "bytes the device wrote to the last checkpoint (0: none)"},
-         [last_checkpoint](const RunEvidence& e, int d) -> std::optional<double> {
-             const int step = last_checkpoint(e);
-             if (step < 0 || d < 0 || d >= e.result.trace.devices) return std::nullopt;
-             double n = 0;
-             for (const auto& w : e.result.trace.checkpoints)
-                 if (w.step == step && w.device == d) n += static_cast<double>(w.bytes);
-             return n;
+         [](const RunEvidence& e, int d) -> std::optional<double> {
+             const CheckpointSummary c = last_checkpoint(e.result.trace);
+             if (c.step < 0 || d < 0 || static_cast<std::size_t>(d) >= c.device_bytes.size())
+                 return std::nullopt;
+             return static_cast<double>(c.device_bytes[static_cast<std::size_t>(d)]);
          }});
     v.push_back(run_wide("resume.step", "steps the checkpoint the run resumed from had completed",
                          [](const RunEvidence& e) -> std::optional<double> {

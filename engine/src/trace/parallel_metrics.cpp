@@ -198,6 +198,21 @@ std::vector<StageBoundary> stage_boundaries(const RunConfig& config) {
     return out;
 }
 
+CheckpointSummary last_checkpoint(const Trace& trace) {
+    CheckpointSummary s;
+    for (const auto& w : trace.checkpoints) s.step = std::max(s.step, w.step);
+    if (s.step < 0) return s;
+    s.device_bytes.assign(static_cast<std::size_t>(std::max(0, trace.devices)), 0);
+    for (const auto& w : trace.checkpoints) {
+        if (w.step != s.step) continue;
+        ++s.files;
+        s.bytes += w.bytes;
+        if (w.device >= 0 && w.device < trace.devices)
+            s.device_bytes[static_cast<std::size_t>(w.device)] += w.bytes;
+    }
+    return s;
+}
+
 RunMetrics compute_metrics(const Trace& trace, const RunConfig& config) {
     // An imported trace was not made by these settings: only what its events say holds.
     if (trace.origin.imported) return compute_metrics(trace, 0);
