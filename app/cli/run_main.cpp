@@ -130,6 +130,14 @@ int run_main(int argc, char** argv) {
         std::cerr << "paralleldeck-run: " << why << "\n";
         return 3;
     }
+    if (!req.dump_dir.empty() &&
+        (!req.config.resume_dir.empty() || req.config.resume_from_step > 0)) {
+        // The dump holds the seeded initial weights; a resumed run starts from a checkpoint's.
+        std::cerr << "paralleldeck-run: --dump-dir: a resumed run (--resume, resume_from) starts "
+                     "from a checkpoint, not the initial weights a dump holds: dump the run "
+                     "that wrote it instead\n";
+        return 2;
+    }
     try {
         if (!req.dump_dir.empty()) dump_run_inputs(req.config, req.dump_dir);
     } catch (const Error& e) {

@@ -127,7 +127,15 @@ TimelineView::StepFit TimelineView::stepFit(int step) const {
 }
 
 int TimelineView::defaultStep() const {
-    return data_.step_count() >= 2 ? 1 : 0;
+    // The run's second step (its first is a cold start), else its only one; a resumed run's
+    // steps begin past 0.
+    int first = -1;
+    for (int s = 0; s < data_.step_count(); ++s) {
+        if (!data_.step_range(s)) continue;
+        if (first >= 0) return s;
+        first = s;
+    }
+    return std::max(first, 0);
 }
 
 void TimelineView::fitAll() {
