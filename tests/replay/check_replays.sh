@@ -92,4 +92,7 @@ check replica-mean-loss --strategy dp --devices 4 --loss-reduction replica_mean 
     --lr 0.003
 check ulysses-cp4 --model transformer --strategy cp --devices 4 --cp-algorithm ulysses --heads 4 \
     --seq-len 16 --layers 2 --width 32 --batch 4
+# A dataset's examples (sharded by data over 2 hosts' pipelines, 3 steps an epoch, so 8 steps wrap twice) are
+# what the dump holds and the model trains on.
+check dataset-data-shard --scenario "$src/tests/replay/dataset_data_shard.json"
 exit $failed

@@ -8,9 +8,11 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "visualizer/data_view.h"
 #include "visualizer/memory_bars.h"
 #include "visualizer/playback.h"
 #include "visualizer/timeline_view.h"
@@ -112,6 +114,42 @@ class TestVisualizerPanel : public QObject {
         panel.clearComparison();
         QVERIFY(!panel.hasComparison());
         QVERIFY(!panel.comparisonTimeline()->isVisible());
+    }
+
+    // The Data tab is there only for a run that reads a dataset, and shows what it read.
+    void dataTabShowsEachDevicesExamples() {
+        VisualizerPanel panel;
+        panel.resize(1300, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRun(gpipe_config_, gpipe_);
+        QTabWidget* tabs = panel.lowerTabs();
+        const int data_tab = tabs->count() - 1;
+        QCOMPARE(tabs->tabText(data_tab), QStringLiteral("&Data"));
+        QVERIFY(!tabs->isTabVisible(data_tab));
+        pd::RunConfig c = test::small_pipeline(pd::PipelineSchedule::gpipe);
+        c.strategy = pd::StrategyKind::dp;
+        c.devices = 4;
+        c.cluster.nodes = 4;
+        c.dataset.file_examples = {64, 64, 64, 48};
+        c.dataset.batch = 64;
+        c.dataset.shard = pd::ShardPolicy::file;
+        c.dataset.repeat = false;
+        c.batch = 64;
+        c.steps = 5;
+        c.collective_timeout_s = 0.5;
+        const auto run = test::run_engine(c);
+        QVERIFY(run->timed_out);
+        panel.setRun(c, run);
+        QVERIFY(tabs->isTabVisible(data_tab));
+        DataView* view = panel.dataView();
+        QVERIFY(view->caption().contains(QStringLiteral("Sharded by FILE")));
+        QVERIFY(view->caption().contains(QStringLiteral("16 per replica")));
+        QCOMPARE(view->cellText(0, 1), QStringLiteral("64–79"));
+        QCOMPARE(view->cellText(3, 3), QStringLiteral("no batch: left the loop"));
+        QCOMPARE(view->cellText(3, 0), QStringLiteral("48–63"));
+        // Painted at a readable height: every device's row fits in the tab.
+        QVERIFY(view->heightForWidth(600) > 4 * view->fontMetrics().height());
     }
 
     // Issue 20 item 4: the details line describes nothing of an earlier run.

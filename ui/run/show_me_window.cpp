@@ -392,7 +392,8 @@ void ShowMeWindow::finishFollowUp(std::shared_ptr<const pd::RunResult> result) {
     if (f.repeat)
         repeat_results_.push_back(result);
     else
-        variant_runs_[static_cast<std::size_t>(f.index)] = Shown{f.config, result, false, std::nullopt};
+        variant_runs_[static_cast<std::size_t>(f.index)] =
+            Shown{f.config, result, false, std::nullopt};
     startNextFollowUp();
 }
 
@@ -595,14 +596,18 @@ void ShowMeWindow::onFinished(const pd::RunConfig& config,
                       true);
             break;
         default:
-            setStatus(tr("The run failed: %1").arg(QString::fromStdString(result->error)), true);
+            // A collective that timed out is what some cards show (a peer that never came).
+            setStatus((result->timed_out ? tr("The run stopped: %1.") : tr("The run failed: %1"))
+                          .arg(QString::fromStdString(result->error)),
+                      true);
             break;
     }
     updateActions();
     emit runShown(config);
     // The card's own run: its claims need its repeats and comparison runs, run next.
     if (shown_is_card_ && !expectations_.empty() &&
-        (result->status == pd::RunStatus::ok || result->status == pd::RunStatus::out_of_memory)) {
+        (result->status == pd::RunStatus::ok || result->status == pd::RunStatus::out_of_memory ||
+         result->timed_out)) {
         if (config.repeats > 1 || !expectations_.variants.empty()) {
             progress_->show();
             cancel_->show();

@@ -27,6 +27,7 @@
 
 #include "pd/error.h"
 #include "pd/exports.h"
+#include "visualizer/data_view.h"
 #include "visualizer/event_text.h"
 #include "visualizer/loss_chart.h"
 #include "visualizer/memory_bars.h"
@@ -62,6 +63,8 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
       compare_loss_(new LossChart(this)),
       ring_(new RingDiagram(this)),
       compare_ring_(new RingDiagram(this)),
+      data_(new DataView(this)),
+      compare_data_(new DataView(this)),
       metrics_(new MetricsPanel(this)),
       compare_metrics_(new MetricsPanel(this)) {
     buildActions();
@@ -184,12 +187,28 @@ VisualizerPanel::VisualizerPanel(QWidget* parent)
     ring_layout->addWidget(ring_, 1);
     ring_layout->addWidget(compare_ring_, 1);
     compare_ring_->hide();
+    // Compared runs' data grids side by side (each device a row needs the height); the tab
+    // scrolls when a short window cannot hold every row.
+    auto* data_grids = new QWidget;
+    auto* data_layout = new QHBoxLayout(data_grids);
+    data_layout->setContentsMargins(0, 0, 0, 0);
+    data_layout->addWidget(data_, 1);
+    data_layout->addWidget(compare_data_, 1);
+    compare_data_->hide();
+    auto* data_box = new QScrollArea(lower_tabs_);
+    data_box->setObjectName(QStringLiteral("dataScroll"));
+    data_box->setWidget(data_grids);
+    data_box->setWidgetResizable(true);
+    data_box->setFrameShape(QFrame::NoFrame);
+    data_box->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     lower_tabs_->setObjectName(QStringLiteral("lowerPanels"));
     lower_tabs_->setDocumentMode(true);
     memory_tab_ = lower_tabs_->addTab(memory_box, tr("&Memory"));
     loss_tab_ = lower_tabs_->addTab(loss_box, tr("&Loss and step time"));
     metrics_tab_ = lower_tabs_->addTab(metrics_scroll_, tr("Me&trics"));
     ring_tab_ = lower_tabs_->addTab(ring_box, tr("&Ring"));
+    data_tab_ = lower_tabs_->addTab(data_box, tr("&Data"));
+    lower_tabs_->setTabVisible(data_tab_, false);
     lower_tabs_->setCornerWidget(memory_mode_, Qt::TopRightCorner);
     connect(lower_tabs_, &QTabWidget::currentChanged, this,
             [this](int tab) { memory_mode_->setVisible(tab == memory_tab_); });
@@ -383,6 +402,7 @@ void VisualizerPanel::setTheme(ThemeChoice theme) {
     for (MemoryBarsView* m : {memory_, compare_memory_}) m->setTheme(theme);
     for (LossChart* c : {loss_, compare_loss_}) c->setTheme(theme);
     for (RingDiagram* r : {ring_, compare_ring_}) r->setTheme(theme);
+    for (DataView* d : {data_, compare_data_}) d->setTheme(theme);
 }
 
 void VisualizerPanel::showRun(int index) {
@@ -390,6 +410,7 @@ void VisualizerPanel::showRun(int index) {
     MemoryBarsView* m = index == 0 ? memory_ : compare_memory_;
     LossChart* lc = index == 0 ? loss_ : compare_loss_;
     RingDiagram* r = index == 0 ? ring_ : compare_ring_;
+    DataView* dv = index == 0 ? data_ : compare_data_;
     MetricsPanel* p = index == 0 ? metrics_ : compare_metrics_;
     const auto& shown = runs_[index];
     if (!shown) {
@@ -397,10 +418,14 @@ void VisualizerPanel::showRun(int index) {
         m->setRun(nullptr, {});
         lc->setRun(nullptr, {});
         r->setRun(nullptr);
+        dv->setRun(nullptr);
+        if (index == 1) compare_data_->hide();
+        lower_tabs_->setTabVisible(data_tab_, data_->hasData());
         p->clear();
         if (index == 1) {
             for (QWidget* w : std::initializer_list<QWidget*>{t, m, lc, r, p}) w->hide();
             loss_->setTitlePrefix(QString());
+            data_->setTitlePrefix(QString());
         }
         shareMemoryScale();
         shareLossScale();
@@ -419,6 +444,11 @@ void VisualizerPanel::showRun(int index) {
     r->setVisible(r->hasRingSteps());
     lower_tabs_->setTabVisible(
         ring_tab_, ring_->hasRingSteps() || (runs_[1] && compare_ring_->hasRingSteps()));
+    dv->setRun(shown->result);
+    dv->setTitlePrefix(runs_[1] ? (index == 0 ? tr("A: ") : tr("B: ")) : QString());
+    if (index == 1) compare_data_->setVisible(compare_data_->hasData());
+    lower_tabs_->setTabVisible(data_tab_,
+                               data_->hasData() || (runs_[1] && compare_data_->hasData()));
     // An fp16 run's chart shows its loss scale where the step time would be.
     const bool scaled = loss_->lossScaleSeries() || (runs_[1] && compare_loss_->lossScaleSeries());
     lower_tabs_->setTabText(loss_tab_,
@@ -434,6 +464,7 @@ void VisualizerPanel::showRun(int index) {
                               runs_[0]->metrics.stage_boundaries);
         memory_->setTitlePrefix(tr("A: "));
         loss_->setTitlePrefix(tr("A: "));
+        data_->setTitlePrefix(tr("A: "));
         if (runs_[0])
             metrics_->setRun(runs_[0]->config, *runs_[0]->result, runs_[0]->metrics,
                              tr("A: ") + run_title(runs_[0]->config, runs_[0]->result->trace));
@@ -462,7 +493,7 @@ void VisualizerPanel::shareLossScale() {
 
 namespace {
 
-enum class EvidenceView { timeline, memory, loss, metrics, ring };
+enum class EvidenceView { timeline, memory, loss, metrics, ring, data };
 
 bool starts_with(const std::string& s, std::string_view prefix) {
     return s.compare(0, prefix.size(), prefix) == 0;
@@ -471,6 +502,7 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 // Which view shows what a claim reads.
 EvidenceView evidence_view(const pd::ClaimOutcome& c) {
     using Kind = pd::Claim::Kind;
+    if (c.kind == Kind::status && c.timed_out) return EvidenceView::data;
     if (c.kind == Kind::status)
         return c.status == pd::RunStatus::out_of_memory ? EvidenceView::memory : EvidenceView::loss;
     if (c.kind != Kind::metric) return EvidenceView::loss;
@@ -483,6 +515,7 @@ EvidenceView evidence_view(const pd::ClaimOutcome& c) {
         starts_with(m, "grad."))
         return EvidenceView::loss;
     if (m == "ring_steps_per_collective") return EvidenceView::ring;
+    if (starts_with(m, "data.")) return EvidenceView::data;
     if (starts_with(m, "bubble") || starts_with(m, "busy") || m == "idle" || m == "comm" ||
         starts_with(m, "exposed_comm") || m == "overlapped_comm" || m == "max_microbatches_alive")
         return EvidenceView::timeline;
@@ -508,6 +541,8 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
     EvidenceView view = evidence_view(claim);
     if (view == EvidenceView::ring && !lower_tabs_->isTabVisible(ring_tab_))
         view = EvidenceView::timeline;
+    if (view == EvidenceView::data && !lower_tabs_->isTabVisible(data_tab_))
+        view = EvidenceView::metrics;
     for (TimelineView* t : {timeline_, compare_timeline_}) t->setHighlightedDevices(std::nullopt);
     for (MetricsPanel* p : {metrics_, compare_metrics_}) p->clearHighlight();
     for (MemoryBarsView* m : {memory_, compare_memory_}) m->highlight(std::nullopt, -1);
@@ -546,6 +581,9 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
             return show_tab(loss_tab_, {loss_});
         case EvidenceView::ring:
             return show_tab(ring_tab_, {ring_});
+        case EvidenceView::data:
+            if (compared) return show_tab(data_tab_, {data_, compare_data_});
+            return show_tab(data_tab_, {data_});
         case EvidenceView::metrics: {
             lower_tabs_->setCurrentIndex(metrics_tab_);
             if (lower_tabs_->height() < kReadableLowerPx) {

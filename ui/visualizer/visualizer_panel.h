@@ -34,6 +34,7 @@ class MetricsPanel;
 class PlaybackClock;
 class PlaybackBar;
 class RingDiagram;
+class DataView;
 
 class VisualizerPanel : public QWidget {
     Q_OBJECT
@@ -102,6 +103,7 @@ class VisualizerPanel : public QWidget {
     QString detailsText() const;  // the hover/click line under the timeline
     PlaybackClock* playback() const { return clock_; }
     RingDiagram* ringDiagram() const { return ring_; }
+    DataView* dataView() const { return data_; }
 
   public slots:
     void fitStep();
@@ -179,11 +181,13 @@ class VisualizerPanel : public QWidget {
     MemoryBarsView* compare_memory_;
     QTabWidget* lower_tabs_;
     QScrollArea* metrics_scroll_ = nullptr;
-    int memory_tab_ = 0, loss_tab_ = 1, metrics_tab_ = 2, ring_tab_ = 3;
+    int memory_tab_ = 0, loss_tab_ = 1, metrics_tab_ = 2, ring_tab_ = 3, data_tab_ = 4;
     LossChart* loss_;
     LossChart* compare_loss_;
     RingDiagram* ring_;
     RingDiagram* compare_ring_;
+    DataView* data_;
+    DataView* compare_data_;
     MetricsPanel* metrics_;
     MetricsPanel* compare_metrics_;
     QAction* export_screenshot_ = nullptr;

@@ -34,6 +34,8 @@ struct Claim {
     std::optional<MemoryCategory> oom_category;
     // Which memory ran out: the device's own (none), or its host or NVMe share.
     std::optional<OffloadDevice> oom_memory;
+    // status "timed_out": the run fails because a collective timed out waiting for a peer.
+    bool timed_out = false;
     // refused: the comparison run subject.variant is refused before it starts, naming this
     // setting (a scenario key, e.g. "cp_algorithm").
     std::string refused_key;
@@ -126,6 +128,7 @@ struct ClaimOutcome {
     std::vector<int> devices;          // the devices it reads; empty: run-wide
     int variant = -1;                  // the compare_with run it reads; -1: none
     RunStatus status = RunStatus::ok;  // status claims: the status claimed
+    bool timed_out = false;            // ... and that it failed by a collective's timeout
     // The claim in a learner's words: "Peak activation memory on device 0 is 9 to 12 times
     // the comparison run's (seq_len 8)".
     std::string plain;

@@ -262,6 +262,29 @@ struct CheckpointSummary {
 };
 CheckpointSummary last_checkpoint(const Trace& trace);
 
+// What the run read from its dataset (Trace::data), device by device; present is false
+// without one.
+struct DataSummary {
+    bool present = false;
+    int examples = 0;  // in the dataset
+    int distinct_read = 0;
+    int reads = 0;  // examples read, all devices and steps
+    // Reads of an example that another device also read in the same step, over all reads
+    // (sharding off: every pipeline reads the same batches).
+    double duplicate_fraction = 0.0;
+    int epochs = 0;  // epochs begun (the most of any device)
+    struct Device {
+        int steps_per_epoch = 0;
+        int examples_kept = 0;     // its pipeline's shard, per epoch
+        int examples_scanned = 0;  // what its pipeline reads to get it, per epoch
+        int files_opened = 0;      // files its pipeline reads from
+        int files_read = 0;        // distinct files its reads came from
+        int reads = 0;
+    };
+    std::vector<Device> devices;
+};
+DataSummary summarize_data(const Trace& trace);
+
 RunMetrics compute_metrics(const Trace& trace, int global_batch);
 // All of the above plus what needs the run's settings: bubble, activations per stage, model
 // state beside its analytic size, stage boundaries, communication bytes per step.

@@ -140,11 +140,15 @@ class SyntheticTask {
     // Writes `count` samples starting at global index `first` of `step`: x is [count x
     // seq_len, input_dim], labels has count x seq_len entries (one per token).
     void batch(int step, int first, int count, float* x, int* labels) const;
+    // Example `id` of a dataset (pd/dataset.h): the same sample whenever it is read.
+    void example(int id, float* x, int* labels) const;
 
     static constexpr double kPrototypeScale = 3.0;
     static constexpr double kSequenceNoise = 3.0;
 
   private:
+    void draw(std::uint64_t sample_seed, float* x, int* labels) const;
+
     ModelShape shape_;
     std::uint64_t seed_;
     float input_scale_;

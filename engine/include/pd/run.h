@@ -31,6 +31,8 @@ std::string_view name_of(RunStatus s);
 struct RunResult {
     RunStatus status = RunStatus::ok;
     std::string error;  // empty on success; otherwise what went wrong, and where
+    // Failed because a collective timed out waiting for a peer that never came.
+    bool timed_out = false;
     // The run's out-of-memory error: the lowest device that ran out (the same one each run).
     std::optional<OomInfo> oom;
     // Every device that ran out, lowest first (oom is the first): in data parallelism each

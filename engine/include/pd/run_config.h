@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "pd/cluster.h"
+#include "pd/dataset.h"
 #include "pd/dtype.h"
 #include "pd/fp8.h"
 #include "pd/memory_category.h"
@@ -310,6 +311,10 @@ struct RunConfig {
         bool error_feedback = true;
         bool warm_start = true;
     } powersgd;
+    // A finite dataset of files read by one input pipeline per node (pd/dataset.h); strategies
+    // single, dp and zero1-3. Its global batch is the run's `batch` (the scenario parser sets
+    // it). Empty: fresh synthetic samples every step.
+    DatasetConfig dataset;
     // How many times a card's run is repeated for its figures (scenario key `repeats`): timed
     // figures then cover every repeat's steps, so a card whose effect is small against the
     // machine's noise can show both. One run's trace is what the timeline shows.

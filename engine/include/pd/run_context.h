@@ -60,6 +60,14 @@ class RunContext {
     // thread timing.
     void report_out_of_memory(int device, std::exception_ptr error);
     bool device_failed(int device) const;
+    // A device whose input ran out left the training loop (its process finished): its streams
+    // skip whatever is enqueued from now on, and peers waiting on it time out.
+    void leave_loop(int device) noexcept {
+        left_loop_.fetch_or(std::uint64_t{1} << device, std::memory_order_release);
+    }
+    bool left_loop(int device) const noexcept {
+        return (left_loop_.load(std::memory_order_acquire) >> device) & 1u;
+    }
     // Every report, lowest device first (one per device: its first).
     std::vector<std::exception_ptr> out_of_memory_errors() const;
     // Streams (and the host while it enqueues) that can still make progress: the run aborts on
@@ -119,6 +127,7 @@ class RunContext {
     std::chrono::steady_clock::duration timeout_;
     std::chrono::steady_clock::time_point t0_;
     std::atomic<bool> aborted_{false};
+    std::atomic<std::uint64_t> left_loop_{0};  // a bit per device (at most 64)
     mutable std::mutex error_mutex_;
     std::exception_ptr first_error_;
     std::map<int, std::exception_ptr> oom_errors_;  // by device; guarded by error_mutex_

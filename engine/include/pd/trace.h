@@ -218,6 +218,34 @@ struct Trace {
         std::string strategy;
         int devices = 0;
     } resumed_from;
+    // What each device read from the run's dataset (pd/dataset.h); present is false without one.
+    struct DataReads {
+        bool present = false;
+        std::string policy;  // the shard policy applied (auto resolved)
+        std::string api;     // distribute_dataset or from_function
+        bool repeat = true;
+        int pipelines = 1, replicas_per_pipeline = 1;
+        int dataset_batch = 0, per_replica_batch = 0, global_batch = 0;
+        std::vector<int> file_examples;     // examples in each file
+        std::vector<int> shard_examples;    // per pipeline: examples it keeps per epoch
+        std::vector<int> scanned_examples;  // per pipeline: examples it reads per epoch
+        std::vector<int> steps_per_epoch;   // per pipeline
+        std::vector<int> files_opened;      // per pipeline: files it reads from
+        // Examples first, first + stride, ... (count of them) that one device read in one step.
+        struct Run {
+            int first = 0, count = 0, stride = 1;
+        };
+        struct Slice {
+            int step = 0, device = 0, epoch = 0;
+            std::vector<Run> runs;
+        };
+        std::vector<Slice> reads;  // steps in order, devices in order within a step
+        // A step some pipelines had no batch for (repeat false): their devices left the
+        // training loop there; -1: none did. ended_at: every pipeline ran out, the loop ended.
+        int left_at_step = -1;
+        std::vector<int> left_devices;
+        int ended_at_step = -1;
+    } data;
     std::vector<GradientUpdate> gradient_updates;  // ps only
     ExpertRouting routing;                         // mixture of experts only
     TraceOrigin origin;

@@ -122,6 +122,22 @@ std::string metric_words(std::string_view m) {
         {"host.total", "Bytes kept in host memory"},
         {"host.analytic", "Analytic bytes in host memory"},
         {"host.parameters", "Parameter shard kept in host memory"},
+        {"data.dataset_batch", "The batch given to dataset.batch()"},
+        {"data.global_batch", "Global batch (examples a step, all replicas)"},
+        {"data.per_replica_batch", "Examples each replica gets a step"},
+        {"data.pipelines", "Input pipelines (one per host)"},
+        {"data.examples", "Examples in the dataset"},
+        {"data.duplicate_fraction", "Share of reads another device also read that step"},
+        {"data.distinct_read", "Distinct examples read"},
+        {"data.epochs", "Epochs begun"},
+        {"data.left_at_step", "Step at which devices left the loop, out of data"},
+        {"data.devices_left", "Devices that left the loop, out of data"},
+        {"data.steps_per_epoch", "Steps an epoch (full batches of the pipeline's shard)"},
+        {"data.examples_kept", "Examples the pipeline keeps an epoch"},
+        {"data.examples_scanned", "Examples the pipeline reads an epoch"},
+        {"data.files_opened", "Files the pipeline reads from"},
+        {"data.files_read", "Files the device's examples came from"},
+        {"data.reads", "Examples the device read"},
         {"checkpoint.files", "Files in the last checkpoint"},
         {"checkpoint.bytes_total", "Bytes of the last checkpoint"},
         {"checkpoint.bytes", "Bytes written to the last checkpoint"},
@@ -215,13 +231,35 @@ std::string value_words(std::string_view metric, double v, bool ratio) {
     return plain_number(v);
 }
 
+namespace {
+
+// A setting's value in words: text as is, an object's keys in brackets ("dataset (batch 64,
+// shard off)"), a list spaced ("[64, 64, 48]").
+std::string value_words(const nlohmann::json& value) {
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_object()) {
+        std::string out;
+        for (const auto& [key, inner] : value.items())
+            out += (out.empty() ? "(" : ", ") + key + " " + value_words(inner);
+        return out.empty() ? "()" : out + ")";
+    }
+    if (value.is_array()) {
+        std::string out;
+        for (const auto& inner : value) out += (out.empty() ? "[" : ", ") + value_words(inner);
+        return out.empty() ? "[]" : out + "]";
+    }
+    return value.dump();
+}
+
+}  // namespace
+
 std::string variant_words(const std::string& variant_json) {
     const nlohmann::json j = nlohmann::json::parse(variant_json, nullptr, false);
     if (!j.is_object()) return variant_json;
     std::string out;
     for (const auto& [key, value] : j.items()) {
         if (!out.empty()) out += ", ";
-        out += key + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+        out += key + " " + value_words(value);
     }
     return out;
 }

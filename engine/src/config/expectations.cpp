@@ -444,7 +444,8 @@ std::vector<MetricDef> build_metrics() {
                              if (c.step < 0) return std::nullopt;
                              return c.files;
                          }));
-    v.push_back(run_wide("checkpoint.bytes_total", "bytes of the last checkpoint written, all files",
+    v.push_back(run_wide("checkpoint.bytes_total",
+                         "bytes of the last checkpoint written, all files",
                          [](const RunEvidence& e) -> std::optional<double> {
                              const CheckpointSummary c = last_checkpoint(e.result.trace);
                              if (c.step < 0) return std::nullopt;
@@ -471,6 +472,62 @@ std::vector<MetricDef> build_metrics() {
                              if (r.step < 0) return std::nullopt;
                              return r.devices;
                          }));
+    // The dataset: what the plan made of it, and what each device read (summarize_data).
+    auto data_wide = [](std::string_view name, std::string_view meaning,
+                        std::function<double(const Trace::DataReads&, const DataSummary&)> read) {
+        return run_wide(name, meaning, [read](const RunEvidence& e) -> std::optional<double> {
+            const DataSummary d = summarize_data(e.result.trace);
+            if (!d.present) return std::nullopt;
+            return read(e.result.trace.data, d);
+        });
+    };
+    auto data_device = [](std::string_view name, std::string_view meaning,
+                          std::function<double(const DataSummary::Device&)> read) -> MetricDef {
+        return {{name, true, meaning},
+                [read](const RunEvidence& e, int d) -> std::optional<double> {
+                    const DataSummary s = summarize_data(e.result.trace);
+                    if (!s.present || d < 0 || static_cast<std::size_t>(d) >= s.devices.size())
+                        return std::nullopt;
+                    return read(s.devices[static_cast<std::size_t>(d)]);
+                }};
+    };
+    v.push_back(data_wide("data.dataset_batch", "the value given to dataset.batch()",
+                          [](const auto& r, const auto&) { return r.dataset_batch; }));
+    v.push_back(data_wide("data.global_batch", "examples all replicas process in one step",
+                          [](const auto& r, const auto&) { return r.global_batch; }));
+    v.push_back(data_wide("data.per_replica_batch", "examples each replica processes in one step",
+                          [](const auto& r, const auto&) { return r.per_replica_batch; }));
+    v.push_back(data_wide("data.pipelines", "input pipelines (one per node, tf.data's workers)",
+                          [](const auto& r, const auto&) { return r.pipelines; }));
+    v.push_back(data_wide("data.examples", "examples in the dataset, all files",
+                          [](const auto&, const auto& d) { return d.examples; }));
+    v.push_back(data_wide("data.duplicate_fraction",
+                          "share of the examples read that another device read in the same step",
+                          [](const auto&, const auto& d) { return d.duplicate_fraction; }));
+    v.push_back(data_wide("data.distinct_read", "distinct examples the run read, all devices",
+                          [](const auto&, const auto& d) { return d.distinct_read; }));
+    v.push_back(data_wide("data.epochs", "epochs begun (the most of any device)",
+                          [](const auto&, const auto& d) { return d.epochs; }));
+    v.push_back(data_wide("data.left_at_step",
+                          "step at which devices with no batch left the training loop (-1: none)",
+                          [](const auto& r, const auto&) { return r.left_at_step; }));
+    v.push_back(data_wide(
+        "data.devices_left", "devices that left the training loop, out of data",
+        [](const auto& r, const auto&) { return static_cast<double>(r.left_devices.size()); }));
+    v.push_back(data_device("data.steps_per_epoch",
+                            "full batches the device's pipeline makes of one epoch",
+                            [](const auto& d) { return d.steps_per_epoch; }));
+    v.push_back(data_device("data.examples_kept", "examples of the device's pipeline's shard",
+                            [](const auto& d) { return d.examples_kept; }));
+    v.push_back(data_device("data.examples_scanned",
+                            "examples the device's pipeline reads per epoch to make its shard",
+                            [](const auto& d) { return d.examples_scanned; }));
+    v.push_back(data_device("data.files_opened", "files the device's pipeline reads from",
+                            [](const auto& d) { return d.files_opened; }));
+    v.push_back(data_device("data.files_read", "distinct files the device's examples came from",
+                            [](const auto& d) { return d.files_read; }));
+    v.push_back(data_device("data.reads", "examples the device read, all steps",
+                            [](const auto& d) { return d.reads; }));
     v.push_back(run_wide("routing.capacity", "MoE: tokens of a sequence each expert has room for",
                          [](const RunEvidence& e) -> std::optional<double> {
                              const ExpertRouting& r = e.result.trace.routing;
@@ -701,9 +758,13 @@ class ClaimParser {
             c.status = RunStatus::ok;
         else if (s == "out_of_memory")
             c.status = RunStatus::out_of_memory;
-        else
-            field("status").fail("must be \"ok\", \"out_of_memory\" or \"refused\", got \"" + s +
-                                 "\"");
+        else if (s == "timed_out") {
+            c.status = RunStatus::failed;
+            c.timed_out = true;
+        } else
+            field("status").fail(
+                "must be \"ok\", \"out_of_memory\", \"timed_out\" or \"refused\", got \"" + s +
+                "\"");
         if ((claim_.contains("device") || claim_.contains("category") ||
              claim_.contains("memory")) &&
             c.status != RunStatus::out_of_memory)
@@ -1077,13 +1138,14 @@ struct Checker {
             v >= 0 ? variant_words(x.variants[static_cast<std::size_t>(v)]) : std::string();
         const std::string who = v >= 0 ? "The comparison run (" + words + ")" : "The run";
         o.description = (v >= 0 ? "comparison run (" + words + ") " : std::string()) + "status " +
-                        std::string(name_of(c.status));
+                        (c.timed_out ? std::string("timed_out") : std::string(name_of(c.status)));
         if (c.oom_memory) o.description += " in " + memory_words(*c.oom_memory);
         if (c.oom_device) o.description += " on device " + std::to_string(*c.oom_device);
         if (c.oom_category) o.description += " in " + std::string(name_of(*c.oom_category));
         const RunEvidence* e = evidence(v);
         const RunStatus measured = e ? e->result.status : RunStatus::failed;
         o.measured = e ? std::string(name_of(measured)) : "not run";
+        if (e && e->result.timed_out) o.measured += " (a collective timed out)";
         const OomInfo* oom = e && e->result.oom ? &*e->result.oom : nullptr;
         if (oom)
             o.measured += " in " + memory_words(oom->where) + " on device " +
@@ -1091,6 +1153,7 @@ struct Checker {
                           std::string(name_of(oom->category));
         o.kind = c.kind;
         o.status = c.status;
+        o.timed_out = c.timed_out;
         o.variant = v;
         if (c.oom_device) o.devices = {*c.oom_device};
         if (c.status == RunStatus::out_of_memory) {
@@ -1098,6 +1161,8 @@ struct Checker {
                       (c.oom_memory ? memory_words(*c.oom_memory) : std::string("memory"));
             if (c.oom_device) o.plain += " on device " + std::to_string(*c.oom_device);
             if (c.oom_category) o.plain += ", allocating " + std::string(name_of(*c.oom_category));
+        } else if (c.timed_out) {
+            o.plain = who + " stops: a collective times out waiting for a peer that never comes";
         } else {
             o.plain = who + " " +
                       (c.status == RunStatus::ok ? "completes every step"
@@ -1107,6 +1172,7 @@ struct Checker {
         if (c.oom_device) o.passed = o.passed && oom && oom->device == *c.oom_device;
         if (c.oom_category) o.passed = o.passed && oom && oom->category == *c.oom_category;
         if (c.oom_memory) o.passed = o.passed && oom && oom->where == *c.oom_memory;
+        if (c.timed_out) o.passed = o.passed && e->result.timed_out;
         return o;
     }
 

@@ -743,6 +743,27 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                  "offloaded parameter shard in place (a device-side update of a host shard is "
                  "not built)");
     }
+    if (c.dataset.enabled()) {
+        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
+            c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
+            c.strategy != StrategyKind::zero3)
+            fail("dataset",
+                 "is read by strategies single, dp and zero1-3 (each device a replica "
+                 "with its own slice of the batch), not '" +
+                     std::string(name_of(c.strategy)) + "'");
+        if (c.accumulate > 1)
+            fail("dataset",
+                 "with accumulate is not built (a micro-step's slices are not the "
+                 "replicas' own batches)");
+        const DataPlan plan = plan_data(c.dataset, replicas, c.cluster.node_count(c.devices),
+                                        source_of(sources, "dataset"));
+        if (c.batch != plan.global_batch)
+            fail("batch", "is " + std::to_string(c.batch) +
+                              ", but the dataset makes a global "
+                              "batch of " +
+                              std::to_string(plan.global_batch) +
+                              " (leave batch out: the dataset sets it)");
+    }
     if (c.checkpoint_every < 0)
         fail("checkpoint_every",
              "must be 0 (none) or more (got " + std::to_string(c.checkpoint_every) + ")");
@@ -753,7 +774,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                                 " leaves none of this run's " + std::to_string(c.steps) +
                                 " steps to run");
     if (c.checkpoints()) {
-        const std::string key = c.checkpoint_every > 0 ? "checkpoint_every"
+        const std::string key = c.checkpoint_every > 0   ? "checkpoint_every"
                                 : c.resume_from_step > 0 ? "resume_from"
                                                          : "resume";
         if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&

@@ -71,6 +71,65 @@ struct KeyReader {
     }
 };
 
+// dataset: {"files": [n, ...] | N with "examples": E, "batch": B, "shard": policy,
+// "api": input API, "repeat": bool}, or "none" (a comparison without one).
+void parse_dataset(const KeyReader& r, DatasetConfig& d) {
+    if (r.value == "none") {
+        d = DatasetConfig{};
+        return;
+    }
+    if (!r.value.is_object() || !r.value.contains("files") || !r.value.contains("batch"))
+        r.fail(
+            "must be an object {\"files\": [examples per file, ...] or a count with "
+            "\"examples\": N, \"batch\": B, \"shard\": auto|file|data|off, \"api\": "
+            "distribute_dataset|from_function, \"repeat\": true|false}, got " +
+            r.value.dump());
+    DatasetConfig out;
+    for (const auto& [k, v] : r.value.items()) {
+        const KeyReader f{v, r.spelled + " (" + k + ")"};
+        if (k == "files" && v.is_array()) {
+            for (const auto& n : v) out.file_examples.push_back(KeyReader{n, f.spelled}.integer());
+            if (out.file_examples.empty()) f.fail("must name at least one file");
+        } else if (k == "files") {
+            const int files = f.integer();
+            if (!r.value.contains("examples"))
+                f.fail("as a count needs \"examples\", the total split evenly over the files");
+            const int total = KeyReader{r.value["examples"], r.spelled + " (examples)"}.integer();
+            if (files < 1 || files > 4096) f.fail("must be between 1 and 4096 files");
+            if (total < files) f.fail("holds fewer examples than files");
+            for (int i = 0; i < files; ++i)
+                out.file_examples.push_back(total / files + (i < total % files ? 1 : 0));
+        } else if (k == "examples") {
+            if (!r.value["files"].is_number_integer())
+                f.fail("goes with a file count; with a list of files, each entry is its size");
+        } else if (k == "batch") {
+            out.batch = f.integer();
+        } else if (k == "shard") {
+            const auto p = shard_policy_from_name(f.text());
+            if (!p)
+                f.fail("unknown shard policy '" + f.text() + "' (available: " + kShardPolicyNames +
+                       ")");
+            out.shard = *p;
+        } else if (k == "api") {
+            const auto a = input_api_from_name(f.text());
+            if (!a)
+                f.fail("unknown input API '" + f.text() + "' (available: " + kInputApiNames + ")");
+            out.api = *a;
+        } else if (k == "repeat") {
+            out.repeat = f.boolean();
+        } else {
+            f.fail("is not a dataset setting (known: files, examples, batch, shard, api, repeat)");
+        }
+    }
+    constexpr long long kMaxExamples = 1 << 24;
+    long long total = 0;
+    for (int n : out.file_examples) total += n;
+    if (total > kMaxExamples)
+        r.fail("holds " + std::to_string(total) + " examples, more than the " +
+               std::to_string(kMaxExamples) + " a run reads");
+    d = std::move(out);
+}
+
 }  // namespace
 
 void apply_scenario_json(std::string_view json_text, std::string_view origin, RunConfig& c,
@@ -300,6 +359,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                     r.fail(std::string("cannot set '") + own +
                            "' of the run that writes the checkpoint");
             c.resume_from = keys.dump();
+        } else if (key == "dataset") {
+            parse_dataset(r, c.dataset);
         } else if (key == "host_capacity")
             c.host_capacity_bytes = r.bytes();
         else if (key == "nvme_capacity")
@@ -450,7 +511,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "reshard_after_forward, reduce_dtype, quantized_weights, quantized_gradients, "
                 "offload_optimizer, offload_param, host_capacity, nvme_capacity, pcie_gbps, "
                 "nvme_read_gbps, nvme_write_gbps, checkpoint_every, checkpoint_dir, resume, "
-                "resume_from, "
+                "resume_from, dataset, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
@@ -462,6 +523,13 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "fp8_amax_compute_algo, "
                 "fp8_margin, native_collectives, repeats, expect)");
     }
+    // A dataset's batch sets the run's global batch, unless this object says batch itself
+    // (then validate() holds the two to each other).
+    bool says_batch = false;
+    for (const auto& [raw_key, value] : root.items())
+        says_batch |= canonical_key(raw_key) == "batch";
+    if (c.dataset.enabled() && !says_batch && c.data_parallel_replicas() > 0)
+        c.batch = dataset_global_batch(c.dataset, c.data_parallel_replicas());
 }
 
 void apply_scenario_file(const std::string& path, RunConfig& config, ConfigSources& sources) {
@@ -585,6 +653,12 @@ std::string scenario_json(const RunConfig& c) {
         j["powersgd_min_compression_rate"] = c.powersgd.min_compression_rate;
     }
     if (c.input_scale != 1.0) j["input_scale"] = c.input_scale;
+    if (c.dataset.enabled())
+        j["dataset"] = {{"files", c.dataset.file_examples},
+                        {"batch", c.dataset.batch},
+                        {"shard", std::string(name_of(c.dataset.shard))},
+                        {"api", std::string(name_of(c.dataset.api))},
+                        {"repeat", c.dataset.repeat}};
     if (c.accumulate > 1) j["accumulate"] = c.accumulate;
     if (c.reduce_every_microstep) j["reduce_every_microstep"] = true;
     if (c.repeats > 1) j["repeats"] = c.repeats;

@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "model/dynamic_quantization.h"
 #include "model/weight_quantization.h"
@@ -10,6 +12,7 @@
 #include "pd/exports.h"
 #include "pd/model.h"
 #include "pd/optimizer.h"
+#include "strategies/batch_loader.h"
 #include "strategies/powersgd.h"
 #include "strategies/replica.h"
 
@@ -471,8 +474,18 @@ void dump_run_inputs(const RunConfig& config, const std::string& directory) {
     const std::vector<std::size_t> y_dims =
         shape.transformer ? std::vector<std::size_t>{batch, seq} : std::vector<std::size_t>{batch};
     nlohmann::json batches = nlohmann::json::array();
+    // The run's own loader: a dataset's examples where the run reads one.
+    BatchLoader loader(task, shape);
+    std::optional<DataPlan> plan;
+    if (config.dataset.enabled()) {
+        plan = plan_data(config.dataset, config.data_parallel_replicas(),
+                         config.cluster.node_count(config.devices), "scenario key 'dataset'");
+        loader.read_from(&*plan);
+    }
     for (int s = 0; s < config.steps; ++s) {
-        task.batch(s, 0, config.batch, x.data(), y.data());
+        const auto drawn = loader.load(s, 0, config.batch);
+        std::copy(drawn->x.begin(), drawn->x.end(), x.begin());
+        std::copy(drawn->labels.begin(), drawn->labels.end(), y.begin());
         char name[32];
         std::snprintf(name, sizeof name, "step%04d", s);
         const std::string xf = std::string(name) + "_x.npy", yf = std::string(name) + "_y.npy";

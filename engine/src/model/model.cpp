@@ -207,42 +207,40 @@ SyntheticTask::SyntheticTask(const ModelShape& shape, std::uint64_t seed, float 
     for (auto& p : prototypes_) p = static_cast<float>(rng.normal() * kPrototypeScale);
 }
 
-void SyntheticTask::batch(int step, int first, int count, float* x, int* labels) const {
+// One sample from its own generator: a uniform label, then its prototype plus noise (every
+// token of a sequence). Drawn in this order so any device, and the dump, draws the same sample.
+void SyntheticTask::draw(std::uint64_t sample_seed, float* x, int* labels) const {
     const int in = shape_.input_dim;
+    Rng rng(sample_seed);
+    const int label =
+        std::min(static_cast<int>(rng.uniform() * shape_.classes), shape_.classes - 1);
+    const float* prototype = prototypes_.data() + static_cast<std::size_t>(label) * in;
     if (shape_.transformer) {
-        const int s = shape_.seq_len;
-        for (int i = 0; i < count; ++i) {
-            const int sample = first + i;
-            Rng rng(mix_seed(seed_, static_cast<std::uint64_t>(step) + 1,
-                             static_cast<std::uint64_t>(sample)));
-            const int label =
-                std::min(static_cast<int>(rng.uniform() * shape_.classes), shape_.classes - 1);
-            const float* prototype = prototypes_.data() + static_cast<std::size_t>(label) * in;
-            for (int t = 0; t < s; ++t) {
-                const std::size_t token = static_cast<std::size_t>(i) * s + t;
-                float* row = x + token * in;
-                for (int j = 0; j < in; ++j)
-                    row[j] = (prototype[j] + static_cast<float>(rng.normal() * kSequenceNoise)) *
-                             input_scale_;
-                labels[token] = label;
-            }
+        for (int t = 0; t < shape_.seq_len; ++t) {
+            float* row = x + static_cast<std::size_t>(t) * in;
+            for (int j = 0; j < in; ++j)
+                row[j] = (prototype[j] + static_cast<float>(rng.normal() * kSequenceNoise)) *
+                         input_scale_;
+            labels[t] = label;
         }
         return;
     }
-    for (int i = 0; i < count; ++i) {
-        const int sample = first + i;
-        Rng rng(mix_seed(seed_, static_cast<std::uint64_t>(step) + 1,
-                         static_cast<std::uint64_t>(sample)));
-        // Uniform label, then its prototype plus unit noise. Drawn in this order from the
-        // sample's own generator so any device (and the dump) draws the same sample.
-        const int label =
-            std::min(static_cast<int>(rng.uniform() * shape_.classes), shape_.classes - 1);
-        const float* prototype = prototypes_.data() + static_cast<std::size_t>(label) * in;
-        float* row = x + static_cast<std::size_t>(i) * in;
-        for (int j = 0; j < in; ++j)
-            row[j] = (prototype[j] + static_cast<float>(rng.normal())) * input_scale_;
-        labels[i] = label;
-    }
+    for (int j = 0; j < in; ++j)
+        x[j] = (prototype[j] + static_cast<float>(rng.normal())) * input_scale_;
+    labels[0] = label;
+}
+
+void SyntheticTask::batch(int step, int first, int count, float* x, int* labels) const {
+    const std::size_t tokens = static_cast<std::size_t>(shape_.transformer ? shape_.seq_len : 1);
+    for (int i = 0; i < count; ++i)
+        draw(mix_seed(seed_, static_cast<std::uint64_t>(step) + 1,
+                      static_cast<std::uint64_t>(first + i)),
+             x + i * tokens * static_cast<std::size_t>(shape_.input_dim), labels + i * tokens);
+}
+
+void SyntheticTask::example(int id, float* x, int* labels) const {
+    // Stream 0 is no step's (steps use step + 1): a dataset's examples are their own samples.
+    draw(mix_seed(seed_, 0, static_cast<std::uint64_t>(id)), x, labels);
 }
 
 }  // namespace pd

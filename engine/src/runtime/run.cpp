@@ -15,6 +15,7 @@
 #include "pd/run_context.h"
 #include "pd/scenario.h"
 #include "runtime/checkpoint.h"
+#include "runtime/data_reads.h"
 #include "strategies/strategy.h"
 
 namespace pd {
@@ -281,6 +282,10 @@ void classify_failure(RunContext& ctx, RunResult& result) {
         // lower bound, and the machine's other work can take what it saw available.
         result.status = RunStatus::out_of_memory;
         result.error = "the host ran out of memory during the run (an allocation failed)";
+    } catch (const CollectiveTimeout& e) {
+        result.status = RunStatus::failed;
+        result.timed_out = true;
+        result.error = e.what();
     } catch (const Error& e) {
         result.status = RunStatus::failed;
         result.error = std::string(e.what()) + " (" + e.where() + ")";
@@ -379,7 +384,24 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
             if (resume_ && !ctx.aborted()) restore_moments(*strategy, *resume_);
             // Set-up is over: a long first step reads as training, not as set-up.
             if (!ctx.aborted()) report(0, 0.0, "training");
+            if (env.data) describe_data(*env.data, result.trace.data);
             for (int step = first_step; step < config_.steps && !ctx.aborted(); ++step) {
+                if (env.data) {
+                    // A pipeline with no batch left (one pass over the data): its devices
+                    // leave the loop; when every pipeline has run out, the loop is over.
+                    auto& data = result.trace.data;
+                    std::vector<int> leaving = devices_without_batch(*env.data, step);
+                    if (static_cast<int>(leaving.size()) == config_.devices) {
+                        data.ended_at_step = step;
+                        break;
+                    }
+                    if (!leaving.empty() && data.left_at_step < 0) {
+                        data.left_at_step = step;
+                        data.left_devices = leaving;
+                        for (int d : leaving) ctx.leave_loop(d);
+                    }
+                    record_reads(*env.data, step, data);
+                }
                 {
                     const HostEnqueues enqueuing(ctx);
                     strategy->enqueue_step(step);
@@ -457,7 +479,12 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
         } catch (...) {
         }
     }
-    if (ctx.aborted() && !late_cancel) classify_failure(ctx, result);
+    if (ctx.aborted() && !late_cancel) {
+        classify_failure(ctx, result);
+        // The timeout names a collective; why a peer never came is the data's doing.
+        if (const std::string left = left_loop_words(result.trace.data); !left.empty())
+            result.error = left + ". " + result.error;
+    }
     allocations_made_ = ctx.allocations();
     return result;
 }

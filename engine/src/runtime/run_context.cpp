@@ -1,5 +1,7 @@
 #include "pd/run_context.h"
 
+#include <cstdio>
+
 #include "pd/stream.h"
 
 namespace pd {
@@ -124,9 +126,10 @@ void RunContext::throw_aborted(const std::string& what) const {
 
 void RunContext::throw_timeout(const std::string& what) const {
     const double seconds = std::chrono::duration<double>(timeout_).count();
-    throw CollectiveTimeout(
-        what + " timed out after " + std::to_string(seconds) + " s waiting for a peer", __FILE__,
-        __LINE__);
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", seconds);
+    throw CollectiveTimeout(what + " timed out after " + text + " s waiting for a peer", __FILE__,
+                            __LINE__);
 }
 
 }  // namespace pd

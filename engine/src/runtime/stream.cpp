@@ -220,8 +220,9 @@ void Stream::run_loop() {
 
 void Stream::run_task(Task& task) {
     // After an abort the remaining work is skipped, not run: the run is over. So is the work
-    // of a device that ran out of memory, while the others go on (RunContext's rule).
-    if (ctx_.aborted() || ctx_.device_failed(device_)) return;
+    // of a device that ran out of memory, while the others go on (RunContext's rule), and of
+    // a device that left the training loop.
+    if (ctx_.aborted() || ctx_.device_failed(device_) || ctx_.left_loop(device_)) return;
     try {
         task();
     } catch (const OutOfMemory& oom) {

@@ -10,7 +10,16 @@ std::shared_ptr<const HostBatch> BatchLoader::draw(int step, int first, int rows
     const auto tokens = static_cast<std::size_t>(shape_.tokens(rows));
     batch->x.resize(tokens * static_cast<std::size_t>(shape_.input_dim));
     batch->labels.resize(tokens);
-    task_.batch(step, first, rows, batch->x.data(), batch->labels.data());
+    if (!plan_) {
+        task_.batch(step, first, rows, batch->x.data(), batch->labels.data());
+        return batch;
+    }
+    const auto tokens_per_row = static_cast<std::size_t>(shape_.tokens(1));
+    const auto in = static_cast<std::size_t>(shape_.input_dim);
+    for (int i = 0; i < rows; ++i)
+        if (const auto id = plan_->example_at(step, first + i))
+            task_.example(*id, batch->x.data() + i * tokens_per_row * in,
+                          batch->labels.data() + i * tokens_per_row);
     return batch;
 }
 

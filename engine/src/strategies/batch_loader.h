@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pd/dataset.h"
 #include "pd/model.h"
 
 namespace pd {
@@ -26,6 +27,9 @@ class BatchLoader {
     // Samples [first, first + rows) of `step`: the prefetched copy when there is one (the
     // same numbers: each sample has its own generator), else drawn now.
     std::shared_ptr<const HostBatch> load(int step, int first, int rows);
+    // From now on rows are the dataset's examples as `plan` assigns them (rows of the global
+    // batch); a row past the data (a pipeline that ran out) is zeros, never trained on.
+    void read_from(const DataPlan* plan) { plan_ = plan; }
     // Draws, for step + 1, every slice `step` asked for: strategies ask for the same slices
     // each step. Call once the step's work is enqueued.
     void prefetch_after(int step);
@@ -41,6 +45,7 @@ class BatchLoader {
 
     const SyntheticTask& task_;
     const ModelShape& shape_;
+    const DataPlan* plan_ = nullptr;
     mutable std::mutex mutex_;
     std::map<Key, std::shared_ptr<const HostBatch>> ready_;  // drawn ahead, not yet asked for
     std::vector<Key> asked_;                                 // the latest step's requests

@@ -61,6 +61,11 @@ RunEnvironment::RunEnvironment(const RunConfig& cfg, RunContext& context)
     if (shape.moe())
         for (auto& d : devices)
             routing.push_back(std::make_unique<RoutingCounters>(d->ops(), shape.experts));
+    if (cfg.dataset.enabled()) {
+        data = plan_data(cfg.dataset, cfg.data_parallel_replicas(),
+                         cfg.cluster.node_count(cfg.devices), "scenario key 'dataset'");
+        batches.read_from(&*data);
+    }
 }
 
 void RunEnvironment::upload_parameters(Device& device, float* params, const float* host,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,8 @@ struct RunEnvironment {
     std::shared_ptr<const HostBatch> load_batch(int step, int first, int rows) {
         return batches.load(step, first, rows);
     }
+    // The dataset's plan when the run reads one (before `batches`, which reads from it).
+    std::optional<DataPlan> data;
     BatchLoader batches{task, shape};
     void synchronize_all();
 };
