@@ -77,14 +77,17 @@ class TestBundledScenarios : public QObject {
                 QFAIL(e.what());
             }
             const pd::RunEvidence& run = last.emplace(pd::run_for_evidence(config));
-            // A run may end out of memory or by a collective's timeout (a card about a hang)
-            // when a claim says so; any other failure is the scenario's.
+            // A run may end out of memory, by a collective's timeout (a card about a hang) or by
+            // a planned device failure (a job out of restarts) when a claim says so; any other
+            // failure is the scenario's.
             QVERIFY2(run.result.status == pd::RunStatus::ok ||
-                         run.result.status == pd::RunStatus::out_of_memory || run.result.timed_out,
+                         run.result.status == pd::RunStatus::out_of_memory ||
+                         run.result.timed_out || run.result.device_failed,
                      run.result.error.c_str());
             for (const auto& v : variants)  // a refused one never ran: its claim reads why
                 QVERIFY2(v.refused || v.result.status == pd::RunStatus::ok ||
-                             v.result.status == pd::RunStatus::out_of_memory || v.result.timed_out,
+                             v.result.status == pd::RunStatus::out_of_memory ||
+                             v.result.timed_out || v.result.device_failed,
                          v.result.error.c_str());
 
             failed.clear();

@@ -581,7 +581,29 @@ std::vector<MetricLine> summary_lines(const pd::RunConfig& config, const pd::Run
                        QStringLiteral("Per device; busbw = algbw × nccl-tests' factor (all-reduce "
                                       "2(n−1)/n, reduce-scatter and all-gather (n−1)/n)")});
     const pd::Trace& trace = result.trace;
-    if (trace.resumed_from.step >= 0)
+    for (const auto& r : trace.restarts) {
+        const int kept = result.steps_completed;
+        const int ran = static_cast<int>(trace.trained_step.size());
+        out.push_back(
+            {QStringLiteral("Restart"),
+             QStringLiteral("%1 at step %2; every worker restarted on %3 device(s), %4; "
+                            "%5 of %6 steps run were kept (goodput %7%)")
+                 .arg(qs(r.why))
+                 .arg(r.failed_at < ran ? trace.trained_step[static_cast<std::size_t>(r.failed_at)]
+                                        : r.failed_at)
+                 .arg(r.devices_after)
+                 .arg(r.resumed_from >= 0
+                          ? QStringLiteral("resuming from the checkpoint after step %1")
+                                .arg(r.resumed_from)
+                          : qs(r.checkpoint))
+                 .arg(kept)
+                 .arg(ran)
+                 .arg(ran > 0 ? QString::number(100.0 * kept / ran, 'f', 0) : QStringLiteral("—")),
+             QStringLiteral("torchrun's agent stops every worker when one fails and starts them "
+                            "all again; the script loads the newest checkpoint, and the steps "
+                            "after it are run again")});
+    }
+    if (trace.resumed_from.step >= 0 && trace.restarts.empty())
         out.push_back({QStringLiteral("Resumed from"),
                        QStringLiteral("a checkpoint after step %1, written by %2 on %3 device(s)")
                            .arg(trace.resumed_from.step)

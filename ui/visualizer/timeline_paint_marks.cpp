@@ -116,6 +116,26 @@ TimelinePaintStats paint_ruler(const TimelineFrame& f) {
     return {};
 }
 
+namespace {
+
+// Steps count from 1. After a restart the timeline's steps are numbered as they ran; each is
+// labelled with the training step it ran, "again" when a restart ran it once more, and the
+// step a failure struck says so.
+QString step_label(const pd::Trace& trace, int s) {
+    if (trace.restarts.empty() || s >= static_cast<int>(trace.trained_step.size()))
+        return QStringLiteral("step %1").arg(s + 1);
+    const int trained = trace.trained_step[static_cast<std::size_t>(s)];
+    QString text = QStringLiteral("step %1").arg(trained + 1);
+    for (const auto& r : trace.restarts)
+        if (r.failed_at == s) return text + QStringLiteral(" (failed)");
+    for (int i = 0; i < s; ++i)
+        if (trace.trained_step[static_cast<std::size_t>(i)] == trained)
+            return text + QStringLiteral(" (again)");
+    return text;
+}
+
+}  // namespace
+
 TimelinePaintStats paint_step_marks(const TimelineFrame& f) {
     // A thin line through every row at each step's start, and the step number on the ruler.
     QPainter& p = f.p;
@@ -134,10 +154,26 @@ TimelinePaintStats paint_step_marks(const TimelineFrame& f) {
         const double next_x = s + 1 < data.step_count() && data.step_range(s + 1)
                                   ? f.x_of(static_cast<double>(data.step_range(s + 1)->first))
                                   : f.x_of(static_cast<double>(r->second));
-        const QString step_text = QStringLiteral("step %1").arg(s + 1);  // steps count from 1
-        if (next_x - x > 60 && x + 4 + fm.horizontalAdvance(step_text) < f.plot_right) {
+        const QString step_text = step_label(data.trace(), s);
+        const double text_w = fm.horizontalAdvance(step_text);
+        if (next_x - x > std::max(60.0, text_w + 8) && x + 4 + text_w < f.plot_right) {
             p.setPen(f.pal.text);
             p.drawText(QPointF(x + 4, f.layout.ruler_top + 12), step_text);
+        }
+    }
+    // A restart: a line where the job started again, and what it resumed from.
+    for (const auto& r : data.trace().restarts) {
+        const double x = f.x_of(static_cast<double>(r.t_ns));
+        if (x < f.plot_left - 1 || x > f.plot_right) continue;
+        p.setPen(QPen(f.pal.oom, 2));
+        p.drawLine(QPointF(x, f.layout.ruler_top + 1), QPointF(x, f.rows_bottom));
+        const QString text =
+            r.resumed_from >= 0
+                ? QStringLiteral("restart: from step %1's checkpoint").arg(r.resumed_from)
+                : QStringLiteral("restart: from scratch");
+        if (x + 4 + fm.horizontalAdvance(text) < f.plot_right) {
+            p.setPen(f.pal.oom);
+            p.drawText(QPointF(x + 4, f.layout.ruler_top + 24), text);
         }
     }
     p.restore();

@@ -516,6 +516,8 @@ EvidenceView evidence_view(const pd::ClaimOutcome& c) {
         return EvidenceView::loss;
     if (m == "ring_steps_per_collective") return EvidenceView::ring;
     if (starts_with(m, "data.")) return EvidenceView::data;
+    if (m == "restarts" || starts_with(m, "restart.") || starts_with(m, "steps.") || m == "goodput")
+        return m == "steps.skipped" ? EvidenceView::loss : EvidenceView::timeline;
     if (starts_with(m, "bubble") || starts_with(m, "busy") || m == "idle" || m == "comm" ||
         starts_with(m, "exposed_comm") || m == "overlapped_comm" || m == "max_microbatches_alive")
         return EvidenceView::timeline;
@@ -607,7 +609,9 @@ QRect VisualizerPanel::revealEvidence(const pd::ClaimOutcome& claim) {
             break;
     }
     // The timeline: a figure step, the devices the claim reads scrolled into sight.
-    if (timeline_->data().step_count() > 0) {
+    if (!runs_[0]->result->trace.restarts.empty()) {
+        fitAll();  // a job that restarted: every attempt, the restart between them
+    } else if (timeline_->data().step_count() > 0) {
         const int step = timeline_->defaultStep();
         step_box_->setValue(step + 1);
         fitStep();

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pd {
 
@@ -25,6 +26,15 @@ struct FaultPlan {
         int call = 0;
     };
     std::optional<DeadPeer> dead_peer;
+
+    // Devices that fail at the start of step `crash_step` (RunConfig::failure): the first of
+    // their streams to reach work of that step raises DeviceFailure.
+    std::vector<int> crash_devices;
+    int crash_step = -1;
+    std::string crash_words;  // "node 1 (devices 4-7) failed"
+    // The failed devices' workers restart alone: they leave the loop (their streams skip
+    // their work) instead of failing the run; their peers' collectives time out.
+    bool crash_restarts_alone = false;
 };
 
 }  // namespace pd

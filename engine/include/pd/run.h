@@ -33,6 +33,8 @@ struct RunResult {
     std::string error;  // empty on success; otherwise what went wrong, and where
     // Failed because a collective timed out waiting for a peer that never came.
     bool timed_out = false;
+    // Failed because a device or node failed (an injected failure, RunConfig::failure).
+    bool device_failed = false;
     // The run's out-of-memory error: the lowest device that ran out (the same one each run).
     std::optional<OomInfo> oom;
     // Every device that ran out, lowest first (oom is the first): in data parallelism each
@@ -86,7 +88,13 @@ class Run {
     std::size_t allocations_made() const { return allocations_made_; }
 
   private:
+    // A job with a planned failure: attempts run one after the other, each restart from the
+    // newest checkpoint, merged into one result (engine/src/runtime/restart_job.cpp).
+    RunResult execute_job(const std::function<void(const RunProgress&)>& on_progress);
+
     RunConfig config_;
+    bool attempt_of_job_ = false;  // an attempt execute_job runs (it fails as planned)
+    Run* attempt_ = nullptr;       // execute_job's running attempt (under ctx_mutex_)
     std::atomic<bool> cancel_requested_{false};
     std::mutex ctx_mutex_;
     RunContext* ctx_ = nullptr;  // live while execute() runs

@@ -85,6 +85,21 @@ struct Straggler {
     bool active() const { return device >= 0; }
 };
 
+// A device or a whole node that fails at the start of a step (scenario key `fail`): its work
+// stops, the run aborts, and with restarts left the job starts again from its newest
+// checkpoint (torchrun's --max-restarts), on a replacement node or, elastically, without it.
+struct FailurePlan {
+    int device = -1;       // the device that fails, or
+    int node = -1;         // every device of this node
+    int step = -1;         // -1: no failure
+    bool replaced = true;  // the scheduler replaces the node (else the job shrinks, if elastic)
+    // What restarts: every worker (torchrun; Vertex AI with restartJobOnWorkerRestart), or only
+    // the failed one (Vertex AI's default): its peers then wait for it in their collectives,
+    // since a new process is not in their communicator, until the collective timeout.
+    bool worker_only = false;
+    bool enabled() const { return step >= 0; }
+};
+
 // fp16_mixed's loss scaling, as torch.amp.GradScaler does it: the loss (so every gradient) is
 // multiplied by the scale before backward; the optimizer step unscales the gradients in fp32
 // and is skipped when any of them is inf or NaN. Dynamic: a skipped step multiplies the scale
@@ -315,6 +330,14 @@ struct RunConfig {
     // single, dp and zero1-3. Its global batch is the run's `batch` (the scenario parser sets
     // it). Empty: fresh synthetic samples every step.
     DatasetConfig dataset;
+    // Failures and restarts (README, Failures and restarts): `fail`; torchrun's max_restarts
+    // (a failure counts, 0: the first failure ends the job); min_nodes, the elastic lower bound
+    // of --nnodes=min:max (0: the job needs all its nodes); where checkpoints are kept: on each
+    // node's local disk (lost with the node) or persistent storage (a bucket, /gcs/).
+    FailurePlan failure;
+    int max_restarts = 0;
+    int min_nodes = 0;
+    bool checkpoint_local = false;
     // How many times a card's run is repeated for its figures (scenario key `repeats`): timed
     // figures then cover every repeat's steps, so a card whose effect is small against the
     // machine's noise can show both. One run's trace is what the timeline shows.

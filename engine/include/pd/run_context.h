@@ -68,6 +68,18 @@ class RunContext {
     bool left_loop(int device) const noexcept {
         return (left_loop_.load(std::memory_order_acquire) >> device) & 1u;
     }
+    // The planned failure (FaultPlan::crash_devices) strikes now: those devices' streams fail
+    // on their next work, aborting the run with a DeviceFailure naming them.
+    void crash_planned_devices() noexcept {
+        std::uint64_t mask = 0;
+        for (int d : faults_.crash_devices) mask |= std::uint64_t{1} << d;
+        (faults_.crash_restarts_alone ? left_loop_ : crashed_)
+            .fetch_or(mask, std::memory_order_release);
+    }
+    bool crashed(int device) const noexcept {
+        return (crashed_.load(std::memory_order_acquire) >> device) & 1u;
+    }
+    const FaultPlan& faults() const { return faults_; }
     // Every report, lowest device first (one per device: its first).
     std::vector<std::exception_ptr> out_of_memory_errors() const;
     // Streams (and the host while it enqueues) that can still make progress: the run aborts on
@@ -128,6 +140,7 @@ class RunContext {
     std::chrono::steady_clock::time_point t0_;
     std::atomic<bool> aborted_{false};
     std::atomic<std::uint64_t> left_loop_{0};  // a bit per device (at most 64)
+    std::atomic<std::uint64_t> crashed_{0};
     mutable std::mutex error_mutex_;
     std::exception_ptr first_error_;
     std::map<int, std::exception_ptr> oom_errors_;  // by device; guarded by error_mutex_

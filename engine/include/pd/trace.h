@@ -246,6 +246,19 @@ struct Trace {
         std::vector<int> left_devices;
         int ended_at_step = -1;
     } data;
+    // A job that failed and restarted (RunConfig::failure): every attempt on one time axis,
+    // its steps numbered in the order they ran, so a step replayed after a restart has its own
+    // number; trained_step maps that number to the training step it ran (empty: no restart).
+    struct Restart {
+        int failed_at = 0;      // the executed step the failure struck
+        int resumed_from = -1;  // training steps the checkpoint resumed from held (-1: none)
+        int devices_after = 0;
+        std::int64_t t_ns = 0;   // where the next attempt begins
+        std::string why;         // the failure
+        std::string checkpoint;  // what became of the checkpoints ("" when resumed)
+    };
+    std::vector<Restart> restarts;
+    std::vector<int> trained_step;
     std::vector<GradientUpdate> gradient_updates;  // ps only
     ExpertRouting routing;                         // mixture of experts only
     TraceOrigin origin;

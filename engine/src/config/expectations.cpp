@@ -472,6 +472,46 @@ std::vector<MetricDef> build_metrics() {
                              if (r.step < 0) return std::nullopt;
                              return r.devices;
                          }));
+    // Failures and restarts (Trace::restarts): the job's attempts and the work they lost.
+    v.push_back(run_wide("restarts", "times the job restarted after a failure",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             return static_cast<double>(e.result.trace.restarts.size());
+                         }));
+    v.push_back(run_wide("restart.resumed_from",
+                         "training steps the checkpoint the last restart loaded held (-1: the "
+                         "job started over)",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& r = e.result.trace.restarts;
+                             if (r.empty()) return std::nullopt;
+                             return r.back().resumed_from;
+                         }));
+    v.push_back(run_wide("restart.devices_after", "devices of the job after its last restart",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& r = e.result.trace.restarts;
+                             if (r.empty()) return std::nullopt;
+                             return r.back().devices_after;
+                         }));
+    v.push_back(run_wide("steps.executed",
+                         "steps run, counting those a restart ran again and a failed one",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& t = e.result.trace;
+                             if (t.restarts.empty()) return e.result.steps_completed;
+                             return static_cast<double>(t.trained_step.size());
+                         }));
+    v.push_back(run_wide("steps.lost", "steps run whose work a failure threw away",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& t = e.result.trace;
+                             if (t.restarts.empty()) return 0.0;
+                             return static_cast<double>(t.trained_step.size()) -
+                                    e.result.steps_completed;
+                         }));
+    v.push_back(run_wide("goodput", "steps kept over steps run (useful work over all work)",
+                         [](const RunEvidence& e) -> std::optional<double> {
+                             const auto& t = e.result.trace;
+                             if (t.restarts.empty() || t.trained_step.empty()) return 1.0;
+                             return static_cast<double>(e.result.steps_completed) /
+                                    static_cast<double>(t.trained_step.size());
+                         }));
     // The dataset: what the plan made of it, and what each device read (summarize_data).
     auto data_wide = [](std::string_view name, std::string_view meaning,
                         std::function<double(const Trace::DataReads&, const DataSummary&)> read) {
@@ -758,13 +798,16 @@ class ClaimParser {
             c.status = RunStatus::ok;
         else if (s == "out_of_memory")
             c.status = RunStatus::out_of_memory;
+        else if (s == "failed")
+            c.status = RunStatus::failed;
         else if (s == "timed_out") {
             c.status = RunStatus::failed;
             c.timed_out = true;
         } else
             field("status").fail(
-                "must be \"ok\", \"out_of_memory\", \"timed_out\" or \"refused\", got \"" + s +
-                "\"");
+                "must be \"ok\", \"out_of_memory\", \"failed\", \"timed_out\" or \"refused\", got "
+                "\"" +
+                s + "\"");
         if ((claim_.contains("device") || claim_.contains("category") ||
              claim_.contains("memory")) &&
             c.status != RunStatus::out_of_memory)

@@ -764,6 +764,57 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                               std::to_string(plan.global_batch) +
                               " (leave batch out: the dataset sets it)");
     }
+    if (c.failure.enabled()) {
+        const FailurePlan& f = c.failure;
+        const int nodes = c.cluster.node_count(c.devices);
+        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
+            c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
+            c.strategy != StrategyKind::zero3)
+            fail("fail",
+                 "restarts reload a checkpoint: strategies single, dp and zero1-3 (those "
+                 "that checkpoint so far)");
+        if ((f.device >= 0) == (f.node >= 0)) fail("fail", "names either a device or a node");
+        if (f.device >= c.devices)
+            fail("fail", "device " + std::to_string(f.device) + " is not one of the " +
+                             std::to_string(c.devices) + " devices");
+        if (f.node >= nodes)
+            fail("fail", "node " + std::to_string(f.node) + " is not one of the " +
+                             std::to_string(nodes) + " nodes");
+        if (f.step >= c.steps)
+            fail("fail", "step " + std::to_string(f.step) + " is past the run's " +
+                             std::to_string(c.steps) + " steps (counting from 0)");
+        if (f.worker_only && !f.replaced)
+            fail("fail",
+                 "restart worker restarts the failed worker in place: it needs its node "
+                 "(replaced true)");
+        if (!f.replaced && f.node < 0)
+            fail("fail", "replaced false is for a node (a device fails with its node)");
+        if (c.dataset.enabled() || c.resume_from_step > 0 || !c.resume_dir.empty())
+            fail("fail", "with a dataset, resume or resume_from is not built");
+        if (c.max_restarts < 0 || c.max_restarts > 100)
+            fail("max_restarts", "must be between 0 and 100");
+        if (c.min_nodes < 0 || c.min_nodes > nodes)
+            fail("min_nodes", "must be between 1 and the job's " + std::to_string(nodes) +
+                                  " nodes (0: all of them)");
+        if (!f.replaced && c.min_nodes > 0 && c.min_nodes < nodes) {
+            // The job on the nodes left must be one the engine can run.
+            RunConfig smaller = c;
+            smaller.failure = {};
+            smaller.max_restarts = smaller.min_nodes = 0;
+            smaller.devices -= c.devices / nodes;
+            smaller.cluster.nodes = nodes - 1;
+            smaller.cluster.devices_per_node = 0;
+            try {
+                validate(smaller);
+            } catch (const BadInput& e) {
+                fail("min_nodes", std::string("the job on the ") + std::to_string(nodes - 1) +
+                                      " nodes left after the failure cannot run: " + e.what());
+            }
+        }
+    } else if (c.max_restarts != 0 || c.min_nodes != 0) {
+        fail(c.max_restarts != 0 ? "max_restarts" : "min_nodes",
+             "applies to a job with a failure (fail)");
+    }
     if (c.checkpoint_every < 0)
         fail("checkpoint_every",
              "must be 0 (none) or more (got " + std::to_string(c.checkpoint_every) + ")");

@@ -359,6 +359,49 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                     r.fail(std::string("cannot set '") + own +
                            "' of the run that writes the checkpoint");
             c.resume_from = keys.dump();
+        } else if (key == "fail" && value == "none") {
+            c.failure = {};
+        } else if (key == "fail") {
+            // {"device": D | "node": N, "step": S, "replaced": true}
+            if (!value.is_object() || !value.contains("step"))
+                r.fail(
+                    "must be an object {\"device\": D or \"node\": N, \"step\": S, "
+                    "\"replaced\": true|false}, got " +
+                    value.dump());
+            FailurePlan f;
+            for (const auto& [k, v] : value.items()) {
+                const KeyReader fr{v, r.spelled + " (" + k + ")"};
+                if (k == "device")
+                    f.device = fr.integer();
+                else if (k == "node")
+                    f.node = fr.integer();
+                else if (k == "step")
+                    f.step = fr.integer();
+                else if (k == "replaced")
+                    f.replaced = fr.boolean();
+                else if (k == "restart") {
+                    const std::string name = fr.text();
+                    if (name != "job" && name != "worker")
+                        fr.fail("unknown restart '" + name + "' (available: job, worker)");
+                    f.worker_only = name == "worker";
+                } else
+                    fr.fail(
+                        "is not a failure setting (known: device, node, step, replaced, "
+                        "restart)");
+            }
+            if (f.step < 0 || (f.device < 0 && f.node < 0 &&
+                               (value.contains("device") || value.contains("node"))))
+                r.fail("step, device and node count from 0");
+            c.failure = f;
+        } else if (key == "max_restarts") {
+            c.max_restarts = r.integer();
+        } else if (key == "min_nodes") {
+            c.min_nodes = r.integer();
+        } else if (key == "checkpoint_storage") {
+            const std::string name = r.text();
+            if (name != "local" && name != "persistent")
+                r.fail("unknown checkpoint storage '" + name + "' (available: local, persistent)");
+            c.checkpoint_local = name == "local";
         } else if (key == "dataset") {
             parse_dataset(r, c.dataset);
         } else if (key == "host_capacity")
@@ -511,7 +554,7 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                 "reshard_after_forward, reduce_dtype, quantized_weights, quantized_gradients, "
                 "offload_optimizer, offload_param, host_capacity, nvme_capacity, pcie_gbps, "
                 "nvme_read_gbps, nvme_write_gbps, checkpoint_every, checkpoint_dir, resume, "
-                "resume_from, dataset, "
+                "resume_from, dataset, fail, max_restarts, min_nodes, checkpoint_storage, "
                 "timeout_s, threads, "
                 "recompute, precision, loss_scale, loss_scale_init, loss_scale_growth_interval, "
                 "clip_grad_norm, loss_reduction, master_weights, input_scale, comm_hook, "
@@ -653,6 +696,19 @@ std::string scenario_json(const RunConfig& c) {
         j["powersgd_min_compression_rate"] = c.powersgd.min_compression_rate;
     }
     if (c.input_scale != 1.0) j["input_scale"] = c.input_scale;
+    if (c.failure.enabled()) {
+        json f = {{"step", c.failure.step},
+                  {"replaced", c.failure.replaced},
+                  {"restart", c.failure.worker_only ? "worker" : "job"}};
+        if (c.failure.node >= 0)
+            f["node"] = c.failure.node;
+        else
+            f["device"] = c.failure.device;
+        j["fail"] = f;
+        j["max_restarts"] = c.max_restarts;
+        if (c.min_nodes > 0) j["min_nodes"] = c.min_nodes;
+    }
+    if (c.checkpoint_local) j["checkpoint_storage"] = "local";
     if (c.dataset.enabled())
         j["dataset"] = {{"files", c.dataset.file_examples},
                         {"batch", c.dataset.batch},

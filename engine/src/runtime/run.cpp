@@ -99,6 +99,7 @@ void Run::cancel() {
     cancel_requested_.store(true);
     std::lock_guard lock(ctx_mutex_);
     if (ctx_) ctx_->abort(std::make_exception_ptr(Cancelled("run cancelled", __FILE__, __LINE__)));
+    if (attempt_) attempt_->cancel();
 }
 
 namespace {
@@ -282,6 +283,10 @@ void classify_failure(RunContext& ctx, RunResult& result) {
         // lower bound, and the machine's other work can take what it saw available.
         result.status = RunStatus::out_of_memory;
         result.error = "the host ran out of memory during the run (an allocation failed)";
+    } catch (const DeviceFailure& e) {
+        result.status = RunStatus::failed;
+        result.device_failed = true;
+        result.error = e.what();
     } catch (const CollectiveTimeout& e) {
         result.status = RunStatus::failed;
         result.timed_out = true;
@@ -303,6 +308,7 @@ void classify_failure(RunContext& ctx, RunResult& result) {
 }  // namespace
 
 RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progress) {
+    if (config_.failure.enabled() && !attempt_of_job_) return execute_job(on_progress);
     if (writer_ && !resume_) {
         // resume_from: the writer's run first; a failure of it is this run's.
         Run writer(*writer_);
@@ -402,6 +408,7 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
                     }
                     record_reads(*env.data, step, data);
                 }
+                if (step == faults_.crash_step) ctx.crash_planned_devices();
                 {
                     const HostEnqueues enqueuing(ctx);
                     strategy->enqueue_step(step);
@@ -484,6 +491,12 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
         // The timeout names a collective; why a peer never came is the data's doing.
         if (const std::string left = left_loop_words(result.trace.data); !left.empty())
             result.error = left + ". " + result.error;
+        if (faults_.crash_restarts_alone && result.timed_out)
+            result.error = faults_.crash_words + " at the start of step " +
+                           std::to_string(faults_.crash_step) +
+                           " (counting from 0) and only its worker restarted: a new process "
+                           "outside the others' communicator, which wait for it. " +
+                           result.error;
     }
     allocations_made_ = ctx.allocations();
     return result;

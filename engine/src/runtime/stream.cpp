@@ -223,6 +223,13 @@ void Stream::run_task(Task& task) {
     // of a device that ran out of memory, while the others go on (RunContext's rule), and of
     // a device that left the training loop.
     if (ctx_.aborted() || ctx_.device_failed(device_) || ctx_.left_loop(device_)) return;
+    if (ctx_.crashed(device_)) {
+        ctx_.abort(std::make_exception_ptr(DeviceFailure(
+            ctx_.faults().crash_words + " at the start of step " +
+                std::to_string(ctx_.faults().crash_step) + " (counting from 0): injected failure",
+            __FILE__, __LINE__)));
+        return;
+    }
     try {
         task();
     } catch (const OutOfMemory& oom) {
