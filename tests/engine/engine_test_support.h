@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "pd/error.h"
 #include "pd/model.h"
 #include "pd/run.h"
 
@@ -42,6 +43,16 @@ inline std::size_t peak_bytes(const RunResult& r, int device, MemoryCategory cat
     for (const auto& s : r.trace.memory)
         if (s.device == device && s.category == category) peak = std::max(peak, s.bytes);
     return peak;
+}
+
+// The BadInput a Run made from `c` is refused with, or "" when it is accepted.
+inline std::string run_refusal(const RunConfig& c) {
+    try {
+        Run run(c);
+    } catch (const BadInput& e) {
+        return e.what();
+    }
+    return "";
 }
 
 inline RunResult run_config(const RunConfig& c) {

@@ -54,16 +54,6 @@ RunConfig resuming(RunConfig c, const std::string& dir) {
     return c;
 }
 
-// The BadInput a run made from `c` is refused with, or "" if it is accepted.
-std::string refusal(const RunConfig& c) {
-    try {
-        Run run(c);
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
-}
-
 }  // namespace
 
 class TestCheckpoint : public QObject {
@@ -159,25 +149,25 @@ class TestCheckpoint : public QObject {
         QCOMPARE(run_config(saving(c, dir)).status, RunStatus::ok);
         const fs::path step = fs::path(dir.path) / "step-000003";
         const RunConfig resume = resuming(c, step.string());
-        QCOMPARE(refusal(resume), std::string());
+        QCOMPARE(run_refusal(resume), std::string());
 
         RunConfig other = resume;
         other.layers = c.layers + 1;
-        QVERIFY(refusal(other).find("another model") != std::string::npos);
+        QVERIFY(run_refusal(other).find("another model") != std::string::npos);
         other = resume;
         other.optimizer = OptimizerKind::sgd;
-        QVERIFY(refusal(other).find("adamw state") != std::string::npos);
+        QVERIFY(run_refusal(other).find("adamw state") != std::string::npos);
 
         // Truncated: one byte short.
         const fs::path file = step / "device-1.bin";
         const auto size = fs::file_size(file);
         fs::resize_file(file, size - 1);
-        std::string why = refusal(resume);
+        std::string why = run_refusal(resume);
         QVERIFY2(why.find("truncated") != std::string::npos &&
                      why.find("device-1.bin") != std::string::npos,
                  why.c_str());
         fs::remove(file);
-        QVERIFY(refusal(resume).find("missing") != std::string::npos);
+        QVERIFY(run_refusal(resume).find("missing") != std::string::npos);
 
         // Newer format, and no JSON at all.
         const fs::path meta = step / "metadata.json";
@@ -187,16 +177,16 @@ class TestCheckpoint : public QObject {
         const auto at = text.find("\"version\": 1");
         QVERIFY(at != std::string::npos);
         std::ofstream(meta) << std::string(text).replace(at, 12, "\"version\": 9");
-        QVERIFY(refusal(resume).find("newer format") != std::string::npos);
+        QVERIFY(run_refusal(resume).find("newer format") != std::string::npos);
         std::ofstream(meta) << "not json";
-        QVERIFY(refusal(resume).find("not valid JSON") != std::string::npos);
-        QVERIFY(refusal(resuming(c, dir + "/nowhere")).find("not a checkpoint") !=
+        QVERIFY(run_refusal(resume).find("not valid JSON") != std::string::npos);
+        QVERIFY(run_refusal(resuming(c, dir + "/nowhere")).find("not a checkpoint") !=
                 std::string::npos);
 
         // A step directory that exists is not overwritten: the run is refused before it starts
         // and the file stays as it was.
         const RunConfig again = saving(c, dir);
-        QVERIFY(refusal(again).find("never overwritten") != std::string::npos);
+        QVERIFY(run_refusal(again).find("never overwritten") != std::string::npos);
         std::ifstream kept(meta);
         std::string still((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
         QCOMPARE(still, std::string("not json"));
@@ -225,13 +215,13 @@ class TestCheckpoint : public QObject {
         c.checkpoint_every = 2;
         const TempDir tp("tp");
         c.checkpoint_dir = tp;
-        QVERIFY(refusal(c).find("single, dp and zero1-3") != std::string::npos);
+        QVERIFY(run_refusal(c).find("single, dp and zero1-3") != std::string::npos);
         c = base(StrategyKind::dp, 2);
         c.checkpoint_every = 2;
         const TempDir fp16("fp16");
         c.checkpoint_dir = fp16;
         c.precision = Precision::fp16_mixed;
-        QVERIFY(refusal(c).find("GradScaler") != std::string::npos);
+        QVERIFY(run_refusal(c).find("GradScaler") != std::string::npos);
     }
 };
 

@@ -30,15 +30,6 @@ RunConfig failing(RunConfig c, int node, int step, int max_restarts) {
     return c;
 }
 
-std::string refusal(const RunConfig& c) {
-    try {
-        Run run(c);
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
-}
-
 }  // namespace
 
 class TestRestart : public QObject {
@@ -125,25 +116,26 @@ class TestRestart : public QObject {
 
     void refusals_name_the_setting() {
         RunConfig c = failing(job(4, 2), 2, 3, 1);
-        QVERIFY(refusal(c).find("node 2 is not one of the 2 nodes") != std::string::npos);
+        QVERIFY(run_refusal(c).find("node 2 is not one of the 2 nodes") != std::string::npos);
         c = failing(job(4, 2), 1, 8, 1);
-        QVERIFY(refusal(c).find("past the run's 8 steps") != std::string::npos);
+        QVERIFY(run_refusal(c).find("past the run's 8 steps") != std::string::npos);
         c = job(4, 2);
         c.max_restarts = 2;
-        QVERIFY(refusal(c).find("applies to a job with a failure") != std::string::npos);
+        QVERIFY(run_refusal(c).find("applies to a job with a failure") != std::string::npos);
         c = failing(job(4, 2), 1, 3, 1);
         c.strategy = StrategyKind::pipeline;
         c.layers = 4;
         c.checkpoint_every = 0;
-        QVERIFY2(refusal(c).find("strategies single, dp and zero1-3") != std::string::npos,
-                 refusal(c).c_str());
+        QVERIFY2(run_refusal(c).find("strategies single, dp and zero1-3") != std::string::npos,
+                 run_refusal(c).c_str());
         // Elastic down to a size the batch cannot split over is refused before it runs.
         c = failing(job(8, 4), 3, 3, 1);
         c.failure.replaced = false;
         c.min_nodes = 3;
         c.batch = 32;  // 8 replicas: 4 each; 6 replicas: no
-        QVERIFY2(refusal(c).find("nodes left after the failure cannot run") != std::string::npos,
-                 refusal(c).c_str());
+        QVERIFY2(
+            run_refusal(c).find("nodes left after the failure cannot run") != std::string::npos,
+            run_refusal(c).c_str());
     }
 };
 

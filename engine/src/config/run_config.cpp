@@ -412,6 +412,13 @@ void validate_cluster(const RunConfig& c, Fail fail) {
 
 }  // namespace
 
+// Strategies whose devices are data-parallel replicas of the whole model (a ZeRO shard is a
+// replica's part of it): what checkpoints, datasets and restarts are built for so far.
+bool replicas_own_the_model(StrategyKind s) {
+    return s == StrategyKind::single || s == StrategyKind::dp || s == StrategyKind::zero1 ||
+           s == StrategyKind::zero2 || s == StrategyKind::zero3;
+}
+
 void validate(const RunConfig& c, const ConfigSources& sources) {
     auto fail = [&](const std::string& key, const std::string& reason) {
         throw BadInput(source_of(sources, key), reason, __FILE__, __LINE__);
@@ -744,9 +751,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
                  "not built)");
     }
     if (c.dataset.enabled()) {
-        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
-            c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
-            c.strategy != StrategyKind::zero3)
+        if (!replicas_own_the_model(c.strategy))
             fail("dataset",
                  "is read by strategies single, dp and zero1-3 (each device a replica "
                  "with its own slice of the batch), not '" +
@@ -767,9 +772,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
     if (c.failure.enabled()) {
         const FailurePlan& f = c.failure;
         const int nodes = c.cluster.node_count(c.devices);
-        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
-            c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
-            c.strategy != StrategyKind::zero3)
+        if (!replicas_own_the_model(c.strategy))
             fail("fail",
                  "restarts reload a checkpoint: strategies single, dp and zero1-3 (those "
                  "that checkpoint so far)");
@@ -828,9 +831,7 @@ void validate(const RunConfig& c, const ConfigSources& sources) {
         const std::string key = c.checkpoint_every > 0   ? "checkpoint_every"
                                 : c.resume_from_step > 0 ? "resume_from"
                                                          : "resume";
-        if (c.strategy != StrategyKind::single && c.strategy != StrategyKind::dp &&
-            c.strategy != StrategyKind::zero1 && c.strategy != StrategyKind::zero2 &&
-            c.strategy != StrategyKind::zero3)
+        if (!replicas_own_the_model(c.strategy))
             fail(key,
                  "checkpoints are built for strategies single, dp and zero1-3 so far (this "
                  "run's is '" +

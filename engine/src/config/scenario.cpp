@@ -389,8 +389,8 @@ void apply_scenario_json(std::string_view json_text, std::string_view origin, Ru
                         "is not a failure setting (known: device, node, step, replaced, "
                         "restart)");
             }
-            if (f.step < 0 || (f.device < 0 && f.node < 0 &&
-                               (value.contains("device") || value.contains("node"))))
+            if (f.step < 0 || (value.contains("device") && f.device < 0) ||
+                (value.contains("node") && f.node < 0))
                 r.fail("step, device and node count from 0");
             c.failure = f;
         } else if (key == "max_restarts") {
