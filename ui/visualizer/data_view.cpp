@@ -285,7 +285,7 @@ void DataView::paint(QPainter& p, const QRectF& rect, const TimelinePalette& pal
     for (std::size_t c = 0; c < shown.size(); ++c) {
         const int step = shown[c];
         const QRectF head(area.left() + kLabelWidth + c * col_w, y, col_w, fm.height());
-        QString label = tr("step %1").arg(step);
+        QString label = tr("step %1").arg(step + 1);  // steps count from 1, as the timeline's
         // Epoch boundaries: a pipeline starts a new epoch at this step.
         for (const auto& s : d.reads)
             if (s.step == step && s.epoch > 0 &&
@@ -299,7 +299,7 @@ void DataView::paint(QPainter& p, const QRectF& rect, const TimelinePalette& pal
                 break;
             }
         if (step == d.left_at_step) {
-            label = tr("step %1: timed out").arg(step);
+            label = tr("step %1: timed out").arg(step + 1);
             p.setPen(pal.oom);
         } else {
             p.setPen(pal.text);
@@ -375,8 +375,8 @@ void DataView::paint(QPainter& p, const QRectF& rect, const TimelinePalette& pal
         p.drawText(QRectF(area.left(), grid_top + devices * row_h + 2, area.width(), fm.height()),
                    Qt::AlignLeft,
                    tr("Steps %1 to %2 shown of %3: widen the window for more.")
-                       .arg(shown.front())
-                       .arg(shown.back())
+                       .arg(shown.front() + 1)
+                       .arg(shown.back() + 1)
                        .arg(steps_.size()));
     }
     p.restore();

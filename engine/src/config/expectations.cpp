@@ -548,9 +548,11 @@ std::vector<MetricDef> build_metrics() {
                           [](const auto&, const auto& d) { return d.distinct_read; }));
     v.push_back(data_wide("data.epochs", "epochs begun (the most of any device)",
                           [](const auto&, const auto& d) { return d.epochs; }));
-    v.push_back(data_wide("data.left_at_step",
-                          "step at which devices with no batch left the training loop (-1: none)",
-                          [](const auto& r, const auto&) { return r.left_at_step; }));
+    v.push_back(data_wide(
+        "data.left_at_step",
+        "step (counting from 1, as the timeline) at which devices with no "
+        "batch left the training loop (-1: none)",
+        [](const auto& r, const auto&) { return r.left_at_step < 0 ? -1 : r.left_at_step + 1; }));
     v.push_back(data_wide(
         "data.devices_left", "devices that left the training loop, out of data",
         [](const auto& r, const auto&) { return static_cast<double>(r.left_devices.size()); }));

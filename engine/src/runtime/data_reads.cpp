@@ -88,9 +88,8 @@ std::string left_loop_words(const Trace::DataReads& data) {
                  std::to_string(data.steps_per_epoch[static_cast<std::size_t>(p)]) + " batch" +
                  (data.steps_per_epoch[static_cast<std::size_t>(p)] == 1 ? "" : "es");
     }
-    return "step " + std::to_string(data.left_at_step) +
-           " (counting from 0): " + device_list(data.left_devices) + " had no batch (" + which +
-           ", and the data does not repeat) and left the training " +
+    return "step " + std::to_string(data.left_at_step + 1) + ": " + device_list(data.left_devices) +
+           " had no batch (" + which + ", and the data does not repeat) and left the training " +
            "loop; the other devices went on into the step's collectives, which wait for every "
            "device";
 }

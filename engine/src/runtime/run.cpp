@@ -493,8 +493,8 @@ RunResult Run::execute(const std::function<void(const RunProgress&)>& on_progres
             result.error = left + ". " + result.error;
         if (faults_.crash_restarts_alone && result.timed_out)
             result.error = faults_.crash_words + " at the start of step " +
-                           std::to_string(faults_.crash_step) +
-                           " (counting from 0) and only its worker restarted: a new process "
+                           std::to_string(faults_.crash_step + 1) +
+                           " and only its worker restarted: a new process "
                            "outside the others' communicator, which wait for it. " +
                            result.error;
     }

@@ -224,10 +224,10 @@ void Stream::run_task(Task& task) {
     // a device that left the training loop.
     if (ctx_.aborted() || ctx_.device_failed(device_) || ctx_.left_loop(device_)) return;
     if (ctx_.crashed(device_)) {
-        ctx_.abort(std::make_exception_ptr(DeviceFailure(
-            ctx_.faults().crash_words + " at the start of step " +
-                std::to_string(ctx_.faults().crash_step) + " (counting from 0): injected failure",
-            __FILE__, __LINE__)));
+        ctx_.abort(std::make_exception_ptr(
+            DeviceFailure(ctx_.faults().crash_words + " at the start of step " +
+                              std::to_string(ctx_.faults().crash_step + 1) + ": injected failure",
+                          __FILE__, __LINE__)));
         return;
     }
     try {
